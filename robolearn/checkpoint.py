@@ -1,0 +1,91 @@
+"""Atomic checkpoints: written to a temporary file, fsynced, then renamed into place.
+
+A crash mid-write leaves at most a stray `*.tmp` file; every `iter_*.pt` is complete. Loading
+uses `weights_only=True`, so a checkpoint holds only tensors and plain Python containers.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from robolearn.errors import UserError, one_line
+
+_NAME = re.compile(r"^iter_(\d+)\.pt$")
+
+
+def checkpoint_path(folder: Path, iteration: int) -> Path:
+    return folder / f"iter_{iteration:06d}.pt"
+
+
+def list_checkpoints(folder: Path) -> list[Path]:
+    """Complete checkpoints in `folder`, oldest first."""
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def save_atomic(payload: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def prune(folder: Path, keep: int) -> None:
+    for old in list_checkpoints(folder)[:-keep] if keep > 0 else []:
+        old.unlink(missing_ok=True)
+
+
+def load(path: Path) -> dict:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for truncated or foreign files
+        raise UserError(f"checkpoint {path} is unreadable ({type(exc).__name__}: {one_line(exc)[:200]})") from None
+
+
+def latest(run_dir: Path) -> Path:
+    """The newest checkpoint of a run directory, or a UserError saying why there is none."""
+    if not run_dir.is_dir():
+        raise UserError(f"run directory not found: {run_dir}")
+    found = list_checkpoints(run_dir / "checkpoints")
+    if not found:
+        raise UserError(f"no checkpoint in {run_dir / 'checkpoints'} (expected iter_NNNNNN.pt files)")
+    return found[-1]
+
+
+def rng_state() -> dict:
+    """torch (CPU and CUDA), numpy and python global RNG states as tensors/plain types."""
+    np_state = np.random.get_state()
+    py_state = random.getstate()
+    state = {
+        "torch": torch.get_rng_state(),
+        "numpy": {"keys": torch.from_numpy(np_state[1].astype(np.int64)), "pos": int(np_state[2]),
+                  "has_gauss": int(np_state[3]), "cached_gaussian": float(np_state[4])},
+        "python": {"version": py_state[0], "state": list(py_state[1]), "gauss": py_state[2]},
+    }  # fmt: skip
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    n = state["numpy"]
+    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    p = state["python"]
+    random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

@@ -1,0 +1,225 @@
+"""Structured config schemas: every YAML value is validated against these dataclasses.
+
+They are registered in Hydra's ConfigStore (see `register_schemas`), so a wrong key or a value of
+the wrong type fails at composition time, before anything runs, naming the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+class EventMode(Enum):
+    startup = "startup"
+    """Once per environment, when the environments are built."""
+    reset = "reset"
+    """Every time an environment starts a new episode."""
+    interval = "interval"
+    """Every `interval_s` seconds of simulated time, drawn per environment."""
+
+
+class NoiseType(Enum):
+    uniform = "uniform"
+    """Additive noise drawn from U(-scale, scale)."""
+    gaussian = "gaussian"
+    """Additive noise drawn from N(0, scale^2)."""
+
+
+@dataclass
+class NoiseCfg:
+    type: NoiseType = NoiseType.uniform
+    """Distribution of the additive noise."""
+    scale: float = 0.0
+    """Half-width (uniform) or standard deviation (gaussian), in the term's units before `scale`."""
+
+
+@dataclass
+class ObsTermCfg:
+    func: str = MISSING
+    """Name of the observation function (task terms first, then robolearn.mdp)."""
+    params: Dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments passed to the function."""
+    noise: NoiseCfg = field(default_factory=NoiseCfg)
+    """Noise added when the group has noise enabled (domain randomization of sensing)."""
+    scale: float = 1.0
+    """Multiplier applied after noise; recorded in robot.yaml so the robot applies the same."""
+    clip: Optional[float] = None
+    """Clip the scaled value to [-clip, clip]; None disables."""
+    units: str = ""
+    """Physical units of the raw value (documentation for robot.yaml)."""
+
+
+@dataclass
+class ObsGroupCfg:
+    terms: Dict[str, ObsTermCfg] = field(default_factory=dict)
+    """Terms concatenated in this order into the group's vector."""
+    enable_noise: bool = True
+    """Add each term's noise (typically on for `policy`, off for a privileged `critic`)."""
+
+
+@dataclass
+class RewardTermCfg:
+    func: str = MISSING
+    """Name of the reward function returning a [num_envs] tensor."""
+    weight: float = 1.0
+    """The step reward adds weight * func(env, **params)."""
+    params: Dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments passed to the function."""
+
+
+@dataclass
+class TerminationTermCfg:
+    func: str = MISSING
+    """Name of the function returning a [num_envs] bool tensor: True ends the episode."""
+    params: Dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments passed to the function."""
+
+
+@dataclass
+class EventTermCfg:
+    func: str = MISSING
+    """Name of the event function f(env, mask, **params) (resets, domain randomization)."""
+    mode: EventMode = EventMode.reset
+    """When it runs: startup, reset or interval."""
+    params: Dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments passed to the function."""
+    interval_s: List[float] = field(default_factory=lambda: [1.0, 1.0])
+    """For mode=interval: the period in seconds, drawn uniformly from [low, high] per env."""
+
+
+@dataclass
+class ActionCfg:
+    actuators: List[str] = field(default_factory=list)
+    """Actuators driven by the policy, in action order; empty means all, in model order."""
+    scale: float = 1.0
+    """ctrl = offset + scale * action."""
+    use_default_offset: bool = False
+    """Offset each position actuator by its joint's default position (qpos0); else offset 0."""
+    clip_to_ctrlrange: bool = True
+    """Clip ctrl to each actuator's ctrlrange (when the actuator is ctrl-limited)."""
+
+
+@dataclass
+class TaskCfg:
+    name: str = MISSING
+    """Task name; equals the name it is registered under."""
+    description: str = ""
+    """One line shown by `robolearn list`."""
+    asset: str = MISSING
+    """MJCF file: absolute, relative to the task's folder, or relative to robolearn's assets/."""
+    sim_dt: Optional[float] = None
+    """Physics timestep in seconds; None keeps the MJCF's <option timestep>."""
+    decimation: int = 4
+    """Physics steps per control step (control period = decimation * sim_dt)."""
+    episode_length_s: float = 5.0
+    """Episodes are truncated (time-out, bootstrapped) after this many seconds."""
+    action: ActionCfg = field(default_factory=ActionCfg)
+    """How policy actions become actuator controls."""
+    observations: Dict[str, ObsGroupCfg] = field(default_factory=dict)
+    """Observation groups; `policy` is required, `critic` defaults to `policy`."""
+    rewards: Dict[str, RewardTermCfg] = field(default_factory=dict)
+    """Weighted reward terms, summed each step."""
+    terminations: Dict[str, TerminationTermCfg] = field(default_factory=dict)
+    """Termination terms (true terminations; time-outs are separate)."""
+    events: Dict[str, EventTermCfg] = field(default_factory=dict)
+    """Reset and domain-randomization events."""
+
+
+@dataclass
+class EnvCfg:
+    num_envs: int = 256
+    """Number of parallel environments."""
+
+
+@dataclass
+class PhysicsCfg:
+    backend: str = "auto"
+    """Physics engine: auto (fastest installed) or a backend listed by `robolearn list`."""
+    num_threads: int = 0
+    """CPU threads for the mujoco backend; 0 uses every core."""
+
+
+@dataclass
+class AlgoCfg:
+    learning_rate: float = 1e-3
+    """Adam learning rate (initial value under the adaptive schedule)."""
+    schedule: str = "adaptive"
+    """'adaptive' (KL-driven learning rate) or 'fixed'."""
+    desired_kl: float = 0.01
+    """Target KL divergence per minibatch for the adaptive schedule."""
+    clip_param: float = 0.2
+    """PPO ratio clip epsilon (also the value clip)."""
+    use_clipped_value_loss: bool = True
+    """Clip the value update around the old value estimate."""
+    value_loss_coef: float = 1.0
+    """Weight of the value loss."""
+    entropy_coef: float = 0.005
+    """Weight of the entropy bonus."""
+    gamma: float = 0.99
+    """Discount factor."""
+    lam: float = 0.95
+    """GAE lambda."""
+    num_learning_epochs: int = 5
+    """Passes over the rollout per update."""
+    num_mini_batches: int = 4
+    """Minibatches per epoch."""
+    max_grad_norm: float = 1.0
+    """Gradient norm clip."""
+    init_noise_std: float = 1.0
+    """Initial standard deviation of the Gaussian policy (state-independent, learned)."""
+    actor_hidden_dims: List[int] = field(default_factory=lambda: [64, 64])
+    """Actor MLP hidden layer sizes."""
+    critic_hidden_dims: List[int] = field(default_factory=lambda: [64, 64])
+    """Critic MLP hidden layer sizes."""
+    activation: str = "elu"
+    """Hidden activation: elu, relu, tanh."""
+    normalize_observations: bool = True
+    """Empirical running mean/std normalization of actor and critic inputs."""
+
+
+@dataclass
+class RunnerCfg:
+    num_steps_per_env: int = 24
+    """Rollout length per environment per iteration."""
+    max_iterations: int = 100
+    """Total PPO iterations of the run (a resumed run continues to this count)."""
+    save_interval: int = 50
+    """Write a checkpoint every this many iterations (and always at the end)."""
+    keep_checkpoints: int = 5
+    """How many recent checkpoints to keep (older ones are deleted)."""
+    export_onnx: bool = True
+    """Export policy.onnx + robot.yaml at the end of training."""
+    progress: bool = True
+    """Show the live progress line."""
+
+
+@dataclass
+class TrainCfg:
+    task: TaskCfg = MISSING
+    """The task (choose with task=<name>)."""
+    physics: PhysicsCfg = field(default_factory=PhysicsCfg)
+    """The physics backend (choose with physics=<name>)."""
+    algo: AlgoCfg = field(default_factory=AlgoCfg)
+    """PPO hyperparameters."""
+    env: EnvCfg = field(default_factory=EnvCfg)
+    """Environment count."""
+    runner: RunnerCfg = field(default_factory=RunnerCfg)
+    """Rollout / iteration settings."""
+    seed: int = 0
+    """Seeds torch, numpy, python and every environment sampler."""
+    device: str = "auto"
+    """Learner device: auto (cuda if available), cpu, cuda, cuda:N."""
+    resume: Optional[str] = None
+    """Run directory to continue from its latest checkpoint."""
+
+
+def register_schemas(cs: ConfigStore) -> None:
+    """Make the schemas available to the YAML tree (`defaults: [<group>_schema]`)."""
+    cs.store(name="train_schema", node=TrainCfg)
+    cs.store(group="physics", name="physics_schema", node=PhysicsCfg)
+    cs.store(group="algo", name="algo_schema", node=AlgoCfg)

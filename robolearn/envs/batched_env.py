@@ -1,0 +1,204 @@
+"""The batched environment: one task on one physics backend, stepped as an ordered pipeline.
+
+    action -> ctrl -> physics x decimation -> terminations -> rewards -> resets(+events)
+           -> interval events -> observations
+
+See vec_env.py for the interface. Everything here is batched over environments on one device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import torch
+
+from robolearn import mdp
+from robolearn.config import EventMode, TaskCfg
+from robolearn.envs.actions import ActionManager
+from robolearn.envs.managers import EventManager, ObservationManager, RewardManager, TerminationManager
+from robolearn.envs.scene import field_rows, single_dof_joints
+from robolearn.errors import UserError
+from robolearn.paths import assets_dir
+from robolearn.physics import load_model, make_backend
+from robolearn.registry import TaskPlugin
+
+
+def resolve_asset(asset: str, task_folder: Path) -> Path:
+    """An absolute path, else relative to the task's folder, else to robolearn's assets/."""
+    path = Path(asset)
+    if path.is_absolute():
+        return path
+    for base in (task_folder, assets_dir()):
+        if (base / path).is_file():
+            return base / path
+    return assets_dir() / path
+
+
+def term_namespace(plugin: TaskPlugin) -> dict[str, Callable]:
+    clash = sorted(set(plugin.terms) & set(mdp.TERMS))
+    if clash:
+        raise UserError(f"task '{plugin.name}' redefines generic terms {clash}; rename its own terms")
+    return {**mdp.TERMS, **plugin.terms}
+
+
+class BatchedEnv:
+    def __init__(
+        self,
+        cfg: TaskCfg,
+        plugin: TaskPlugin,
+        num_envs: int,
+        physics: str = "auto",
+        device: torch.device | str = "cpu",
+        seed: int = 0,
+        num_threads: int = 0,
+    ):
+        self.cfg = cfg
+        self.device = torch.device(device)
+        self.num_envs = num_envs
+        self.asset_path = resolve_asset(cfg.asset, plugin.folder)
+        model = load_model(self.asset_path, cfg.sim_dt)
+        if cfg.decimation < 1:
+            raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
+        self.physics = make_backend(physics, model, num_envs, self.device, num_threads)
+        self.model = model
+        self.decimation = cfg.decimation
+        self.dt = float(model.opt.timestep) * cfg.decimation
+        self.max_episode_length = max(1, math.ceil(cfg.episode_length_s / self.dt))
+        self.generator = torch.Generator(self.device).manual_seed(seed)
+        self._id_cache: dict[tuple, torch.Tensor] = {}
+
+        self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self.default_qpos = torch.as_tensor(model.qpos0, dtype=torch.float32, device=self.device).repeat(num_envs, 1)
+        self.default_qvel = torch.zeros(num_envs, model.nv, device=self.device)
+        self.reset_qpos = self.default_qpos.clone()
+        """Reset events write the next episode's initial state here (for the masked envs)."""
+        self.reset_qvel = self.default_qvel.clone()
+
+        namespace = term_namespace(plugin)
+        self.actions = ActionManager(cfg.action, model, num_envs, self.device)
+        self.num_actions = self.actions.num_actions
+        self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
+        self.truncated = torch.zeros_like(self.terminated)
+        self.events = EventManager(cfg.events, namespace, self)
+        self.terminations = TerminationManager(cfg.terminations, namespace, self)
+        self.rewards = RewardManager(cfg.rewards, namespace, self)
+        self.observations = ObservationManager(cfg.observations, namespace, self)
+        self._stats = torch.zeros(3 + len(self.rewards.names) + len(self.terminations.names), device=self.device)
+
+    # --- lookups for term functions (cached: terms run every step) -----------------------------
+    def joint_ids(self, joints: list[str] | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(qpos addresses, dof addresses) of the named hinge/slide joints."""
+        key = ("joint", None if joints is None else tuple(joints))
+        if key not in self._id_cache:
+            qadr, dadr = single_dof_joints(self.model, joints)
+            self._id_cache[key] = torch.tensor([qadr, dadr], dtype=torch.long, device=self.device)
+        ids = self._id_cache[key]
+        return ids[0], ids[1]
+
+    def field_ids(self, field: str, names: list[str] | None) -> torch.Tensor:
+        key = ("field", field, None if names is None else tuple(names))
+        if key not in self._id_cache:
+            self._id_cache[key] = torch.tensor(field_rows(self.model, field, names), dtype=torch.long, device=self.device)
+        return self._id_cache[key]
+
+    def current_observations(self) -> dict[str, torch.Tensor]:
+        """The observations returned by the last reset/step (restored by load_state_dict)."""
+        return self.observations.buffers
+
+    def observation_dims(self) -> dict[str, int]:
+        return {group: buf.shape[1] for group, buf in self.observations.buffers.items()}
+
+    # --- the pipeline ---------------------------------------------------------------------------
+    def reset(self) -> dict[str, torch.Tensor]:
+        """Start of training: startup events, reset every env, spread their time-outs apart."""
+        everyone = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        self.events.apply(EventMode.startup, everyone)
+        self.events.start_intervals()
+        self._reset_envs(everyone, record=False)
+        # Random initial progress so the environments do not all time out on the same step.
+        self.episode_length.random_(0, self.max_episode_length, generator=self.generator)
+        return self.observations.compute()
+
+    def step(self, action: torch.Tensor):
+        self.actions.process(action)
+        self.physics.step(self.actions.ctrl, self.decimation)
+        self.episode_length += 1
+        self.terminated = self.terminations.compute()
+        self.truncated = (self.episode_length >= self.max_episode_length) & ~self.terminated
+        reward = self.rewards.compute()
+        self._reset_envs(self.terminated | self.truncated)
+        self.events.step_interval(self.dt)
+        return self.observations.compute(), reward, self.terminated, self.truncated
+
+    def _reset_envs(self, mask: torch.Tensor, record: bool = True) -> None:
+        if record:
+            self._record_episodes(mask)
+        self.reset_qpos.copy_(self.default_qpos)
+        self.reset_qvel.copy_(self.default_qvel)
+        self.events.apply(EventMode.reset, mask)
+        self.physics.reset(mask, self.reset_qpos, self.reset_qvel)
+        self.actions.reset(mask)
+        self.episode_length.masked_fill_(mask, 0)
+        self.rewards.episode_sums.masked_fill_(mask, 0.0)
+
+    # --- episode statistics: accumulated on the device, read once per iteration ---------------
+    def _record_episodes(self, mask: torch.Tensor) -> None:
+        done = mask.float()
+        sums = self.rewards.episode_sums
+        self._stats += torch.cat(
+            [
+                torch.stack([done.sum(), (sums.sum(0) * done).sum(), (self.episode_length * done).sum()]),
+                (sums * done).sum(1),
+                (self.terminations.fired.float() * done).sum(1),
+            ]
+        )
+
+    def pop_episode_stats(self) -> dict[str, float]:
+        values = self._stats.tolist()
+        self._stats.zero_()
+        count = values[0]
+        if count == 0:
+            return {"episodes": 0.0}
+        stats = {"episodes": count, "mean_episode_return": values[1] / count, "mean_episode_length": values[2] / count}
+        n_rew = len(self.rewards.names)
+        for k, name in enumerate(self.rewards.names):
+            stats[f"episode_reward/{name}"] = values[3 + k] / count
+        for k, name in enumerate(self.terminations.names):
+            stats[f"termination/{name}"] = values[3 + n_rew + k] / count
+        return stats
+
+    # --- checkpointing --------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "physics": self.physics.state_dict(),
+            "generator": self.generator.get_state(),
+            "episode_length": self.episode_length.clone(),
+            "episode_sums": self.rewards.episode_sums.clone(),
+            "action": self.actions.action.clone(),
+            "last_action": self.actions.last_action.clone(),
+            "event_time_left": self.events.time_left.clone(),
+            "stats": self._stats.clone(),
+            "obs": {k: v.clone() for k, v in self.observations.buffers.items()},
+        }
+
+    def load_state_dict(self, state: Mapping) -> None:
+        if state["episode_length"].shape[0] != self.num_envs:
+            raise UserError(
+                f"checkpoint has {state['episode_length'].shape[0]} environments, this run has {self.num_envs}; "
+                "resume with the same env.num_envs"
+            )
+        self.physics.load_state_dict(state["physics"])
+        self.generator.set_state(state["generator"])
+        self.episode_length.copy_(state["episode_length"])
+        self.rewards.episode_sums.copy_(state["episode_sums"])
+        self.actions.action.copy_(state["action"])
+        self.actions.last_action.copy_(state["last_action"])
+        self.events.time_left.copy_(state["event_time_left"])
+        self._stats.copy_(state["stats"])
+        for k, v in state["obs"].items():
+            self.observations.buffers[k].copy_(v)
+
+    def close(self) -> None:
+        self.physics.close()

@@ -1,0 +1,59 @@
+"""Name -> index lookups in an MjModel, with errors that list the valid names."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import mujoco
+
+from robolearn.errors import UserError
+from robolearn.physics.base import RANDOMIZABLE_FIELDS
+
+_KIND = {
+    mujoco.mjtObj.mjOBJ_BODY: ("body", "nbody"),
+    mujoco.mjtObj.mjOBJ_GEOM: ("geom", "ngeom"),
+    mujoco.mjtObj.mjOBJ_JOINT: ("joint", "njnt"),
+    mujoco.mjtObj.mjOBJ_ACTUATOR: ("actuator", "nu"),
+}
+
+
+def names(model: mujoco.MjModel, objtype: mujoco.mjtObj) -> list[str]:
+    kind, count = _KIND[objtype]
+    return [mujoco.mj_id2name(model, objtype, i) or f"<unnamed {kind} {i}>" for i in range(getattr(model, count))]
+
+
+def entity_ids(model: mujoco.MjModel, objtype: mujoco.mjtObj, wanted: Sequence[str] | None) -> list[int]:
+    """Ids of the named entities, in the order given; None means all of them."""
+    kind, count = _KIND[objtype]
+    if wanted is None:
+        return list(range(getattr(model, count)))
+    ids = []
+    for name in wanted:
+        i = mujoco.mj_name2id(model, objtype, name)
+        if i < 0:
+            raise UserError(f"no {kind} named '{name}' in the model; valid: {', '.join(names(model, objtype))}")
+        ids.append(i)
+    return ids
+
+
+_ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+
+
+def single_dof_joints(model: mujoco.MjModel, wanted: Sequence[str] | None) -> tuple[list[int], list[int]]:
+    """(qpos addresses, dof addresses) of hinge/slide joints; None means every such joint."""
+    if wanted is None:
+        ids = [j for j in range(model.njnt) if int(model.jnt_type[j]) in _ONE_DOF]
+    else:
+        ids = entity_ids(model, mujoco.mjtObj.mjOBJ_JOINT, wanted)
+        for j, name in zip(ids, wanted):
+            if int(model.jnt_type[j]) not in _ONE_DOF:
+                raise UserError(f"joint '{name}' is not a hinge or slide joint")
+    return [int(model.jnt_qposadr[j]) for j in ids], [int(model.jnt_dofadr[j]) for j in ids]
+
+
+def field_rows(model: mujoco.MjModel, field: str, wanted: Sequence[str] | None) -> list[int]:
+    """Rows of a randomizable MjModel field that belong to the named entities."""
+    objtype = RANDOMIZABLE_FIELDS[field]
+    if field.startswith("dof_"):
+        return single_dof_joints(model, wanted)[1]
+    return entity_ids(model, objtype, wanted)

@@ -1,0 +1,48 @@
+"""The batched environment interface the runner consumes (it knows nothing of physics).
+
+    obs = env.reset()                     # dict: "policy" [N, Dp], "critic" [N, Dc]
+    obs, reward, terminated, truncated = env.step(action)   # action [N, A]
+
+- Every tensor has a leading dimension of `num_envs` and lives on `env.device`.
+- `reward` [N] float: the reward of the step just taken.
+- `terminated` [N] bool: the episode ended in a terminal state (fell, out of bounds). The return
+  is cut here: no value is bootstrapped.
+- `truncated` [N] bool: the episode hit its time limit (a time-out) without terminating. The
+  state was not terminal, so the learner bootstraps from its value estimate.
+- Environments that ended are reset inside `step`; the returned `obs` is already the first
+  observation of their next episode.
+- `pop_episode_stats()` returns means over the episodes that ended since the last call (return,
+  length, each reward term, each termination term) and is the only call that reads the device;
+  the runner makes it once per iteration.
+- `state_dict()` / `load_state_dict()` capture everything needed to continue bit-exactly;
+  `current_observations()` returns the observations of the restored state.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+
+class VecEnv(Protocol):
+    num_envs: int
+    num_actions: int
+    device: torch.device
+    max_episode_length: int
+
+    def reset(self) -> dict[str, torch.Tensor]: ...
+
+    def step(
+        self, action: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor]: ...
+
+    def current_observations(self) -> dict[str, torch.Tensor]: ...
+
+    def observation_dims(self) -> dict[str, int]: ...
+
+    def pop_episode_stats(self) -> dict[str, float]: ...
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...

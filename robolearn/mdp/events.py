@@ -1,0 +1,77 @@
+"""Event terms: f(env, mask, **params). They act only where mask [num_envs] is True.
+
+Reset events write the next episode's initial state into env.reset_qpos / env.reset_qvel; the
+env hands those to the backend once, after all reset events ran. Randomization events write
+per-environment model fields through the backend.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from robolearn.errors import UserError
+
+
+def _uniform(env, shape: tuple[int, ...], low: float, high: float) -> torch.Tensor:
+    return low + (high - low) * torch.rand(shape, generator=env.generator, device=env.device)
+
+
+def reset_joints_uniform(
+    env,
+    mask: torch.Tensor,
+    position_range: list[float],
+    velocity_range: list[float] = (0.0, 0.0),
+    joints: list[str] | None = None,
+) -> None:
+    """Initial joint positions = default + U(position_range), velocities = U(velocity_range)."""
+    qadr, dadr = env.joint_ids(joints)
+    shape = (env.num_envs, len(qadr))
+    env.reset_qpos[:, qadr] = env.default_qpos[:, qadr] + _uniform(env, shape, *position_range)
+    env.reset_qvel[:, dadr] = _uniform(env, shape, *velocity_range)
+
+
+def randomize_model_field(
+    env,
+    mask: torch.Tensor,
+    field: str,
+    range: list[float],
+    names: list[str] | None = None,
+    element: int | None = None,
+    operation: str = "scale",
+    distribution: str = "uniform",
+) -> None:
+    """Draw one value per environment and entity and apply it to an MjModel field.
+
+    operation: `scale` (nominal * value), `add` (nominal + value) or `abs` (value).
+    distribution: `uniform` or `log_uniform` (uniform in log space; for scales).
+    element: a column of a multi-column field (e.g. 0 = sliding friction, gain of gainprm).
+    """
+    rows = env.field_ids(field, names)
+    nominal = env.physics.default_model_field(field)[rows]
+    if element is not None:
+        nominal = nominal[..., element]
+    low, high = (float(v) for v in range)
+    shape = (env.num_envs, len(rows))
+    if distribution == "uniform":
+        sample = _uniform(env, shape, low, high)
+    elif distribution == "log_uniform":
+        sample = torch.exp(_uniform(env, shape, math.log(low), math.log(high)))
+    else:
+        raise UserError(f"randomize_model_field: unknown distribution '{distribution}'; valid: uniform, log_uniform")
+    sample = sample.to(nominal.dtype).reshape(shape + (1,) * (nominal.dim() - 1))
+    if operation == "scale":
+        values = nominal * sample
+    elif operation == "add":
+        values = nominal + sample
+    elif operation == "abs":
+        values = sample.expand(shape + nominal.shape[1:])
+    else:
+        raise UserError(f"randomize_model_field: unknown operation '{operation}'; valid: scale, add, abs")
+    new = env.physics.model_field(field).clone()
+    if element is None:
+        new[:, rows] = values
+    else:
+        new[:, rows, element] = values
+    env.physics.set_model_field(field, new, mask)

@@ -1,0 +1,19 @@
+"""Termination terms: f(env, **params) -> BoolTensor[num_envs]. True ends the episode."""
+
+from __future__ import annotations
+
+import torch
+
+from robolearn.mdp.observations import joint_pos
+
+
+def joint_pos_out_of_bounds(env, joints: list[str], bounds: list[float]) -> torch.Tensor:
+    """Any named joint outside [low, high] (positions in rad or m)."""
+    low, high = bounds
+    q = joint_pos(env, joints)
+    return ((q < low) | (q > high)).any(dim=1)
+
+
+def state_not_finite(env) -> torch.Tensor:
+    """The physics state holds NaN or inf (a diverged simulation): end and reset that episode."""
+    return ~(torch.isfinite(env.physics.qpos).all(dim=1) & torch.isfinite(env.physics.qvel).all(dim=1))

@@ -1,0 +1,82 @@
+"""Physics backends behind one contract (base.PhysicsBackend), chosen by name.
+
+`physics=auto` picks the fastest backend installed for the device: MuJoCo Warp on CUDA, then MJX
+on CUDA, then native MuJoCo on CPU threads. Backends not written yet are simply absent here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import torch
+
+from robolearn.errors import UserError, one_line
+from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    name: str
+    summary: str
+    available: Callable[[torch.device], str | None]
+    """Returns None when usable on the device, else the reason it is not."""
+    build: Callable[..., PhysicsBackend]
+
+
+def _mujoco_available(device: torch.device) -> str | None:
+    return None
+
+
+def _build_mujoco(model: mujoco.MjModel, num_envs: int, device: torch.device, num_threads: int = 0) -> PhysicsBackend:
+    from robolearn.physics.mujoco_cpu import MujocoBackend
+
+    return MujocoBackend(model, num_envs, device, num_threads=num_threads)
+
+
+# In order of preference for physics=auto.
+BACKENDS: dict[str, BackendInfo] = {
+    "mujoco": BackendInfo("mujoco", "native MuJoCo on CPU threads (mujoco.rollout)", _mujoco_available, _build_mujoco),
+}
+
+
+def resolve_backend(name: str, device: torch.device) -> str:
+    """Map a configured backend name (or 'auto') to an installed, usable backend."""
+    if name == "auto":
+        for candidate, info in BACKENDS.items():
+            if info.available(device) is None:
+                return candidate
+        raise UserError("no physics backend is usable on this machine")
+    if name not in BACKENDS:
+        raise UserError(f"unknown physics backend '{name}'; valid: auto, {', '.join(BACKENDS)}")
+    reason = BACKENDS[name].available(device)
+    if reason is not None:
+        raise UserError(f"physics backend '{name}' is not usable here: {reason}")
+    return name
+
+
+def make_backend(name: str, model: mujoco.MjModel, num_envs: int, device: torch.device, num_threads: int = 0) -> PhysicsBackend:
+    resolved = resolve_backend(name, device)
+    if num_envs < 1:
+        raise UserError(f"env.num_envs must be at least 1, got {num_envs}")
+    return BACKENDS[resolved].build(model, num_envs, device, num_threads=num_threads)
+
+
+def load_model(path: Path, sim_dt: float | None = None) -> mujoco.MjModel:
+    """Compile an MJCF file; a missing or broken file is a UserError naming the file."""
+    if not path.is_file():
+        raise UserError(f"MJCF file not found: {path}")
+    try:
+        model = mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as exc:
+        raise UserError(f"cannot load MJCF {path}: {one_line(exc)}") from None
+    if sim_dt is not None:
+        if sim_dt <= 0:
+            raise UserError(f"task.sim_dt must be positive, got {sim_dt}")
+        model.opt.timestep = sim_dt
+    return model
+
+
+__all__ = ["BACKENDS", "RANDOMIZABLE_FIELDS", "PhysicsBackend", "load_model", "make_backend", "resolve_backend"]

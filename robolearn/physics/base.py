@@ -1,0 +1,102 @@
+"""The physics backend contract: N copies of one MuJoCo model, stepped together.
+
+A backend is built from an `MjModel`, a number of environments and a torch device. Everything it
+exposes is a torch tensor on that device with a leading [num_envs] dimension, refreshed after
+every `step` and `reset`:
+
+    qpos        [N, nq]          generalized positions
+    qvel        [N, nv]          generalized velocities
+    act         [N, na]          actuator activations (empty when na == 0)
+    sensordata  [N, nsensordata] sensor readings, after the last physics step
+    time        [N]              simulation time of each environment
+
+State tensors are float32 (the learner's dtype) whatever the engine computes in; an engine that
+integrates in float64 keeps its own float64 state, so stepping never round-trips through float32.
+
+Per-environment model parameters (domain randomization) are whole MjModel fields, written with
+`set_model_field(field, values[N, *shape], mask)`: only environments where `mask` is True change.
+
+Resets and parameter writes take a boolean mask, not a list of indices, so the caller never has
+to synchronize with the host to find which environments ended.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import mujoco
+import torch
+
+from robolearn.errors import UserError
+
+# MjModel fields a backend can vary per environment. Each is indexed by one kind of model entity.
+RANDOMIZABLE_FIELDS: dict[str, mujoco.mjtObj] = {
+    "body_mass": mujoco.mjtObj.mjOBJ_BODY,
+    "body_ipos": mujoco.mjtObj.mjOBJ_BODY,
+    "body_inertia": mujoco.mjtObj.mjOBJ_BODY,
+    "geom_friction": mujoco.mjtObj.mjOBJ_GEOM,
+    "dof_damping": mujoco.mjtObj.mjOBJ_JOINT,
+    "dof_armature": mujoco.mjtObj.mjOBJ_JOINT,
+    "dof_frictionloss": mujoco.mjtObj.mjOBJ_JOINT,
+    "jnt_stiffness": mujoco.mjtObj.mjOBJ_JOINT,
+    "actuator_gainprm": mujoco.mjtObj.mjOBJ_ACTUATOR,
+    "actuator_biasprm": mujoco.mjtObj.mjOBJ_ACTUATOR,
+}
+
+
+class PhysicsBackend(ABC):
+    """N environments of one model; see the module docstring for the tensors it exposes."""
+
+    name: str = "abstract"
+
+    def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device):
+        self.model = model
+        """The nominal host model (names, sizes, default parameter values)."""
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.qpos: torch.Tensor
+        self.qvel: torch.Tensor
+        self.act: torch.Tensor
+        self.sensordata: torch.Tensor
+        self.time: torch.Tensor
+
+    @abstractmethod
+    def step(self, ctrl: torch.Tensor, substeps: int) -> None:
+        """Hold ctrl [N, nu] for `substeps` physics steps in every environment."""
+
+    @abstractmethod
+    def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Where mask [N] is True: set qpos/qvel ([N, nq], [N, nv]), zero act and time."""
+
+    @abstractmethod
+    def model_field(self, field: str) -> torch.Tensor:
+        """Current per-environment values of an MjModel field, [N, *field_shape]."""
+
+    @abstractmethod
+    def set_model_field(self, field: str, values: torch.Tensor, mask: torch.Tensor) -> None:
+        """Write values [N, *field_shape] into the environments where mask is True."""
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Everything needed to continue bit-exactly: full physics state and model fields."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore what `state_dict` returned."""
+
+    def close(self) -> None:
+        """Release threads or device memory; the backend is unusable afterwards."""
+
+    param_dtype: torch.dtype = torch.float32
+    """dtype of model-field tensors (the engine's own precision)."""
+
+    def default_model_field(self, field: str) -> torch.Tensor:
+        """The nominal (MJCF) value of a field, [*field_shape], on the device."""
+        check_field(field)
+        return torch.as_tensor(getattr(self.model, field), dtype=self.param_dtype, device=self.device)
+
+
+def check_field(field: str) -> None:
+    if field not in RANDOMIZABLE_FIELDS:
+        valid = ", ".join(RANDOMIZABLE_FIELDS)
+        raise UserError(f"model field '{field}' cannot be randomized per environment; valid: {valid}")

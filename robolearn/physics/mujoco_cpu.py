@@ -1,0 +1,154 @@
+"""Native MuJoCo on CPU threads: every environment stepped by `mujoco.rollout`'s thread pool.
+
+The backend owns one float64 state row per environment (MuJoCo's mjSTATE_FULLPHYSICS layout)
+and hands the whole batch to the rollout pool for `substeps` steps; the pool releases the GIL
+and splits the environments over threads. No Python code runs per environment while stepping.
+
+Per-environment model parameters need one MjModel per environment. Until the first
+`set_model_field`, all environments share the nominal model (faster: one model stays in cache).
+Writing a field copies the changed rows into those environments' models; that write, like the
+sensor refresh after a reset of a model with sensors, visits only the masked environments.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import mujoco
+import numpy as np
+import torch
+from mujoco import rollout
+
+from robolearn.physics.base import PhysicsBackend, check_field
+
+_FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
+_CTRL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL)
+
+
+def _state_slice(model: mujoco.MjModel, component: mujoco.mjtState) -> slice:
+    """Columns of `component` inside a FULLPHYSICS state row (components are ordered by bit)."""
+    bit = int(component)
+    start = mujoco.mj_stateSize(model, int(_FULL) & (bit - 1))
+    return slice(start, start + mujoco.mj_stateSize(model, bit))
+
+
+class MujocoBackend(PhysicsBackend):
+    name = "mujoco"
+    param_dtype = torch.float64
+
+    def __init__(
+        self, model: mujoco.MjModel, num_envs: int, device: torch.device | str = "cpu", num_threads: int = 0
+    ):
+        super().__init__(model, num_envs, torch.device(device))
+        self.num_threads = num_threads or os.cpu_count() or 1
+        self._pool = rollout.Rollout(nthread=self.num_threads)
+        self._datas = [mujoco.MjData(model) for _ in range(self.num_threads)]
+        self._models = [model] * num_envs
+        self._per_env_models = False
+        self._chunk = max(1, num_envs // (4 * self.num_threads))
+
+        data = mujoco.MjData(model)
+        mujoco.mj_forward(model, data)
+        row = np.empty(mujoco.mj_stateSize(model, _FULL))
+        mujoco.mj_getState(model, data, row, _FULL)
+        self._state = np.tile(row, (num_envs, 1))
+        self._sensor_np = np.tile(data.sensordata, (num_envs, 1))
+        self._scratch = data
+        self._buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._slices = {
+            "time": _state_slice(model, mujoco.mjtState.mjSTATE_TIME),
+            "qpos": _state_slice(model, mujoco.mjtState.mjSTATE_QPOS),
+            "qvel": _state_slice(model, mujoco.mjtState.mjSTATE_QVEL),
+            "act": _state_slice(model, mujoco.mjtState.mjSTATE_ACT),
+        }
+        self._fields: dict[str, torch.Tensor] = {}
+
+        def zeros(*shape: int) -> torch.Tensor:
+            return torch.zeros(num_envs, *shape, dtype=torch.float32, device=self.device)
+
+        self.qpos, self.qvel, self.act = zeros(model.nq), zeros(model.nv), zeros(model.na)
+        self.sensordata, self.time = zeros(model.nsensordata), zeros()
+        self._refresh()
+
+    # --- stepping -------------------------------------------------------------------------------
+    def _step_buffers(self, substeps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if substeps not in self._buffers:
+            n, m = self.num_envs, self.model
+            self._buffers[substeps] = (
+                np.zeros((n, substeps, m.nu)),
+                np.zeros((n, substeps, self._state.shape[1])),
+                np.zeros((n, substeps, m.nsensordata)),
+            )
+        return self._buffers[substeps]
+
+    def step(self, ctrl: torch.Tensor, substeps: int) -> None:
+        ctrl_buf, state_out, sensor_out = self._step_buffers(substeps)
+        ctrl_buf[:] = ctrl.detach().to("cpu", torch.float64).numpy()[:, None, :]
+        self._pool.rollout(
+            self._models, self._datas, self._state, ctrl_buf,
+            control_spec=_CTRL_SPEC, skip_checks=True, nstep=substeps,
+            state=state_out, sensordata=sensor_out, chunk_size=self._chunk,
+        )  # fmt: skip
+        self._state[:] = state_out[:, -1]
+        self._sensor_np[:] = sensor_out[:, -1]
+        self._refresh()
+
+    def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        m = mask.detach().cpu().numpy()
+        if not m.any():
+            return
+        s = self._slices
+        self._state[m] = 0.0
+        self._state[m, s["qpos"]] = qpos.detach().to("cpu", torch.float64).numpy()[m]
+        self._state[m, s["qvel"]] = qvel.detach().to("cpu", torch.float64).numpy()[m]
+        if self.model.nsensordata:
+            for i in np.flatnonzero(m):  # sensors of a fresh state need mj_forward
+                mujoco.mj_setState(self._models[i], self._scratch, self._state[i], _FULL)
+                mujoco.mj_forward(self._models[i], self._scratch)
+                self._sensor_np[i] = self._scratch.sensordata
+        self._refresh()
+
+    def _refresh(self) -> None:
+        s = self._slices
+        for name, sl in s.items():
+            src = torch.from_numpy(self._state[:, sl])
+            getattr(self, name).copy_(src.squeeze(1) if name == "time" else src)
+        self.sensordata.copy_(torch.from_numpy(self._sensor_np))
+
+    # --- per-environment model parameters -----------------------------------------------------
+    def model_field(self, field: str) -> torch.Tensor:
+        check_field(field)
+        if field not in self._fields:
+            nominal = self.default_model_field(field)
+            self._fields[field] = nominal.expand(self.num_envs, *nominal.shape).clone()
+        return self._fields[field]
+
+    def set_model_field(self, field: str, values: torch.Tensor, mask: torch.Tensor) -> None:
+        current = self.model_field(field)
+        m = mask.detach().to(current.device)
+        current[m] = values.to(current)[m]
+        if not self._per_env_models:
+            self._models = [copy.deepcopy(self.model) for _ in range(self.num_envs)]
+            self._per_env_models = True
+        rows = current.cpu().numpy()
+        for i in np.flatnonzero(m.cpu().numpy()):
+            getattr(self._models[i], field)[...] = rows[i]
+
+    # --- checkpointing --------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        state = {"physics_state": torch.from_numpy(self._state.copy()), "sensordata": torch.from_numpy(self._sensor_np.copy())}
+        state.update({f"field/{k}": v.clone() for k, v in self._fields.items()})
+        return state
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self._state[:] = state["physics_state"].numpy()
+        self._sensor_np[:] = state["sensordata"].numpy()
+        everyone = torch.ones(self.num_envs, dtype=torch.bool)
+        for key, values in state.items():
+            if key.startswith("field/"):
+                self.set_model_field(key.removeprefix("field/"), values, everyone)
+        self._refresh()
+
+    def close(self) -> None:
+        self._pool.close()

@@ -1,0 +1,83 @@
+"""PPO's math as pure functions: no state, no device syncs, unit-tested against hand-worked numbers."""
+
+from __future__ import annotations
+
+import torch
+
+
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    last_values: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    timeout_values: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalized advantage estimation over a rollout of T steps and N environments.
+
+    rewards, values, terminated, truncated, timeout_values: [T, N]; last_values: [N], the value of
+    the observation after the last step. At step t the episode may end:
+      - terminated: the return stops; nothing is bootstrapped;
+      - truncated (time-out): the state was not terminal, so the return is bootstrapped with
+        timeout_values[t], the value estimate of the state the episode was cut in.
+    Either way the advantage recursion does not cross into the next episode.
+    Returns (advantages, returns), both [T, N].
+    """
+    T = rewards.shape[0]
+    ended = (terminated | truncated).float()
+    advantages = torch.zeros_like(rewards)
+    next_adv = torch.zeros_like(last_values)
+    next_values = last_values
+    for t in reversed(range(T)):
+        bootstrap = torch.where(truncated[t], timeout_values[t], next_values * (1.0 - ended[t]))
+        delta = rewards[t] + gamma * bootstrap - values[t]
+        next_adv = delta + gamma * lam * (1.0 - ended[t]) * next_adv
+        advantages[t] = next_adv
+        next_values = values[t]
+    return advantages, advantages + values
+
+
+def gaussian_kl(mu_old: torch.Tensor, sigma_old: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+    """KL(old || new) of diagonal Gaussians, summed over action dimensions: [B]."""
+    return (
+        torch.log(sigma / sigma_old) + (sigma_old.square() + (mu_old - mu).square()) / (2.0 * sigma.square()) - 0.5
+    ).sum(dim=-1)
+
+
+def ppo_loss(
+    log_prob: torch.Tensor,
+    old_log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    entropy: torch.Tensor,
+    clip_param: float,
+    value_loss_coef: float,
+    entropy_coef: float,
+    use_clipped_value_loss: bool = True,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Clipped-surrogate PPO loss on one minibatch (all inputs [B]). Returns (loss, metrics).
+
+    surrogate = mean(max(-A r, -A clip(r, 1-eps, 1+eps))),  r = exp(log_prob - old_log_prob)
+    value     = mean(max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2))   (clipped)
+    loss      = surrogate + value_loss_coef * value - entropy_coef * mean(entropy)
+    """
+    ratio = torch.exp(log_prob - old_log_prob)
+    surrogate = torch.max(-advantages * ratio, -advantages * ratio.clamp(1.0 - clip_param, 1.0 + clip_param)).mean()
+    if use_clipped_value_loss:
+        clipped = old_values + (values - old_values).clamp(-clip_param, clip_param)
+        value_loss = torch.max((values - returns).square(), (clipped - returns).square()).mean()
+    else:
+        value_loss = (values - returns).square().mean()
+    entropy_mean = entropy.mean()
+    loss = surrogate + value_loss_coef * value_loss - entropy_coef * entropy_mean
+    metrics = {
+        "surrogate_loss": surrogate.detach(),
+        "value_loss": value_loss.detach(),
+        "entropy": entropy_mean.detach(),
+        "clip_fraction": ((ratio - 1.0).abs() > clip_param).float().mean().detach(),
+    }
+    return loss, metrics

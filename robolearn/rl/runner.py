@@ -1,0 +1,101 @@
+"""On-policy runner: rollout -> returns -> PPO update, one iteration at a time, with checkpoints."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from robolearn import checkpoint
+from robolearn.config import AlgoCfg, RunnerCfg
+from robolearn.envs.vec_env import VecEnv
+from robolearn.rl.models import ActorCritic
+from robolearn.rl.ppo import PPO
+from robolearn.rl.storage import RolloutStorage
+
+CHECKPOINT_FORMAT = 1
+
+
+class OnPolicyRunner:
+    def __init__(self, env: VecEnv, algo: AlgoCfg, cfg: RunnerCfg, device: torch.device):
+        self.env, self.cfg, self.device = env, cfg, device
+        dims = env.observation_dims()
+        self.actor_critic = ActorCritic.from_config(algo, dims, env.num_actions).to(device)
+        self.storage = RolloutStorage(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions, device)
+        self.alg = PPO(self.actor_critic, self.storage, algo)
+        self.iteration = 0
+        self.env_steps = 0
+        self.wall_time_s = 0.0
+        self._obs: dict[str, torch.Tensor] | None = None
+
+    def learn(self, log: Callable[[dict], None], checkpoint_dir: Path | None = None) -> None:
+        """Run iterations until cfg.max_iterations; `log` receives one metrics row per iteration."""
+        env, alg = self.env, self.alg
+        obs = self._obs if self._obs is not None else env.reset()
+        last_stats: dict[str, float] = {}
+        for it in range(self.iteration, self.cfg.max_iterations):
+            start = time.perf_counter()
+            with torch.inference_mode():
+                for _ in range(self.cfg.num_steps_per_env):
+                    actions = alg.act(obs)
+                    obs, reward, terminated, truncated = env.step(actions)
+                    alg.record(reward, terminated, truncated)
+                alg.compute_returns(obs)
+            collected = time.perf_counter()
+            losses = alg.update()
+            learned = time.perf_counter()
+
+            self.iteration = it + 1
+            self.env_steps += env.num_envs * self.cfg.num_steps_per_env
+            self.wall_time_s += learned - start
+            stats = env.pop_episode_stats()
+            if stats["episodes"] > 0:
+                last_stats = stats  # an iteration where no episode ended repeats the last means
+            log({
+                "iteration": self.iteration,
+                "env_steps": self.env_steps,
+                "wall_time_s": self.wall_time_s,
+                "steps_per_s": env.num_envs * self.cfg.num_steps_per_env / (learned - start),
+                "collection_s": collected - start,
+                "learning_s": learned - collected,
+                **{k: v for k, v in last_stats.items() if k != "episodes"},
+                "episodes": stats["episodes"],
+                **losses,
+            })  # fmt: skip
+            self._obs = obs
+            if checkpoint_dir is not None and (
+                self.iteration % self.cfg.save_interval == 0 or self.iteration == self.cfg.max_iterations
+            ):
+                self.save(checkpoint.checkpoint_path(checkpoint_dir, self.iteration))
+                checkpoint.prune(checkpoint_dir, self.cfg.keep_checkpoints)
+
+    # --- checkpoints ---------------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        checkpoint.save_atomic(
+            {
+                "format": CHECKPOINT_FORMAT,
+                "iteration": self.iteration,
+                "env_steps": self.env_steps,
+                "wall_time_s": self.wall_time_s,
+                "model": self.actor_critic.state_dict(),
+                "algorithm": self.alg.state_dict(),
+                "env": self.env.state_dict(),
+                "rng": checkpoint.rng_state(),
+            },
+            path,
+        )
+
+    def load(self, payload: dict, with_env: bool = True) -> None:
+        """Restore a checkpoint. with_env=False loads only the policy (export, evaluation)."""
+        self.actor_critic.load_state_dict(payload["model"])
+        if not with_env:
+            return
+        self.alg.load_state_dict(payload["algorithm"])
+        self.env.load_state_dict(payload["env"])
+        checkpoint.set_rng_state(payload["rng"])
+        self.iteration = int(payload["iteration"])
+        self.env_steps = int(payload["env_steps"])
+        self.wall_time_s = float(payload["wall_time_s"])
+        self._obs = self.env.current_observations()

@@ -1,0 +1,46 @@
+"""Preallocated rollout buffers [T, N, ...] and the minibatch iterator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+
+class RolloutStorage:
+    FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "mu", "sigma",
+              "rewards", "terminated", "truncated", "advantages", "returns")  # fmt: skip
+
+    def __init__(self, num_steps: int, num_envs: int, obs_dims: dict[str, int], num_actions: int, device: torch.device):
+        self.num_steps, self.num_envs, self.step = num_steps, num_envs, 0
+        T, N, A = num_steps, num_envs, num_actions
+
+        def buf(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.zeros(T, N, *shape, dtype=dtype, device=device)
+
+        self.policy_obs, self.critic_obs = buf(obs_dims["policy"]), buf(obs_dims["critic"])
+        self.actions, self.mu, self.sigma = buf(A), buf(A), buf(A)
+        self.log_probs, self.values, self.rewards = buf(), buf(), buf()
+        self.terminated, self.truncated = buf(dtype=torch.bool), buf(dtype=torch.bool)
+        self.advantages, self.returns = buf(), buf()
+
+    def write(self, **fields: torch.Tensor) -> None:
+        """Copy values into the current step (the env overwrites its buffers in place)."""
+        for name, value in fields.items():
+            getattr(self, name)[self.step].copy_(value)
+
+    def advance(self) -> None:
+        self.step += 1
+
+    def clear(self) -> None:
+        self.step = 0
+
+    def minibatches(self, num_mini_batches: int, num_epochs: int, generator: torch.Generator | None = None) -> Iterator[dict]:
+        batch = self.num_steps * self.num_envs
+        size = batch // num_mini_batches
+        flat = {name: getattr(self, name).flatten(0, 1) for name in self.FIELDS}
+        for _ in range(num_epochs):
+            order = torch.randperm(batch, device=self.rewards.device, generator=generator)
+            for k in range(num_mini_batches):
+                idx = order[k * size : (k + 1) * size]
+                yield {name: value[idx] for name, value in flat.items()}
