@@ -22,29 +22,6 @@ commands:
 """
 
 
-def _register_configs() -> dict:
-    """Put the schemas and every installed task's YAML (validated) into Hydra's ConfigStore."""
-    from hydra.core.config_store import ConfigStore
-    from omegaconf import OmegaConf
-
-    from robolearn.config import TaskCfg, register_schemas
-    from robolearn.errors import UserError, one_line
-    from robolearn.registry import discover_tasks
-
-    cs = ConfigStore.instance()
-    register_schemas(cs)
-    tasks = discover_tasks()
-    for name, plugin in tasks.items():
-        try:
-            node = OmegaConf.merge(OmegaConf.structured(TaskCfg), OmegaConf.load(plugin.config))
-        except Exception as exc:
-            raise UserError(f"task '{name}': invalid config {plugin.config}: {one_line(exc)}") from None
-        if node.name != name:
-            raise UserError(f"task '{name}': {plugin.config} says name '{node.name}'; the names must match")
-        cs.store(group="task", name=name, node=node)
-    return tasks
-
-
 _GROUP_NOUNS = {"task": "task", "physics": "physics backend", "algo": "algorithm config"}
 
 
@@ -74,10 +51,11 @@ def _train(args: list[str]) -> int:
     from hydra.core.hydra_config import HydraConfig
 
     from robolearn import app, checkpoint
+    from robolearn.compose import register_configs
     from robolearn.errors import UserError
     from robolearn.paths import configs_dir
 
-    _register_configs()
+    register_configs()
     overrides = list(args)
     resume = [a for a in overrides if a.startswith("resume=")]
     if resume:
@@ -136,9 +114,10 @@ def _key_values(args: list[str], valid: dict[str, str | None], verb: str) -> dic
 
 def _export(args: list[str]) -> int:
     from robolearn import app
+    from robolearn.compose import register_configs
     from robolearn.errors import UserError
 
-    _register_configs()
+    register_configs()
     opts = _key_values(args, {"run": None, "checkpoint": None, "out": None, "format": "onnx"}, "export")
     if not opts["run"]:
         raise UserError("export needs run=<run dir>")
@@ -156,12 +135,13 @@ def _list(args: list[str]) -> int:
     import torch
     from omegaconf import OmegaConf
 
+    from robolearn.compose import register_configs
     from robolearn.errors import UserError
     from robolearn.physics import BACKENDS, resolve_backend
 
     if args:
         raise UserError(f"list takes no arguments, got {' '.join(args)}")
-    tasks = _register_configs()
+    tasks = register_configs()
     print("tasks:")
     for name, plugin in sorted(tasks.items()):
         description = OmegaConf.load(plugin.config).get("description", "")

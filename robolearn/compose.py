@@ -1,0 +1,35 @@
+"""Hydra config registration and in-process composition (the CLI and the tests share this)."""
+
+from __future__ import annotations
+
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+from robolearn.config import TaskCfg, register_schemas
+from robolearn.errors import UserError, one_line
+from robolearn.paths import configs_dir
+from robolearn.registry import TaskPlugin, discover_tasks
+
+
+def register_configs() -> dict[str, TaskPlugin]:
+    """Put the schemas and every installed task's YAML (validated) into Hydra's ConfigStore."""
+    cs = ConfigStore.instance()
+    register_schemas(cs)
+    tasks = discover_tasks()
+    for name, plugin in tasks.items():
+        try:
+            node = OmegaConf.merge(OmegaConf.structured(TaskCfg), OmegaConf.load(plugin.config))
+        except Exception as exc:
+            raise UserError(f"task '{name}': invalid config {plugin.config}: {one_line(exc)}") from None
+        if node.name != name:
+            raise UserError(f"task '{name}': {plugin.config} says name '{node.name}'; the names must match")
+        cs.store(group="task", name=name, node=node)
+    return tasks
+
+
+def compose_train(overrides: list[str] | None = None) -> DictConfig:
+    """The training config `robolearn train <overrides>` would run with, composed in-process."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
+        return compose(config_name="train", overrides=list(overrides or []))

@@ -1,0 +1,70 @@
+"""Each mistake a user can make ends in one line on stderr, a non-zero exit, and no lost files."""
+
+import hashlib
+
+import pytest
+
+from .conftest import robolearn
+
+FAST = ["runner.max_iterations=1", "env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1"]
+
+
+def one_line_error(result, *expected):
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode != 0
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["task=nope"], ["unknown task 'nope'", "cartpole, pendulum"]),
+    (["physics=bullet"], ["unknown physics backend 'bullet'", "auto, mujoco"]),
+    (["physics.backend=bullet"], ["unknown physics backend 'bullet'", "auto, mujoco"]),
+    (["algo.learning_rat=1"], ["learning_rat"]),
+    (["env.num_envs=lots"], ["num_envs", "lots"]),
+    (["seed=1,2"], ["seed"]),  # a sweep without --multirun
+    (["task.asset=missing.xml"], ["MJCF file not found", "missing.xml"]),
+])
+def test_bad_train_invocations(tmp_path, args, expected):
+    one_line_error(robolearn("train", *FAST, *args, cwd=tmp_path), *expected)
+
+
+def test_broken_mjcf_names_file_and_mujoco_message(tmp_path):
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<mujoco><worldbody><geom type='sphere' size='0.1'/></worldbody><actuator><motor joint='x'/></actuator></mujoco>")
+    line = one_line_error(robolearn("train", *FAST, f"task.asset={broken}", cwd=tmp_path), "broken.xml")
+    assert "cannot load MJCF" in line
+
+
+def test_unknown_command_and_export_mistakes(tmp_path):
+    one_line_error(robolearn("trian", cwd=tmp_path), "unknown command 'trian'", "train, export, list")
+    one_line_error(robolearn("export", cwd=tmp_path), "export needs run=")
+    one_line_error(robolearn("export", "run=x", "fmt=onnx", cwd=tmp_path), "unexpected argument 'fmt=onnx'")
+    one_line_error(robolearn("export", f"run={tmp_path}", cwd=tmp_path), "not a robolearn run directory")
+
+
+def snapshot(folder):
+    return {p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_resume_without_checkpoint_leaves_run_dir_untouched(tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "metrics.jsonl").write_text('{"iteration": 1}\n')
+    before = snapshot(run)
+    one_line_error(robolearn("train", f"resume={run}", cwd=tmp_path), "no checkpoint in")
+    assert snapshot(run) == before
+
+
+def test_corrupt_checkpoint_is_reported_and_nothing_is_lost(tmp_path):
+    run = tmp_path / "run"
+    ok = robolearn("train", *FAST, "runner.export_onnx=false", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    (run / "checkpoints" / "iter_000001.pt").write_bytes(b"\x00garbage")
+    before = snapshot(run)
+    one_line_error(robolearn("train", f"resume={run}", "runner.max_iterations=2", cwd=tmp_path), "unreadable")
+    one_line_error(robolearn("export", f"run={run}", cwd=tmp_path), "unreadable")
+    assert snapshot(run) == before

@@ -1,0 +1,94 @@
+"""`robolearn train` end to end: it learns, writes a complete run directory, resumes exactly."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import torch
+import yaml
+
+from .conftest import metrics, robolearn
+
+SMALL = ["env.num_envs=32", "runner.num_steps_per_env=16", "algo.num_mini_batches=2", "runner.export_onnx=false"]
+
+
+def test_cartpole_learns_to_balance(trained_cartpole):
+    run_dir, _ = trained_cartpole
+    rows = metrics(run_dir)
+    assert [r["iteration"] for r in rows] == list(range(1, 101))
+    max_length = 5.0 / 0.02
+    assert rows[0]["mean_episode_length"] < 0.95 * max_length  # it did not start out balancing
+    assert rows[-1]["mean_episode_length"] >= 0.95 * max_length, [r["mean_episode_length"] for r in rows[-10:]]
+    for key in ("env_steps", "wall_time_s", "steps_per_s", "mean_episode_return", "mean_episode_length",
+                "collection_s", "learning_s", "learning_rate", "kl", "entropy", "episode_reward/upright"):
+        assert key in rows[-1], key
+    assert rows[-1]["env_steps"] == 100 * 256 * 24
+
+
+def test_run_directory_is_complete(trained_cartpole):
+    run_dir, result = trained_cartpole
+    assert (run_dir / "config.yaml").is_file() and (run_dir / ".hydra" / "config.yaml").is_file()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["seed"] == 1 and manifest["physics_backend"] == "mujoco" and manifest["device"] == "cpu"
+    assert set(manifest["git"]) == {"commit", "dirty"} and manifest["versions"]["mujoco"] == "4.0.0"
+    assert "robolearn" in manifest["command"] and "seed=1" in manifest["command"]
+    assert [p.name for p in sorted((run_dir / "checkpoints").iterdir())] == ["iter_000050.pt", "iter_000100.pt"]
+    assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
+    meta = yaml.safe_load((run_dir / "export" / "robot.yaml").read_text())
+    assert meta["observation"]["size"] == 4 and (run_dir / "export" / "policy.onnx").is_file()
+    assert "onnx parity max abs diff" in result.stdout
+
+
+def test_export_command_rewrites_the_bundle(trained_cartpole, tmp_path):
+    run_dir, _ = trained_cartpole
+    result = robolearn("export", f"run={run_dir}", f"out={tmp_path / 'bundle'}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "iter_000100.pt" in result.stdout and "recorded" in result.stdout
+    found = re.search(r"random ([0-9.e+-]+), recorded ([0-9.e+-]+)", result.stdout)
+    assert found and max(float(found.group(1)), float(found.group(2))) < 1e-5, result.stdout
+    assert (tmp_path / "bundle" / "policy.onnx").is_file() and (tmp_path / "bundle" / "robot.yaml").is_file()
+
+
+def final_state(run_dir: Path) -> dict:
+    return torch.load(run_dir / "checkpoints" / "iter_000006.pt", weights_only=True)
+
+
+def test_resume_ends_with_the_same_parameters_as_an_uninterrupted_run(tmp_path):
+    common = [*SMALL, "seed=5", "runner.save_interval=3"]
+    full, part = tmp_path / "full", tmp_path / "part"
+    assert robolearn("train", *common, "runner.max_iterations=6", f"hydra.run.dir={full}", cwd=tmp_path).returncode == 0
+    first = robolearn("train", *common, "runner.max_iterations=3", f"hydra.run.dir={part}", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    resumed = robolearn("train", f"resume={part}", "runner.max_iterations=6", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+
+    a, b = final_state(full), final_state(part)
+    assert a["iteration"] == b["iteration"] == 6 and a["env_steps"] == b["env_steps"]
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
+    assert a["algorithm"]["learning_rate"] == b["algorithm"]["learning_rate"]
+    assert torch.equal(a["env"]["physics"]["physics_state"], b["env"]["physics"]["physics_state"])
+    timing = {"wall_time_s", "steps_per_s", "collection_s", "learning_s"}
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in timing} for r in rows]  # noqa: E731
+    assert strip(metrics(part)) == strip(metrics(full))  # iterations 1-3, then 4-6 after the resume
+    manifest = json.loads((part / "manifest.json").read_text())
+    assert manifest["resumes"][0]["resumed_from_iteration"] == 3
+
+
+def test_multirun_sweeps_seeds(tmp_path):
+    result = robolearn("train", "--multirun", "seed=1,2", "runner.max_iterations=2", *SMALL, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    jobs = sorted((tmp_path / "runs" / "multirun").glob("*/*_cartpole"))
+    assert [j.name for j in jobs] == ["0_cartpole", "1_cartpole"]
+    seeds = [json.loads((j / "manifest.json").read_text())["seed"] for j in jobs]
+    assert seeds == [1, 2] and all((j / "checkpoints" / "iter_000002.pt").is_file() for j in jobs)
+
+
+def test_list_prints_tasks_and_backends(tmp_path):
+    script = Path(sys.executable).with_name("robolearn")
+    assert script.is_file(), "the console script is installed"
+    result = robolearn("list", cwd=tmp_path)
+    assert result.returncode == 0
+    for word in ("cartpole", "pendulum", "mujoco", "auto"):
+        assert word in result.stdout
