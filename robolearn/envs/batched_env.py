@@ -67,7 +67,7 @@ class BatchedEnv:
         self.dt = float(model.opt.timestep) * cfg.decimation
         self.max_episode_length = max(1, math.ceil(cfg.episode_length_s / self.dt))
         self.generator = torch.Generator(self.device).manual_seed(seed)
-        self._id_cache: dict[tuple, torch.Tensor] = {}
+        self._id_cache: dict[tuple, object] = {}
 
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         self.default_qpos = torch.as_tensor(model.qpos0, dtype=torch.float32, device=self.device).repeat(num_envs, 1)
@@ -88,19 +88,24 @@ class BatchedEnv:
         self._stats = torch.zeros(3 + len(self.rewards.names) + len(self.terminations.names), device=self.device)
 
     # --- lookups for term functions (cached: terms run every step) -----------------------------
-    def joint_ids(self, joints: list[str] | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(qpos addresses, dof addresses) of the named hinge/slide joints."""
+    def joint_ids(self, joints: list[str] | None) -> tuple[slice | torch.Tensor, slice | torch.Tensor]:
+        """(qpos index, dof index) of the named hinge/slide joints: a slice when the addresses are
+        consecutive (indexing with it is a view, no gather), else a LongTensor."""
         key = ("joint", None if joints is None else tuple(joints))
         if key not in self._id_cache:
-            qadr, dadr = single_dof_joints(self.model, joints)
-            self._id_cache[key] = torch.tensor([qadr, dadr], dtype=torch.long, device=self.device)
-        ids = self._id_cache[key]
-        return ids[0], ids[1]
+            self._id_cache[key] = tuple(self._index(a) for a in single_dof_joints(self.model, joints))
+        return self._id_cache[key]
 
-    def field_ids(self, field: str, names: list[str] | None) -> torch.Tensor:
+    def _index(self, ids: list[int]) -> slice | torch.Tensor:
+        if ids and ids == list(range(ids[0], ids[0] + len(ids))):
+            return slice(ids[0], ids[0] + len(ids))
+        return torch.tensor(ids, dtype=torch.long, device=self.device)
+
+    def field_ids(self, field: str, names: list[str] | None) -> slice | torch.Tensor:
+        """Rows of a randomizable model field that belong to the named entities."""
         key = ("field", field, None if names is None else tuple(names))
         if key not in self._id_cache:
-            self._id_cache[key] = torch.tensor(field_rows(self.model, field, names), dtype=torch.long, device=self.device)
+            self._id_cache[key] = self._index(field_rows(self.model, field, names))
         return self._id_cache[key]
 
     def current_observations(self) -> dict[str, torch.Tensor]:
@@ -133,6 +138,10 @@ class BatchedEnv:
         return self.observations.compute(), reward, self.terminated, self.truncated
 
     def _reset_envs(self, mask: torch.Tensor, record: bool = True) -> None:
+        # On the CPU, asking whether any environment ended costs nothing and usually saves the
+        # whole reset path; on an accelerator it would be a host sync, so the masked path runs.
+        if self.device.type == "cpu" and not mask.any():
+            return
         if record:
             self._record_episodes(mask)
         self.reset_qpos.copy_(self.default_qpos)

@@ -53,7 +53,8 @@ class ObsSlice:
 
 
 class ObservationManager:
-    """Concatenates each group's terms (noise, scale, clip) into a preallocated [N, D] buffer."""
+    """Concatenates each group's terms into a preallocated [N, D] buffer, then adds noise, scales
+    and clips the whole group at once (per-column vectors), so the cost per term is one call."""
 
     def __init__(self, groups: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
         if "policy" not in groups:
@@ -61,12 +62,12 @@ class ObservationManager:
         if "critic" not in groups:
             groups = {**groups, "critic": groups["policy"]}
         self._env = env
-        self._terms: dict[str, list[tuple[ObsSlice, Callable, dict, Any, float | None]]] = {}
-        self._noise: dict[str, bool] = {}
+        self._terms: dict[str, list[tuple[ObsSlice, Callable, dict]]] = {}
+        self._post: dict[str, dict[str, torch.Tensor | None]] = {}
         self.layout: dict[str, list[ObsSlice]] = {}
         self.buffers: dict[str, torch.Tensor] = {}
         for group, gcfg in groups.items():
-            start, terms = 0, []
+            start, terms, columns = 0, [], []
             for name, tcfg in gcfg.terms.items():
                 func = resolve_term("observation", name, tcfg.func, namespace)
                 params = plain(tcfg.params)
@@ -75,31 +76,40 @@ class ObservationManager:
                     raise UserError(f"observation term '{name}' must return [num_envs, k], got {tuple(value.shape)}")
                 dim = value.shape[1]
                 sl = ObsSlice(name, start, start + dim, float(tcfg.scale), tcfg.units, tcfg.func)
-                terms.append((sl, func, params, tcfg.noise, tcfg.clip))
+                terms.append((sl, func, params))
+                clip = float("inf") if tcfg.clip is None else float(tcfg.clip)
+                noisy = bool(gcfg.enable_noise)
+                uniform = noisy and tcfg.noise.type == NoiseType.uniform
+                columns += [(tcfg.noise.scale * uniform, tcfg.noise.scale * (noisy and not uniform), sl.scale, clip)] * dim
                 start += dim
             if start == 0:
                 raise UserError(f"observation group '{group}' has no terms")
             self._terms[group] = terms
-            self._noise[group] = bool(gcfg.enable_noise)
             self.layout[group] = [t[0] for t in terms]
             self.buffers[group] = torch.zeros(env.num_envs, start, device=env.device)
+            uniform, gaussian, scale, clip = torch.tensor(columns, device=env.device).T
+            self._post[group] = {
+                "uniform": uniform if uniform.any() else None,
+                "gaussian": gaussian if gaussian.any() else None,
+                "scale": scale if (scale != 1).any() else None,
+                "clip": clip if torch.isfinite(clip).any() else None,
+            }
 
     def compute(self) -> dict[str, torch.Tensor]:
         gen = self._env.generator
         for group, terms in self._terms.items():
             out = self.buffers[group]
-            for sl, func, params, noise, clip in terms:
-                value = func(self._env, **params)
-                if self._noise[group] and noise.scale > 0:
-                    if noise.type == NoiseType.uniform:
-                        r = torch.rand(value.shape, generator=gen, device=value.device) * 2 - 1
-                    else:
-                        r = torch.randn(value.shape, generator=gen, device=value.device)
-                    value = value + noise.scale * r
-                value = value * sl.scale
-                if clip is not None:
-                    value = value.clamp(-clip, clip)
-                out[:, sl.start : sl.stop] = value
+            for sl, func, params in terms:
+                out[:, sl.start : sl.stop] = func(self._env, **params)
+            post = self._post[group]
+            if post["uniform"] is not None:
+                out.addcmul_(torch.rand(out.shape, generator=gen, device=out.device).mul_(2).sub_(1), post["uniform"])
+            if post["gaussian"] is not None:
+                out.addcmul_(torch.randn(out.shape, generator=gen, device=out.device), post["gaussian"])
+            if post["scale"] is not None:
+                out.mul_(post["scale"])
+            if post["clip"] is not None:
+                torch.clamp(out, -post["clip"], post["clip"], out=out)
         return self.buffers
 
 
@@ -109,19 +119,21 @@ class RewardManager:
     def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
         self._env = env
         self._terms = [
-            (name, resolve_term("reward", name, t.func, namespace), float(t.weight), plain(t.params))
-            for name, t in terms.items()
+            (name, resolve_term("reward", name, t.func, namespace), plain(t.params)) for name, t in terms.items()
         ]
         self.names = [t[0] for t in self._terms]
+        self.weights = torch.tensor([float(t.weight) for t in terms.values()], device=env.device)
+        self.values = torch.zeros(len(self._terms), env.num_envs, device=env.device)
+        """Unweighted term values of the last step, [K, N]."""
         self.reward = torch.zeros(env.num_envs, device=env.device)
         self.episode_sums = torch.zeros(len(self._terms), env.num_envs, device=env.device)
+        """Weighted term sums of the running episodes, [K, N]."""
 
     def compute(self) -> torch.Tensor:
-        self.reward.zero_()
-        for k, (name, func, weight, params) in enumerate(self._terms):
-            value = weight * call_term("reward", name, func, self._env, **params)
-            self.reward += value
-            self.episode_sums[k] += value
+        for k, (name, func, params) in enumerate(self._terms):
+            self.values[k] = call_term("reward", name, func, self._env, **params)
+        torch.mv(self.values.T, self.weights, out=self.reward)
+        self.episode_sums.addcmul_(self.values, self.weights.unsqueeze(1))
         return self.reward
 
 
@@ -138,10 +150,9 @@ class TerminationManager:
         self.terminated = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
 
     def compute(self) -> torch.Tensor:
-        self.terminated.zero_()
         for k, (name, func, params) in enumerate(self._terms):
             self.fired[k] = call_term("termination", name, func, self._env, **params)
-            self.terminated |= self.fired[k]
+        torch.any(self.fired, dim=0, out=self.terminated)
         return self.terminated
 
 

@@ -27,8 +27,9 @@ def reset_joints_uniform(
 ) -> None:
     """Initial joint positions = default + U(position_range), velocities = U(velocity_range)."""
     qadr, dadr = env.joint_ids(joints)
-    shape = (env.num_envs, len(qadr))
-    env.reset_qpos[:, qadr] = env.default_qpos[:, qadr] + _uniform(env, shape, *position_range)
+    default = env.default_qpos[:, qadr]
+    shape = tuple(default.shape)
+    env.reset_qpos[:, qadr] = default + _uniform(env, shape, *position_range)
     env.reset_qvel[:, dadr] = _uniform(env, shape, *velocity_range)
 
 
@@ -53,7 +54,7 @@ def randomize_model_field(
     if element is not None:
         nominal = nominal[..., element]
     low, high = (float(v) for v in range)
-    shape = (env.num_envs, len(rows))
+    shape = (env.num_envs, nominal.shape[0])
     if distribution == "uniform":
         sample = _uniform(env, shape, low, high)
     elif distribution == "log_uniform":

@@ -91,9 +91,12 @@ class PhysicsBackend(ABC):
     """dtype of model-field tensors (the engine's own precision)."""
 
     def default_model_field(self, field: str) -> torch.Tensor:
-        """The nominal (MJCF) value of a field, [*field_shape], on the device."""
-        check_field(field)
-        return torch.as_tensor(getattr(self.model, field), dtype=self.param_dtype, device=self.device)
+        """The nominal (MJCF) value of a field, [*field_shape], on the device. Do not modify."""
+        nominal = self.__dict__.setdefault("_nominal_fields", {})
+        if field not in nominal:
+            check_field(field)
+            nominal[field] = torch.as_tensor(getattr(self.model, field), dtype=self.param_dtype, device=self.device)
+        return nominal[field]
 
 
 def check_field(field: str) -> None:

@@ -63,6 +63,7 @@ class MujocoBackend(PhysicsBackend):
             "act": _state_slice(model, mujoco.mjtState.mjSTATE_ACT),
         }
         self._fields: dict[str, torch.Tensor] = {}
+        self._field_views: dict[str, list[np.ndarray]] = {}
 
         def zeros(*shape: int) -> torch.Tensor:
             return torch.zeros(num_envs, *shape, dtype=torch.float32, device=self.device)
@@ -126,14 +127,20 @@ class MujocoBackend(PhysicsBackend):
 
     def set_model_field(self, field: str, values: torch.Tensor, mask: torch.Tensor) -> None:
         current = self.model_field(field)
-        m = mask.detach().to(current.device)
-        current[m] = values.to(current)[m]
+        m = mask.detach().cpu().numpy()
+        ids = np.flatnonzero(m)
+        if ids.size == 0:
+            return
+        rows = values.detach().to("cpu", self.param_dtype).numpy()[ids]
+        current[torch.from_numpy(ids).to(current.device)] = torch.from_numpy(rows).to(current.device)
         if not self._per_env_models:
             self._models = [copy.deepcopy(self.model) for _ in range(self.num_envs)]
             self._per_env_models = True
-        rows = current.cpu().numpy()
-        for i in np.flatnonzero(m.cpu().numpy()):
-            getattr(self._models[i], field)[...] = rows[i]
+        if field not in self._field_views:  # numpy views into each model's memory, made once
+            self._field_views[field] = [getattr(m, field) for m in self._models]
+        views = self._field_views[field]
+        for i, row in zip(ids, rows):
+            views[i][...] = row
 
     # --- checkpointing --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:

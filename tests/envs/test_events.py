@@ -1,5 +1,6 @@
 """Reset and randomization events: ranges, per-env values, and each mode's timing."""
 
+import mujoco
 import torch
 
 from robolearn.compose import compose_train
@@ -8,14 +9,15 @@ from ..conftest import random_actions
 
 
 def pole_mass(env):
-    return env.physics.model_field("body_mass")[:, env.field_ids("body_mass", ["pole"])[0]].clone()
+    pole = mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_BODY, "pole")
+    return env.physics.model_field("body_mass")[:, pole].clone()
 
 
 def test_startup_randomization_in_range_per_env_and_persistent(make_env):
     env = make_env(num_envs=64)
     env.reset()
     mass = pole_mass(env)
-    nominal = env.model.body_mass[env.field_ids("body_mass", ["pole"])[0]]
+    nominal = env.model.body_mass[mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_BODY, "pole")]
     assert torch.all(mass >= 0.8 * nominal - 1e-9) and torch.all(mass <= 1.2 * nominal + 1e-9)
     assert mass.unique().numel() == 64  # drawn per environment
     gain = env.physics.model_field("actuator_gainprm")[:, 0, 0]
@@ -32,7 +34,7 @@ def test_startup_randomization_in_range_per_env_and_persistent(make_env):
 def test_reset_randomization_changes_only_on_reset(make_env):
     env = make_env(num_envs=32)
     env.reset()
-    hinge = env.field_ids("dof_damping", ["hinge"])[0]
+    hinge = int(env.model.jnt_dofadr[mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_JOINT, "hinge")])
     before = env.physics.model_field("dof_damping")[:, hinge].clone()
     assert torch.all((before >= 0) & (before <= 0.002))
     _, _, terminated, truncated = env.step(torch.full((32, 1), 1.0))
