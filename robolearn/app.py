@@ -73,7 +73,8 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
         if cfg.runner.export_onnx:
             recorded = runner.storage.policy_obs.flatten(0, 1)[:4096]
             report = export_bundle(runner.actor_critic, env, run_dir / "export", recorded)
-            print(f"exported {run_dir / 'export'} (onnx parity max abs diff {report.max_abs_diff:.2e})")
+            print(f"exported {run_dir / 'export'} (onnx parity max abs diff {report.max_abs_diff:.2e}, "
+                  f"tolerance {report.tolerance:.1e})")
     finally:
         env.close()
 
@@ -106,6 +107,7 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
     print(
         f"exported {out} from {source.name} (iteration {payload['iteration']}): onnx parity max abs diff "
         f"random {report.random_max_abs_diff:.2e}, recorded {report.recorded_max_abs_diff:.2e} "
-        f"over {report.samples} observations"
+        f"over {report.samples} observations (tolerance {report.tolerance:.1e}, |action| up to "
+        f"{report.max_abs_output:.3g})"
     )
     return out

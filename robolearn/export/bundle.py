@@ -10,7 +10,7 @@ import torch
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.export.metadata import robot_metadata, write_robot_yaml
-from robolearn.export.onnx import PARITY_TOLERANCE_FP32, ParityReport, check_parity, export_onnx
+from robolearn.export.onnx import ParityReport, check_parity, export_onnx
 from robolearn.rl.models import ActorCritic, InferencePolicy
 
 
@@ -33,6 +33,6 @@ def export_bundle(actor_critic: ActorCritic, env: BatchedEnv, out_dir: Path, rec
     if not report.ok:
         raise UserError(
             f"ONNX parity check failed for {onnx_path}: max abs difference {report.max_abs_diff:.3g} "
-            f">= {PARITY_TOLERANCE_FP32:g}"
+            f">= tolerance {report.tolerance:.3g} (outputs up to {report.max_abs_output:.3g})"
         )
     return report

@@ -80,7 +80,7 @@ class PPO:
         self.storage.clear()
         out = {key: float(value) / n for key, value in totals.items()}
         out["learning_rate"] = self.learning_rate
-        out["action_std"] = float(self.ac.log_std.exp().mean())
+        out["action_std"] = float(self.ac.log_std.detach().exp().mean())
         return out
 
     def _adapt_learning_rate(self, kl: torch.Tensor) -> None:
