@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -16,22 +17,10 @@ from robolearn.errors import UserError, one_line
 from robolearn.export.bundle import export_bundle, record_observations
 from robolearn.logger import RunLogger
 from robolearn.manifest import describe_run, write_manifest
-from robolearn.physics import resolve_backend
+from robolearn.physics import resolve_placement
 from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic
 from robolearn.rl.runner import OnPolicyRunner
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"unknown device '{name}'; valid: auto, cpu, cuda, cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"device '{name}' requested but CUDA is not available; use device=cpu or device=auto")
-    return device
 
 
 def seed_everything(seed: int) -> None:
@@ -40,28 +29,45 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_env(cfg: DictConfig, device: torch.device, num_envs: int | None = None) -> BatchedEnv:
+def env_seed(seed: int) -> int:
+    """The environments' sampler seed: its own stream, not the policy's (torch.manual_seed(seed))."""
+    return int(np.random.SeedSequence([seed, 1]).generate_state(1, np.uint64)[0] >> 1)
+
+
+def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int | None = None) -> BatchedEnv:
     plugin = get_task(cfg.task.name)
     return BatchedEnv(
-        cfg.task, plugin, num_envs or cfg.env.num_envs, physics=cfg.physics.backend, device=device,
-        seed=cfg.seed, num_threads=cfg.physics.num_threads,
+        cfg.task, plugin, num_envs or cfg.env.num_envs, physics=backend, device=device,
+        seed=env_seed(cfg.seed), num_threads=cfg.physics.num_threads,
     )  # fmt: skip
+
+
+def truncate_metrics(path: Path, iteration: int) -> None:
+    """Drop rows a crashed run wrote after the checkpoint it is resumed from (they are redone)."""
+    if not path.is_file():
+        return
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if json.loads(line)["iteration"] <= iteration]
+    if len(kept) != len(lines):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(kept))
+        tmp.replace(path)
 
 
 def train(cfg: DictConfig, run_dir: Path) -> None:
     """Train (or resume) into run_dir: config, manifest, metrics, checkpoints, export."""
+    backend, device = resolve_placement(cfg.physics.backend, cfg.device)
     seed_everything(cfg.seed)
-    device = resolve_device(cfg.device)
-    env = build_env(cfg, device)
+    env = build_env(cfg, backend, device)
     try:
         runner = OnPolicyRunner(env, cfg.algo, cfg.runner, device)
         resumed_from = None
         if cfg.resume:
             source = checkpoint.latest(Path(cfg.resume))
-            runner.load(checkpoint.load(source))
+            runner.load(checkpoint.load(source), source)
             resumed_from = runner.iteration
+            truncate_metrics(run_dir / "metrics.jsonl", resumed_from)
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-        backend = resolve_backend(cfg.physics.backend, device)
         write_manifest(run_dir, describe_run(cfg.seed, cfg.task.name, backend, str(device), resumed_from))
         logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress)
         if resumed_from is not None:
@@ -71,23 +77,26 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
         finally:
             logger.close()
         if cfg.runner.export_onnx:
-            recorded = runner.storage.policy_obs.flatten(0, 1)[:4096]
-            report = export_bundle(runner.actor_critic, env, run_dir / "export", recorded)
+            report = export_bundle(runner.actor_critic, env, run_dir / "export", record_observations(env, runner.actor_critic))
             print(f"exported {run_dir / 'export'} (onnx parity max abs diff {report.max_abs_diff:.2e}, "
                   f"tolerance {report.tolerance:.1e})")
     finally:
         env.close()
 
 
-def load_run_config(run_dir: Path) -> DictConfig:
-    """The resolved config a run was trained with, validated against the schema."""
+def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
+    """The resolved config a run was trained with (validated), plus `key=value` overrides."""
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise UserError(f"{run_dir} is not a robolearn run directory (no config.yaml)")
     try:
-        return OmegaConf.merge(OmegaConf.structured(TrainCfg), OmegaConf.load(path))
+        cfg = OmegaConf.merge(OmegaConf.structured(TrainCfg), OmegaConf.load(path))
     except Exception as exc:
         raise UserError(f"cannot read {path}: {one_line(exc)}") from None
+    bad = [o for o in overrides if "=" not in o or o.startswith(("hydra.", "+", "~", "-"))]
+    if bad:
+        raise UserError(f"cannot apply '{bad[0]}' to a saved run: use plain key=value overrides")
+    return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
 
 
 def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | None = None) -> Path:
@@ -96,10 +105,10 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
     source = checkpoint_file or checkpoint.latest(run_dir)
     payload = checkpoint.load(source)
     seed_everything(cfg.seed)
-    env = build_env(cfg, torch.device("cpu"), num_envs=min(cfg.env.num_envs, 64))
+    env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=min(cfg.env.num_envs, 64))
     try:
         actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
-        actor_critic.load_state_dict(payload["model"])
+        checkpoint.restore(actor_critic, payload["model"], source)
         out = out or run_dir / "export"
         report = export_bundle(actor_critic, env, out, record_observations(env, actor_critic))
     finally:

@@ -56,6 +56,14 @@ def load(path: Path) -> dict:
         raise UserError(f"checkpoint {path} is unreadable ({type(exc).__name__}: {one_line(exc)[:200]})") from None
 
 
+def restore(module, state: dict, source: Path) -> None:
+    """load_state_dict, with a mismatch (other network sizes, another task) as a UserError."""
+    try:
+        module.load_state_dict(state)
+    except (RuntimeError, KeyError, ValueError) as exc:
+        raise UserError(f"checkpoint {source} does not fit this config: {one_line(exc)[:300]}") from None
+
+
 def latest(run_dir: Path) -> Path:
     """The newest checkpoint of a run directory, or a UserError saying why there is none."""
     if not run_dir.is_dir():

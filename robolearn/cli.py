@@ -50,7 +50,7 @@ def _train(args: list[str]) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
 
-    from robolearn import app, checkpoint
+    from robolearn import app
     from robolearn.compose import register_configs
     from robolearn.errors import UserError
     from robolearn.paths import configs_dir
@@ -59,12 +59,8 @@ def _train(args: list[str]) -> int:
     overrides = list(args)
     resume = [a for a in overrides if a.startswith("resume=")]
     if resume:
-        if any(a in ("-m", "--multirun") for a in overrides):
-            raise UserError("resume= cannot be combined with --multirun; resume one run at a time")
-        run_dir = Path(resume[-1].split("=", 1)[1]).expanduser().resolve()
-        checkpoint.load(checkpoint.latest(run_dir))  # fail now, before anything touches the run dir
-        overrides = _original_overrides(run_dir) + [a for a in overrides if not a.startswith("resume=")]
-        overrides += [f"resume='{run_dir}'", f"hydra.run.dir='{run_dir}'", "hydra.output_subdir=null"]
+        return _resume(Path(resume[-1].split("=", 1)[1]).expanduser().resolve(),
+                       [a for a in overrides if not a.startswith("resume=")])
 
     failures: list[UserError] = []
 
@@ -90,14 +86,20 @@ def _train(args: list[str]) -> int:
     return 0
 
 
-def _original_overrides(run_dir: Path) -> list[str]:
-    """The command-line overrides the run was started with (so a resume composes the same config)."""
-    import yaml
+def _resume(run_dir: Path, overrides: list[str]) -> int:
+    """Continue a run with the config it was trained with (its config.yaml), plus overrides such as
+    runner.max_iterations=300. Hydra does not compose anything here: today's defaults and task
+    YAML may have changed since the run started, and the run must not silently pick that up."""
+    from robolearn import app, checkpoint
+    from robolearn.errors import UserError
 
-    path = run_dir / ".hydra" / "overrides.yaml"
-    if not path.is_file():
-        return []
-    return [o for o in yaml.safe_load(path.read_text()) or [] if not o.startswith(("resume=", "hydra."))]
+    if any(a in ("-m", "--multirun") for a in overrides):
+        raise UserError("resume= cannot be combined with --multirun; resume one run at a time")
+    checkpoint.latest(run_dir)  # no checkpoint: say so before anything else
+    cfg = app.load_run_config(run_dir, overrides)
+    cfg.resume = str(run_dir)
+    app.train(cfg, run_dir)
+    return 0
 
 
 def _key_values(args: list[str], valid: dict[str, str | None], verb: str) -> dict[str, str | None]:

@@ -70,6 +70,9 @@ class BatchedEnv:
         self._id_cache: dict[tuple, object] = {}
 
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        """Control steps counted toward the time-out (starts at a random value, see reset())."""
+        self.episode_steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        """Control steps actually taken in the running episode (what episode statistics report)."""
         self.default_qpos = torch.as_tensor(model.qpos0, dtype=torch.float32, device=self.device).repeat(num_envs, 1)
         self.default_qvel = torch.zeros(num_envs, model.nv, device=self.device)
         self.reset_qpos = self.default_qpos.clone()
@@ -130,6 +133,7 @@ class BatchedEnv:
         self.actions.process(action)
         self.physics.step(self.actions.ctrl, self.decimation)
         self.episode_length += 1
+        self.episode_steps += 1
         self.terminated = self.terminations.compute()
         self.truncated = (self.episode_length >= self.max_episode_length) & ~self.terminated
         reward = self.rewards.compute()
@@ -150,6 +154,7 @@ class BatchedEnv:
         self.physics.reset(mask, self.reset_qpos, self.reset_qvel)
         self.actions.reset(mask)
         self.episode_length.masked_fill_(mask, 0)
+        self.episode_steps.masked_fill_(mask, 0)
         self.rewards.episode_sums.masked_fill_(mask, 0.0)
 
     # --- episode statistics: accumulated on the device, read once per iteration ---------------
@@ -158,7 +163,7 @@ class BatchedEnv:
         sums = self.rewards.episode_sums
         self._stats += torch.cat(
             [
-                torch.stack([done.sum(), (sums.sum(0) * done).sum(), (self.episode_length * done).sum()]),
+                torch.stack([done.sum(), (sums.sum(0) * done).sum(), (self.episode_steps * done).sum()]),
                 (sums * done).sum(1),
                 (self.terminations.fired.float() * done).sum(1),
             ]
@@ -184,6 +189,7 @@ class BatchedEnv:
             "physics": self.physics.state_dict(),
             "generator": self.generator.get_state(),
             "episode_length": self.episode_length.clone(),
+            "episode_steps": self.episode_steps.clone(),
             "episode_sums": self.rewards.episode_sums.clone(),
             "action": self.actions.action.clone(),
             "last_action": self.actions.last_action.clone(),
@@ -201,6 +207,7 @@ class BatchedEnv:
         self.physics.load_state_dict(state["physics"])
         self.generator.set_state(state["generator"])
         self.episode_length.copy_(state["episode_length"])
+        self.episode_steps.copy_(state["episode_steps"])
         self.rewards.episode_sums.copy_(state["episode_sums"])
         self.actions.action.copy_(state["action"])
         self.actions.last_action.copy_(state["last_action"])

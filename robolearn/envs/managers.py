@@ -7,6 +7,7 @@ own terms and robolearn.mdp's generic ones. Managers own their output buffers.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,9 +34,10 @@ def plain(params: Any) -> dict[str, Any]:
     return dict(params)
 
 
-def call_term(kind: str, name: str, func: Callable, *args: Any, **params: Any) -> Any:
+def check_params(kind: str, name: str, func: Callable, *args: Any, **params: Any) -> None:
+    """Wrong or missing YAML params are a UserError at build time; the step then calls terms directly."""
     try:
-        return func(*args, **params)
+        inspect.signature(func).bind(*args, **params)
     except TypeError as exc:
         raise UserError(f"{kind} term '{name}' ({func.__name__}): {exc}") from None
 
@@ -48,8 +50,10 @@ class ObsSlice:
     start: int
     stop: int
     scale: float
+    clip: float | None
     units: str
     func: str
+    params: dict
 
 
 class ObservationManager:
@@ -59,8 +63,8 @@ class ObservationManager:
     def __init__(self, groups: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
         if "policy" not in groups:
             raise UserError("the task defines no 'policy' observation group")
-        if "critic" not in groups:
-            groups = {**groups, "critic": groups["policy"]}
+        if "critic" not in groups:  # the critic sees the policy's terms, without noise
+            groups = {**groups, "critic": {"terms": groups["policy"].terms, "enable_noise": False}}
         self._env = env
         self._terms: dict[str, list[tuple[ObsSlice, Callable, dict]]] = {}
         self._post: dict[str, dict[str, torch.Tensor | None]] = {}
@@ -68,17 +72,18 @@ class ObservationManager:
         self.buffers: dict[str, torch.Tensor] = {}
         for group, gcfg in groups.items():
             start, terms, columns = 0, [], []
-            for name, tcfg in gcfg.terms.items():
+            for name, tcfg in gcfg["terms"].items():
                 func = resolve_term("observation", name, tcfg.func, namespace)
                 params = plain(tcfg.params)
-                value = call_term("observation", name, func, env, **params)
+                check_params("observation", name, func, env, **params)
+                value = func(env, **params)
                 if value.dim() != 2 or value.shape[0] != env.num_envs:
                     raise UserError(f"observation term '{name}' must return [num_envs, k], got {tuple(value.shape)}")
                 dim = value.shape[1]
-                sl = ObsSlice(name, start, start + dim, float(tcfg.scale), tcfg.units, tcfg.func)
+                sl = ObsSlice(name, start, start + dim, float(tcfg.scale), tcfg.clip, tcfg.units, tcfg.func, params)
                 terms.append((sl, func, params))
                 clip = float("inf") if tcfg.clip is None else float(tcfg.clip)
-                noisy = bool(gcfg.enable_noise)
+                noisy = bool(gcfg["enable_noise"])
                 uniform = noisy and tcfg.noise.type == NoiseType.uniform
                 columns += [(tcfg.noise.scale * uniform, tcfg.noise.scale * (noisy and not uniform), sl.scale, clip)] * dim
                 start += dim
@@ -118,9 +123,9 @@ class RewardManager:
 
     def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
         self._env = env
-        self._terms = [
-            (name, resolve_term("reward", name, t.func, namespace), plain(t.params)) for name, t in terms.items()
-        ]
+        self._terms = [(name, resolve_term("reward", name, t.func, namespace), plain(t.params)) for name, t in terms.items()]
+        for name, func, params in self._terms:
+            check_params("reward", name, func, env, **params)
         self.names = [t[0] for t in self._terms]
         self.weights = torch.tensor([float(t.weight) for t in terms.values()], device=env.device)
         self.values = torch.zeros(len(self._terms), env.num_envs, device=env.device)
@@ -131,7 +136,7 @@ class RewardManager:
 
     def compute(self) -> torch.Tensor:
         for k, (name, func, params) in enumerate(self._terms):
-            self.values[k] = call_term("reward", name, func, self._env, **params)
+            self.values[k] = func(self._env, **params)
         torch.mv(self.values.T, self.weights, out=self.reward)
         self.episode_sums.addcmul_(self.values, self.weights.unsqueeze(1))
         return self.reward
@@ -145,13 +150,15 @@ class TerminationManager:
         self._terms = [
             (name, resolve_term("termination", name, t.func, namespace), plain(t.params)) for name, t in terms.items()
         ]
+        for name, func, params in self._terms:
+            check_params("termination", name, func, env, **params)
         self.names = [t[0] for t in self._terms]
         self.fired = torch.zeros(len(self._terms), env.num_envs, dtype=torch.bool, device=env.device)
         self.terminated = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
 
     def compute(self) -> torch.Tensor:
         for k, (name, func, params) in enumerate(self._terms):
-            self.fired[k] = call_term("termination", name, func, self._env, **params)
+            self.fired[k] = func(self._env, **params)
         torch.any(self.fired, dim=0, out=self.terminated)
         return self.terminated
 
@@ -164,7 +171,9 @@ class EventManager:
         self._events: dict[EventMode, list[tuple[str, Callable, dict]]] = {mode: [] for mode in EventMode}
         ranges = []
         for name, t in terms.items():
-            self._events[t.mode].append((name, resolve_term("event", name, t.func, namespace), plain(t.params)))
+            func, params = resolve_term("event", name, t.func, namespace), plain(t.params)
+            check_params("event", name, func, env, None, **params)
+            self._events[t.mode].append((name, func, params))
             if t.mode == EventMode.interval:
                 low, high = (float(v) for v in t.interval_s)
                 if not 0 < low <= high:
@@ -175,12 +184,12 @@ class EventManager:
 
     def apply(self, mode: EventMode, mask: torch.Tensor) -> None:
         for name, func, params in self._events[mode]:
-            call_term("event", name, func, self._env, mask, **params)
+            func(self._env, mask, **params)
 
     def _draw_intervals(self, mask: torch.Tensor) -> None:
         low, high = self._interval_range[:, :1], self._interval_range[:, 1:]
         u = torch.rand(self.time_left.shape, generator=self._env.generator, device=self.time_left.device)
-        self.time_left = torch.where(mask, low + (high - low) * u, self.time_left)
+        torch.where(mask, low + (high - low) * u, self.time_left, out=self.time_left)
 
     def start_intervals(self) -> None:
         self._draw_intervals(torch.ones_like(self.time_left, dtype=torch.bool))
@@ -191,5 +200,5 @@ class EventManager:
         self.time_left -= dt
         due = self.time_left <= 0
         for k, (name, func, params) in enumerate(self._events[EventMode.interval]):
-            call_term("event", name, func, self._env, due[k], **params)
+            func(self._env, due[k], **params)
         self._draw_intervals(due)

@@ -3,7 +3,8 @@
     obs = env.reset()                     # dict: "policy" [N, Dp], "critic" [N, Dc]
     obs, reward, terminated, truncated = env.step(action)   # action [N, A]
 
-- Every tensor has a leading dimension of `num_envs` and lives on `env.device`.
+- Every tensor has a leading dimension of `num_envs` and lives on `env.device`. Returned tensors
+  are the env's own buffers, overwritten by the next `step`: copy what must outlive it.
 - `reward` [N] float: the reward of the step just taken.
 - `terminated` [N] bool: the episode ended in a terminal state (fell, out of bounds). The return
   is cut here: no value is bootstrapped.

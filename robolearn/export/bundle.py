@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import torch
@@ -26,13 +27,24 @@ def record_observations(env: BatchedEnv, actor_critic: ActorCritic, steps: int =
 
 
 def export_bundle(actor_critic: ActorCritic, env: BatchedEnv, out_dir: Path, recorded_obs: torch.Tensor) -> ParityReport:
+    """Build the bundle in a sibling folder and put it in place only once parity holds, so a failed
+    export never replaces a good bundle."""
     policy = InferencePolicy(copy.deepcopy(actor_critic).cpu())
-    onnx_path = export_onnx(policy, env.observation_dims()["policy"], out_dir / "policy.onnx")
+    staging = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    onnx_path = export_onnx(policy, env.observation_dims()["policy"], staging / "policy.onnx")
     report = check_parity(policy, onnx_path, recorded_obs)
-    write_robot_yaml(robot_metadata(env, env.cfg.name), onnx_path, out_dir / "robot.yaml")
     if not report.ok:
+        shutil.rmtree(staging, ignore_errors=True)
         raise UserError(
-            f"ONNX parity check failed for {onnx_path}: max abs difference {report.max_abs_diff:.3g} "
-            f">= tolerance {report.tolerance:.3g} (outputs up to {report.max_abs_output:.3g})"
+            f"ONNX parity check failed: max abs difference {report.max_abs_diff:.3g} >= tolerance "
+            f"{report.tolerance:.3g} (outputs up to {report.max_abs_output:.3g}); {out_dir} left as it was"
         )
+    write_robot_yaml(robot_metadata(env, env.cfg.name), onnx_path, staging / "robot.yaml")
+    previous = out_dir.with_name(out_dir.name + ".old")
+    shutil.rmtree(previous, ignore_errors=True)
+    if out_dir.exists():
+        out_dir.rename(previous)
+    staging.rename(out_dir)
+    shutil.rmtree(previous, ignore_errors=True)
     return report

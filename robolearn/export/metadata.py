@@ -54,7 +54,8 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
             "input": INPUT_NAME,
             "size": env.observation_dims()["policy"],
             "terms": [
-                {"name": s.name, "start": s.start, "stop": s.stop, "scale": s.scale, "units": s.units, "source": s.func}
+                {"name": s.name, "start": s.start, "stop": s.stop, "scale": s.scale, "clip": s.clip, "units": s.units,
+                 "source": s.func, "params": s.params}
                 for s in env.observations.layout["policy"]
             ],
         },

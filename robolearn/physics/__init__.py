@@ -24,6 +24,8 @@ class BackendInfo:
     available: Callable[[torch.device], str | None]
     """Returns None when usable on the device, else the reason it is not."""
     build: Callable[..., PhysicsBackend]
+    native: str = "cpu"
+    """Where its state lives: 'cpu' or 'cuda'. device=auto puts the learner there too."""
 
 
 def _mujoco_available(device: torch.device) -> str | None:
@@ -57,6 +59,21 @@ def resolve_backend(name: str, device: torch.device) -> str:
     return name
 
 
+def resolve_placement(physics: str, device: str) -> tuple[str, torch.device]:
+    """(backend, learner device) for the configured names; 'auto' device = where the physics runs."""
+    cuda = torch.cuda.is_available()
+    if device == "auto":
+        backend = resolve_backend(physics, torch.device("cuda" if cuda else "cpu"))
+        return backend, torch.device("cuda" if cuda and BACKENDS[backend].native == "cuda" else "cpu")
+    try:
+        learner = torch.device(device)
+    except RuntimeError:
+        raise UserError(f"unknown device '{device}'; valid: auto, cpu, cuda, cuda:N") from None
+    if learner.type == "cuda" and not cuda:
+        raise UserError(f"device '{device}' requested but CUDA is not available; use device=cpu or device=auto")
+    return resolve_backend(physics, learner), learner
+
+
 def make_backend(name: str, model: mujoco.MjModel, num_envs: int, device: torch.device, num_threads: int = 0) -> PhysicsBackend:
     resolved = resolve_backend(name, device)
     if num_envs < 1:
@@ -79,4 +96,5 @@ def load_model(path: Path, sim_dt: float | None = None) -> mujoco.MjModel:
     return model
 
 
-__all__ = ["BACKENDS", "RANDOMIZABLE_FIELDS", "PhysicsBackend", "load_model", "make_backend", "resolve_backend"]
+__all__ = ["BACKENDS", "RANDOMIZABLE_FIELDS", "PhysicsBackend", "load_model", "make_backend", "resolve_backend",
+           "resolve_placement"]

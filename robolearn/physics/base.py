@@ -7,7 +7,8 @@ every `step` and `reset`:
     qpos        [N, nq]          generalized positions
     qvel        [N, nv]          generalized velocities
     act         [N, na]          actuator activations (empty when na == 0)
-    sensordata  [N, nsensordata] sensor readings, after the last physics step
+    sensordata  [N, nsensordata] sensor readings: after a step, those MuJoCo computed in the last
+                                 substep (before its integration); after a reset, of the new state
     time        [N]              simulation time of each environment
 
 State tensors are float32 (the learner's dtype) whatever the engine computes in; an engine that
@@ -49,7 +50,11 @@ class PhysicsBackend(ABC):
 
     name: str = "abstract"
 
+    param_dtype: torch.dtype = torch.float32
+    """dtype of model-field tensors (the engine's own precision)."""
+
     def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device):
+        self._nominal_fields: dict[str, torch.Tensor] = {}
         self.model = model
         """The nominal host model (names, sizes, default parameter values)."""
         self.num_envs = num_envs
@@ -66,7 +71,8 @@ class PhysicsBackend(ABC):
 
     @abstractmethod
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-        """Where mask [N] is True: set qpos/qvel ([N, nq], [N, nv]), zero act and time."""
+        """Where mask [N] is True: the state of a fresh MjData (time 0, zero activations, empty
+        actuator-delay history) with the given qpos/qvel ([N, nq], [N, nv])."""
 
     @abstractmethod
     def model_field(self, field: str) -> torch.Tensor:
@@ -87,16 +93,14 @@ class PhysicsBackend(ABC):
     def close(self) -> None:
         """Release threads or device memory; the backend is unusable afterwards."""
 
-    param_dtype: torch.dtype = torch.float32
-    """dtype of model-field tensors (the engine's own precision)."""
-
     def default_model_field(self, field: str) -> torch.Tensor:
         """The nominal (MJCF) value of a field, [*field_shape], on the device. Do not modify."""
-        nominal = self.__dict__.setdefault("_nominal_fields", {})
-        if field not in nominal:
+        if field not in self._nominal_fields:
             check_field(field)
-            nominal[field] = torch.as_tensor(getattr(self.model, field), dtype=self.param_dtype, device=self.device)
-        return nominal[field]
+            self._nominal_fields[field] = torch.as_tensor(
+                getattr(self.model, field), dtype=self.param_dtype, device=self.device
+            )
+        return self._nominal_fields[field]
 
 
 def check_field(field: str) -> None:

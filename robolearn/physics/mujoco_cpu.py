@@ -41,7 +41,7 @@ class MujocoBackend(PhysicsBackend):
         self, model: mujoco.MjModel, num_envs: int, device: torch.device | str = "cpu", num_threads: int = 0
     ):
         super().__init__(model, num_envs, torch.device(device))
-        self.num_threads = num_threads or os.cpu_count() or 1
+        self.num_threads = num_threads or len(os.sched_getaffinity(0))
         self._pool = rollout.Rollout(nthread=self.num_threads)
         self._datas = [mujoco.MjData(model) for _ in range(self.num_threads)]
         self._models = [model] * num_envs
@@ -52,6 +52,7 @@ class MujocoBackend(PhysicsBackend):
         mujoco.mj_forward(model, data)
         row = np.empty(mujoco.mj_stateSize(model, _FULL))
         mujoco.mj_getState(model, data, row, _FULL)
+        self._initial_row = row  # a fresh MjData's state: also history buffers, plugin state, ...
         self._state = np.tile(row, (num_envs, 1))
         self._sensor_np = np.tile(data.sensordata, (num_envs, 1))
         self._scratch = data
@@ -100,11 +101,13 @@ class MujocoBackend(PhysicsBackend):
         if not m.any():
             return
         s = self._slices
-        self._state[m] = 0.0
+        self._state[m] = self._initial_row
         self._state[m, s["qpos"]] = qpos.detach().to("cpu", torch.float64).numpy()[m]
         self._state[m, s["qvel"]] = qvel.detach().to("cpu", torch.float64).numpy()[m]
         if self.model.nsensordata:
-            for i in np.flatnonzero(m):  # sensors of a fresh state need mj_forward
+            # Sensors of a fresh state need mj_forward; like the model-field writes below, this
+            # visits only the environments being reset (one MjModel/MjData call each).
+            for i in np.flatnonzero(m):
                 mujoco.mj_setState(self._models[i], self._scratch, self._state[i], _FULL)
                 mujoco.mj_forward(self._models[i], self._scratch)
                 self._sensor_np[i] = self._scratch.sensordata
@@ -139,7 +142,7 @@ class MujocoBackend(PhysicsBackend):
         if field not in self._field_views:  # numpy views into each model's memory, made once
             self._field_views[field] = [getattr(m, field) for m in self._models]
         views = self._field_views[field]
-        for i, row in zip(ids, rows):
+        for i, row in zip(ids, rows):  # only the masked environments (see module docstring)
             views[i][...] = row
 
     # --- checkpointing --------------------------------------------------------------------------

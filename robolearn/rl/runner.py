@@ -11,6 +11,7 @@ import torch
 from robolearn import checkpoint
 from robolearn.config import AlgoCfg, RunnerCfg
 from robolearn.envs.vec_env import VecEnv
+from robolearn.errors import UserError
 from robolearn.rl.models import ActorCritic
 from robolearn.rl.ppo import PPO
 from robolearn.rl.storage import RolloutStorage
@@ -28,13 +29,14 @@ class OnPolicyRunner:
         self.iteration = 0
         self.env_steps = 0
         self.wall_time_s = 0.0
+        self.last_stats: dict[str, float] = {}
+        """Episode means of the last iteration in which episodes ended (repeated until more end)."""
         self._obs: dict[str, torch.Tensor] | None = None
 
     def learn(self, log: Callable[[dict], None], checkpoint_dir: Path | None = None) -> None:
         """Run iterations until cfg.max_iterations; `log` receives one metrics row per iteration."""
         env, alg = self.env, self.alg
         obs = self._obs if self._obs is not None else env.reset()
-        last_stats: dict[str, float] = {}
         for it in range(self.iteration, self.cfg.max_iterations):
             start = time.perf_counter()
             with torch.inference_mode():
@@ -52,7 +54,7 @@ class OnPolicyRunner:
             self.wall_time_s += learned - start
             stats = env.pop_episode_stats()
             if stats["episodes"] > 0:
-                last_stats = stats  # an iteration where no episode ended repeats the last means
+                self.last_stats = stats
             log({
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,
@@ -60,7 +62,7 @@ class OnPolicyRunner:
                 "steps_per_s": env.num_envs * self.cfg.num_steps_per_env / (learned - start),
                 "collection_s": collected - start,
                 "learning_s": learned - collected,
-                **{k: v for k, v in last_stats.items() if k != "episodes"},
+                **{k: v for k, v in self.last_stats.items() if k != "episodes"},
                 "episodes": stats["episodes"],
                 **losses,
             })  # fmt: skip
@@ -83,19 +85,22 @@ class OnPolicyRunner:
                 "algorithm": self.alg.state_dict(),
                 "env": self.env.state_dict(),
                 "rng": checkpoint.rng_state(),
+                "last_stats": self.last_stats,
             },
             path,
         )
 
-    def load(self, payload: dict, with_env: bool = True) -> None:
-        """Restore a checkpoint. with_env=False loads only the policy (export, evaluation)."""
-        self.actor_critic.load_state_dict(payload["model"])
-        if not with_env:
-            return
-        self.alg.load_state_dict(payload["algorithm"])
-        self.env.load_state_dict(payload["env"])
+    def load(self, payload: dict, source: Path | None = None) -> None:
+        """Restore everything a checkpoint holds, so that training continues bit-exactly."""
+        source = source or Path("checkpoint")
+        if payload.get("format") != CHECKPOINT_FORMAT:
+            raise UserError(f"{source} has checkpoint format {payload.get('format')}; this robolearn reads {CHECKPOINT_FORMAT}")
+        checkpoint.restore(self.actor_critic, payload["model"], source)
+        checkpoint.restore(self.alg, payload["algorithm"], source)
+        checkpoint.restore(self.env, payload["env"], source)
         checkpoint.set_rng_state(payload["rng"])
         self.iteration = int(payload["iteration"])
         self.env_steps = int(payload["env_steps"])
         self.wall_time_s = float(payload["wall_time_s"])
+        self.last_stats = dict(payload["last_stats"])
         self._obs = self.env.current_observations()

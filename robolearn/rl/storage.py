@@ -35,12 +35,13 @@ class RolloutStorage:
     def clear(self) -> None:
         self.step = 0
 
-    def minibatches(self, num_mini_batches: int, num_epochs: int, generator: torch.Generator | None = None) -> Iterator[dict]:
+    def minibatches(self, num_mini_batches: int, num_epochs: int) -> Iterator[dict]:
+        """Random minibatches over all T * N samples, reshuffled each epoch (global torch RNG)."""
         batch = self.num_steps * self.num_envs
         size = batch // num_mini_batches
         flat = {name: getattr(self, name).flatten(0, 1) for name in self.FIELDS}
         for _ in range(num_epochs):
-            order = torch.randperm(batch, device=self.rewards.device, generator=generator)
+            order = torch.randperm(batch, device=self.rewards.device)
             for k in range(num_mini_batches):
                 idx = order[k * size : (k + 1) * size]
                 yield {name: value[idx] for name, value in flat.items()}

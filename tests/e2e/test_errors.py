@@ -59,10 +59,13 @@ def test_resume_without_checkpoint_leaves_run_dir_untouched(tmp_path):
     assert snapshot(run) == before
 
 
-def test_corrupt_checkpoint_is_reported_and_nothing_is_lost(tmp_path):
+def test_bad_resume_and_corrupt_checkpoint_are_reported_and_nothing_is_lost(tmp_path):
     run = tmp_path / "run"
     ok = robolearn("train", *FAST, "runner.export_onnx=false", f"hydra.run.dir={run}", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
+    before = snapshot(run)
+    one_line_error(robolearn("train", f"resume={run}", "algo.actor_hidden_dims=[8]", cwd=tmp_path), "does not fit")
+    one_line_error(robolearn("train", f"resume={run}", "runner.max_iteratons=2", cwd=tmp_path), "max_iteratons")
     (run / "checkpoints" / "iter_000001.pt").write_bytes(b"\x00garbage")
     before = snapshot(run)
     one_line_error(robolearn("train", f"resume={run}", "runner.max_iterations=2", cwd=tmp_path), "unreadable")

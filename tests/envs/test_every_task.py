@@ -24,7 +24,6 @@ def test_task_builds_and_steps_200_steps_without_nan(make_env, task, backend):
             assert value.shape == (8, dims[group])
             assert torch.isfinite(value).all(), group
         assert torch.isfinite(reward).all()
-        assert not (terminated & truncated).any()
 
     layout = robot_metadata(env, task)["observation"]
     assert layout["size"] == obs["policy"].shape[1]

@@ -73,14 +73,26 @@ def test_unknown_term_function_lists_valid_ones(make_env):
         make_env(overrides=["task.rewards.alive.func=nope"])
 
 
-def test_same_seed_same_trajectory(make_env):
+def test_same_seed_same_trajectory_other_seed_another(make_env):
     runs = []
-    for _ in range(2):
-        env = make_env(num_envs=8, seed=7)
+    for seed in (7, 7, 8):
+        env = make_env(num_envs=8, seed=seed)
         env.reset()
         gen = torch.Generator().manual_seed(3)
         for _ in range(50):
             obs, *_ = env.step(torch.rand(8, 1, generator=gen) * 2 - 1)
         runs.append(obs["policy"].clone())
     assert torch.equal(runs[0], runs[1])
+    assert not torch.equal(runs[0], runs[2])
     assert math.isfinite(runs[0].sum().item())
+
+
+def test_episode_length_statistics_count_steps_actually_taken(make_env):
+    # Time-outs start at random progress (to spread them out); statistics must still report the
+    # steps each episode really lasted: here every episode terminates on its first step.
+    env = make_env(overrides=["task.events.reset_state.params.position_range=[0.5,0.5]"], num_envs=16)
+    env.reset()
+    assert env.episode_length.float().mean() > 5
+    env.step(torch.zeros(16, 1))
+    stats = env.pop_episode_stats()
+    assert stats["episodes"] == 16 and stats["mean_episode_length"] == 1.0

@@ -131,3 +131,31 @@ def test_missing_and_broken_mjcf_name_the_file(tmp_path):
     broken.write_text("<mujoco><worldbody><body><geom type='sphere'/></worldbody></mujoco>")
     with pytest.raises(UserError, match=r"cannot load MJCF .*broken.xml: "):
         load_model(broken)
+
+
+DELAYED = """<mujoco><option timestep="0.01"/><worldbody><body name="b"><joint name="j" type="slide" axis="1 0 0"/>
+<geom type="box" size=".1 .1 .1" mass="1" contype="0" conaffinity="0"/></body></worldbody>
+<actuator><motor name="m" joint="j" gear="1" delay="0.02" nsample="3"/></actuator></mujoco>"""
+
+
+def test_reset_env_behaves_like_a_fresh_one_even_with_actuator_delay(tmp_path):
+    # The FULLPHYSICS state also holds the actuator-delay history (a cursor and timestamps):
+    # a reset must restore it as a new MjData has it, not zero it.
+    path = tmp_path / "delayed.xml"
+    path.write_text(DELAYED)
+    model = load_model(path)
+    assert model.nhistory > 0
+    used = make_backend("mujoco", model, 2, torch.device("cpu"), num_threads=1)
+    ctrl = torch.tensor([[1.0], [-1.0]], dtype=torch.float64)
+    for _ in range(7):
+        used.step(ctrl, 2)
+    zeros = torch.zeros(2, model.nq)
+    used.reset(torch.tensor([True, False]), zeros, zeros)
+    fresh = make_backend("mujoco", model, 2, torch.device("cpu"), num_threads=1)
+    for _ in range(5):
+        used.step(ctrl, 2)
+        fresh.step(ctrl, 2)
+    np.testing.assert_array_equal(physics_state(used)[0], physics_state(fresh)[0])
+    assert not np.array_equal(physics_state(used)[1], physics_state(fresh)[1])
+    used.close()
+    fresh.close()

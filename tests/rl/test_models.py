@@ -24,4 +24,8 @@ def test_actor_critic_shapes_and_inference_policy_is_the_mean():
     assert dist.mean.shape == (5, 2)
     assert torch.allclose(dist.stddev, torch.full((5, 2), 0.5))
     assert ac.value(torch.randn(5, 6)).shape == (5,)
-    assert torch.equal(InferencePolicy(ac)(obs), ac.action_mean(obs))
+    ac.actor_normalizer.update(torch.randn(100, 4) * 3 + 1)
+    n = ac.actor_normalizer
+    by_hand = ac.actor((obs - n.mean) / torch.sqrt(n.var + n.eps))
+    assert torch.allclose(InferencePolicy(ac)(obs), by_hand)
+    assert not torch.allclose(InferencePolicy(ac)(obs), ac.actor(obs))  # the normalizer is in the graph
