@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from pathlib import Path
@@ -38,7 +39,7 @@ def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int
     plugin = get_task(cfg.task.name)
     return BatchedEnv(
         cfg.task, plugin, num_envs or cfg.env.num_envs, physics=backend, device=device,
-        seed=env_seed(cfg.seed), num_threads=cfg.physics.num_threads,
+        seed=env_seed(cfg.seed), physics_settings=OmegaConf.to_container(cfg.physics),
     )  # fmt: skip
 
 
@@ -54,13 +55,39 @@ def truncate_metrics(path: Path, iteration: int) -> None:
         tmp.replace(path)
 
 
+_OUT_OF_MEMORY = ("out of memory", "failed to allocate", "resource_exhausted", "cuda_error_out_of_memory")
+
+
+@contextlib.contextmanager
+def fits_in_memory(cfg: DictConfig, device: torch.device):
+    """Turn an allocation failure while building into one line that says what to lower."""
+    try:
+        yield
+    except Exception as exc:
+        if device.type != "cuda" or not any(s in str(exc).lower() for s in _OUT_OF_MEMORY):
+            raise
+        free, total = torch.cuda.mem_get_info(device)
+        raise UserError(
+            f"env.num_envs={cfg.env.num_envs} does not fit on {torch.cuda.get_device_name(device)} "
+            f"({free / 2**30:.1f} of {total / 2**30:.1f} GiB free): lower env.num_envs"
+        ) from None
+
+
 def train(cfg: DictConfig, run_dir: Path) -> None:
     """Train (or resume) into run_dir: config, manifest, metrics, checkpoints, export."""
     backend, device = resolve_placement(cfg.physics.backend, cfg.device)
     seed_everything(cfg.seed)
-    env = build_env(cfg, backend, device)
+    free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else 0
+    with fits_in_memory(cfg, device):
+        env = build_env(cfg, backend, device)
     try:
-        runner = OnPolicyRunner(env, cfg.algo, cfg.runner, device)
+        with fits_in_memory(cfg, device):
+            physics_free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else 0
+            runner = OnPolicyRunner(env, cfg.algo, cfg.runner, device)
+        if device.type == "cuda":
+            now = torch.cuda.mem_get_info(device)[0]
+            print(f"GPU memory at start: physics {(free - physics_free) / 2**20:,.0f} MiB, learner "
+                  f"{(physics_free - now) / 2**20:,.0f} MiB, {now / 2**20:,.0f} MiB free")
         resumed_from = None
         if cfg.resume:
             source = checkpoint.latest(Path(cfg.resume))

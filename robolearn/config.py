@@ -142,6 +142,10 @@ class PhysicsCfg:
     """Physics engine: auto (fastest installed) or a backend listed by `robolearn list`."""
     num_threads: int = 0
     """CPU threads for the mujoco backend; 0 uses every core."""
+    nconmax: int = 0
+    """warp: contacts allocated per environment; 0 derives it from the model (MuJoCo Warp's default)."""
+    njmax: int = 0
+    """warp: constraint rows allocated per environment; 0 derives it from the model."""
 
 
 @dataclass

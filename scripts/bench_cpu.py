@@ -49,7 +49,8 @@ def rate(step, seconds: float, warmup: int = 20) -> float:
 
 def bench_rates(task: str, num_envs: int, seconds: float, threads: int) -> dict:
     cfg = compose_train([f"task={task}"])
-    env = BatchedEnv(cfg.task, discover_tasks()[task], num_envs, physics="mujoco", num_threads=threads)
+    env = BatchedEnv(cfg.task, discover_tasks()[task], num_envs, physics="mujoco",
+                     physics_settings={"num_threads": threads})
     model, sub = env.model, env.decimation
 
     # raw engine: the same rollout call robolearn makes, with nothing around it

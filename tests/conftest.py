@@ -25,7 +25,7 @@ def make_env():
     def make(task="cartpole", overrides=(), num_envs=16, physics="mujoco", seed=0):
         cfg = compose_train([f"task={task}", *overrides])
         env = BatchedEnv(cfg.task, discover_tasks()[task], num_envs, physics=physics, device="cpu", seed=seed,
-                         num_threads=2)
+                         physics_settings={"num_threads": 2})
         built.append(env)
         return env
 

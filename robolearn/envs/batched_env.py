@@ -52,7 +52,7 @@ class BatchedEnv:
         physics: str = "auto",
         device: torch.device | str = "cpu",
         seed: int = 0,
-        num_threads: int = 0,
+        physics_settings: Mapping | None = None,
     ):
         self.cfg = cfg
         self.device = torch.device(device)
@@ -61,7 +61,7 @@ class BatchedEnv:
         model = load_model(self.asset_path, cfg.sim_dt)
         if cfg.decimation < 1:
             raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
-        self.physics = make_backend(physics, model, num_envs, self.device, num_threads)
+        self.physics = make_backend(physics, model, num_envs, self.device, physics_settings)
         self.model = model
         self.decimation = cfg.decimation
         self.dt = float(model.opt.timestep) * cfg.decimation
@@ -170,6 +170,9 @@ class BatchedEnv:
         )
 
     def pop_episode_stats(self) -> dict[str, float]:
+        problem = self.physics.health()
+        if problem is not None:
+            raise UserError(problem)
         values = self._stats.tolist()
         self._stats.zero_()
         count = values[0]

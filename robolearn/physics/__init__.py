@@ -6,7 +6,8 @@ on CUDA, then native MuJoCo on CPU threads. Backends not written yet are simply 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib.util
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,19 +29,42 @@ class BackendInfo:
     """Where its state lives: 'cpu' or 'cuda'. device=auto puts the learner there too."""
 
 
-def _mujoco_available(device: torch.device) -> str | None:
-    return None
+def _importable(*modules: str, extra: str) -> Callable[[torch.device], str | None]:
+    def check(device: torch.device) -> str | None:
+        for module in modules:
+            if importlib.util.find_spec(module) is None:
+                return f"{module} is not installed (pip install robolearn[{extra}])"
+        return None
+
+    return check
 
 
-def _build_mujoco(model: mujoco.MjModel, num_envs: int, device: torch.device, num_threads: int = 0) -> PhysicsBackend:
+def _build_mujoco(model, num_envs, device, cfg) -> PhysicsBackend:
     from robolearn.physics.mujoco_cpu import MujocoBackend
 
-    return MujocoBackend(model, num_envs, device, num_threads=num_threads)
+    return MujocoBackend(model, num_envs, device, num_threads=cfg.get("num_threads", 0))
 
 
-# In order of preference for physics=auto.
+def _build_warp(model, num_envs, device, cfg) -> PhysicsBackend:
+    from robolearn.physics.warp_backend import WarpBackend
+
+    return WarpBackend(model, num_envs, device, nconmax=cfg.get("nconmax", 0), njmax=cfg.get("njmax", 0))
+
+
+def _build_mjx(model, num_envs, device, cfg) -> PhysicsBackend:
+    from robolearn.physics.mjx_backend import MjxBackend
+
+    return MjxBackend(model, num_envs, device)
+
+
+# In order of preference for physics=auto (which takes a 'cuda' backend only on a CUDA device).
 BACKENDS: dict[str, BackendInfo] = {
-    "mujoco": BackendInfo("mujoco", "native MuJoCo on CPU threads (mujoco.rollout)", _mujoco_available, _build_mujoco),
+    "warp": BackendInfo("warp", "MuJoCo Warp: batched worlds, CUDA graphs (Warp's CPU device without a GPU)",
+                        _importable("mujoco_warp", "warp", extra="warp"), _build_warp, native="cuda"),
+    "mjx": BackendInfo("mjx", "MuJoCo XLA (JAX): jit + vmap, decimation in one lax.scan",
+                       _importable("jax", "mujoco.mjx", extra="mjx"), _build_mjx, native="cuda"),
+    "mujoco": BackendInfo("mujoco", "native MuJoCo on CPU threads (mujoco.rollout)", lambda device: None,
+                          _build_mujoco),
 }
 
 
@@ -48,7 +72,7 @@ def resolve_backend(name: str, device: torch.device) -> str:
     """Map a configured backend name (or 'auto') to an installed, usable backend."""
     if name == "auto":
         for candidate, info in BACKENDS.items():
-            if info.available(device) is None:
+            if info.available(device) is None and (info.native == "cpu" or device.type == "cuda"):
                 return candidate
         raise UserError("no physics backend is usable on this machine")
     if name not in BACKENDS:
@@ -74,11 +98,14 @@ def resolve_placement(physics: str, device: str) -> tuple[str, torch.device]:
     return resolve_backend(physics, learner), learner
 
 
-def make_backend(name: str, model: mujoco.MjModel, num_envs: int, device: torch.device, num_threads: int = 0) -> PhysicsBackend:
+def make_backend(
+    name: str, model: mujoco.MjModel, num_envs: int, device: torch.device, settings: Mapping | None = None
+) -> PhysicsBackend:
+    """Build a backend; `settings` are the physics config's engine knobs (num_threads, nconmax, ...)."""
     resolved = resolve_backend(name, device)
     if num_envs < 1:
         raise UserError(f"env.num_envs must be at least 1, got {num_envs}")
-    return BACKENDS[resolved].build(model, num_envs, device, num_threads=num_threads)
+    return BACKENDS[resolved].build(model, num_envs, device, dict(settings or {}))
 
 
 def load_model(path: Path, sim_dt: float | None = None) -> mujoco.MjModel:

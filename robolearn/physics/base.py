@@ -93,6 +93,11 @@ class PhysicsBackend(ABC):
     def close(self) -> None:
         """Release threads or device memory; the backend is unusable afterwards."""
 
+    def health(self) -> str | None:
+        """None, or why the simulation can no longer be trusted (e.g. a buffer overflowed) and
+        which setting fixes it. May synchronize with the device: call it once per iteration."""
+        return None
+
     def default_model_field(self, field: str) -> torch.Tensor:
         """The nominal (MJCF) value of a field, [*field_shape], on the device. Do not modify."""
         if field not in self._nominal_fields:

@@ -21,8 +21,8 @@ def one_line_error(result, *expected):
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["task=nope"], ["unknown task 'nope'", "cartpole, pendulum"]),
-    (["physics=bullet"], ["unknown physics backend 'bullet'", "auto, mujoco"]),
-    (["physics.backend=bullet"], ["unknown physics backend 'bullet'", "auto, mujoco"]),
+    (["physics=bullet"], ["unknown physics backend 'bullet'", "auto, mjx, mujoco, warp"]),
+    (["physics.backend=bullet"], ["unknown physics backend 'bullet'", "auto, warp, mjx, mujoco"]),
     (["algo.learning_rat=1"], ["learning_rat"]),
     (["env.num_envs=lots"], ["num_envs", "lots"]),
     (["seed=1,2"], ["seed"]),  # a sweep without --multirun

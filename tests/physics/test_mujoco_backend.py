@@ -41,7 +41,7 @@ def setup(cartpole_xml):
     qpos0 = (torch.rand(N, model.nq, generator=gen) - 0.5) * 0.4
     qvel0 = (torch.rand(N, model.nv, generator=gen) - 0.5) * 0.4
     controls = (torch.rand(STEPS, N, model.nu, generator=gen) * 2 - 1).double()
-    backend = make_backend("mujoco", model, N, torch.device("cpu"), num_threads=2)
+    backend = make_backend("mujoco", model, N, torch.device("cpu"), {"num_threads": 2})
     backend.reset(torch.ones(N, dtype=torch.bool), qpos0, qvel0)
     yield model, backend, qpos0.double().numpy(), qvel0.double().numpy(), controls
     backend.close()
@@ -120,7 +120,7 @@ def test_unknown_field_and_backend_are_user_errors(setup, cartpole_xml):
     _, backend, *_ = setup
     with pytest.raises(UserError, match="valid: body_mass"):
         backend.model_field("opt_timestep")
-    with pytest.raises(UserError, match="unknown physics backend 'bullet'; valid: auto, mujoco"):
+    with pytest.raises(UserError, match="unknown physics backend 'bullet'; valid: auto, warp, mjx, mujoco"):
         make_backend("bullet", load_model(cartpole_xml), 2, torch.device("cpu"))
 
 
@@ -145,13 +145,13 @@ def test_reset_env_behaves_like_a_fresh_one_even_with_actuator_delay(tmp_path):
     path.write_text(DELAYED)
     model = load_model(path)
     assert model.nhistory > 0
-    used = make_backend("mujoco", model, 2, torch.device("cpu"), num_threads=1)
+    used = make_backend("mujoco", model, 2, torch.device("cpu"), {"num_threads": 1})
     ctrl = torch.tensor([[1.0], [-1.0]], dtype=torch.float64)
     for _ in range(7):
         used.step(ctrl, 2)
     zeros = torch.zeros(2, model.nq)
     used.reset(torch.tensor([True, False]), zeros, zeros)
-    fresh = make_backend("mujoco", model, 2, torch.device("cpu"), num_threads=1)
+    fresh = make_backend("mujoco", model, 2, torch.device("cpu"), {"num_threads": 1})
     for _ in range(5):
         used.step(ctrl, 2)
         fresh.step(ctrl, 2)

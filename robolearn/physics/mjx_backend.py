@@ -1,0 +1,104 @@
+"""MuJoCo XLA (MJX, JAX implementation): a jitted, vmapped step with the decimation inside one
+`lax.scan`, on a CUDA GPU (or JAX's CPU, which CI uses).
+
+- Tensors cross between torch and JAX through DLPack without copies: ctrl and reset states go
+  in, and after every step the state tensors (`qpos`, ...) are re-bound to torch views of the
+  new JAX buffers (JAX arrays are immutable, so each step returns new ones). Treat them as
+  read-only, as everywhere in the backend contract.
+- Per-environment model parameters: the randomizable Model fields are held batched [N, ...] and
+  vmapped over together with the Data; the rest of the Model is shared.
+- JAX is told not to preallocate most of the GPU (XLA_PYTHON_CLIENT_PREALLOCATE=false, set
+  before JAX is imported) so torch and JAX share the card.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import mujoco  # noqa: E402
+import torch  # noqa: E402
+from mujoco import mjx  # noqa: E402
+
+from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field  # noqa: E402
+
+_STATE = ("qpos", "qvel", "act", "time", "qacc_warmstart", "ctrl")
+
+
+def _to_jax(t: torch.Tensor) -> jax.Array:
+    return jax.dlpack.from_dlpack(t.detach().contiguous())
+
+
+def _to_torch(a: jax.Array) -> torch.Tensor:
+    return torch.from_dlpack(a)
+
+
+class MjxBackend(PhysicsBackend):
+    name = "mjx"
+
+    def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device | str):
+        super().__init__(model, num_envs, torch.device(device))
+        if self.device.type == "cuda":
+            self._jdev = jax.devices("gpu")[self.device.index or 0]
+        else:
+            self._jdev = jax.devices("cpu")[0]
+        mx = mjx.put_model(model, device=self._jdev, impl="jax")
+        d0 = mjx.make_data(model, device=self._jdev, impl="jax")
+        self._fields = {f: jnp.broadcast_to(getattr(mx, f), (num_envs, *getattr(mx, f).shape)) for f in RANDOMIZABLE_FIELDS}
+        self._fresh = d0
+        self._data = jax.vmap(lambda _: d0)(jnp.arange(num_envs))
+
+        def with_fields(fields):
+            return mx.tree_replace(fields)
+
+        def substeps(fields, d, ctrl, n):
+            d = d.replace(ctrl=ctrl)
+            return jax.lax.scan(lambda d, _: (mjx.step(with_fields(fields), d), None), d, None, length=n)[0]
+
+        batched = jax.vmap(substeps, in_axes=(0, 0, 0, None))
+        self._step = jax.jit(batched, static_argnums=3)
+
+        def reset(d, mask, qpos, qvel):
+            fresh = jax.vmap(lambda q, v: d0.replace(qpos=q, qvel=v))(qpos, qvel)
+            pick = lambda new, old: jnp.where(mask.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)  # noqa: E731
+            return jax.tree_util.tree_map(pick, fresh, d)
+
+        self._reset = jax.jit(reset)
+        self._set_field = jax.jit(lambda old, new, mask: jnp.where(mask.reshape((-1,) + (1,) * (old.ndim - 1)), new, old))
+        self._expose()
+
+    def _expose(self) -> None:
+        d = self._data
+        self.qpos, self.qvel, self.act = _to_torch(d.qpos), _to_torch(d.qvel), _to_torch(d.act)
+        self.sensordata, self.time = _to_torch(d.sensordata), _to_torch(d.time)
+
+    def step(self, ctrl: torch.Tensor, substeps: int) -> None:
+        self._data = self._step(self._fields, self._data, _to_jax(ctrl.float()), substeps)
+        self._expose()
+
+    def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        self._data = self._reset(self._data, _to_jax(mask), _to_jax(qpos.float()), _to_jax(qvel.float()))
+        self._expose()
+
+    def model_field(self, field: str) -> torch.Tensor:
+        check_field(field)
+        return _to_torch(self._fields[field])
+
+    def set_model_field(self, field: str, values: torch.Tensor, mask: torch.Tensor) -> None:
+        check_field(field)
+        old = self._fields[field]
+        self._fields[field] = self._set_field(old, _to_jax(values.to(torch.float32)), _to_jax(mask))
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        state = {k: _to_torch(getattr(self._data, k)) for k in _STATE}
+        state.update({f"field/{k}": _to_torch(v) for k, v in self._fields.items()})
+        return {k: v.clone().cpu() for k, v in state.items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        put = lambda t: jax.device_put(jnp.asarray(t.numpy()), self._jdev)  # noqa: E731
+        self._data = self._data.replace(**{k: put(state[k]) for k in _STATE})
+        self._fields = {k.removeprefix("field/"): put(v) for k, v in state.items() if k.startswith("field/")}
+        self._expose()

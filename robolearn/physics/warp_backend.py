@@ -1,0 +1,156 @@
+"""MuJoCo Warp: every environment is a world of one batched mujoco_warp Data, on a CUDA GPU
+(or on Warp's CPU device, which CI uses).
+
+- State tensors are zero-copy torch views of the Warp arrays (`wp.to_torch`), float32.
+- ctrl is a torch tensor the Warp Data reads directly (`wp.from_torch`), so stepping copies
+  nothing between torch and Warp.
+- The decimated step (`substeps` x mjw.step) and the masked reset are each captured once as a
+  graph (a CUDA graph on a GPU) and replayed; Warp runs on torch's current stream, so torch and
+  Warp work stay ordered without host syncs.
+- Per-environment model parameters are Warp model fields with a leading world dimension
+  (`put_model(batch_sizes=...)`), written from torch through the same zero-copy views; fields
+  MuJoCo derives from masses and inertias are recomputed with `set_const`.
+- Contact and constraint buffers are sized from the model and the number of worlds (mujoco_warp's
+  own per-world defaults, or physics.nconmax / physics.njmax). Overflows are recorded per world
+  by the engine; `health()` reads them once per iteration and names the setting to raise.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import mujoco_warp as mjw
+import torch
+import warp as wp
+
+from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field
+
+wp.config.log_level = wp.LOG_WARNING
+wp.config.quiet = True
+
+# Derived model fields set_const recomputes: batched too, or only world 0 would get new values.
+_DERIVED = ("body_subtreemass", "body_invweight0", "dof_invweight0", "actuator_acc0")
+_NEEDS_SET_CONST = {"body_mass", "body_inertia", "body_ipos", "dof_armature"}
+# Which overflow means which buffer (solver iteration limits are not buffer overflows).
+_BUFFER = {
+    mjw.OverflowType.NEFC: "physics.njmax",
+    mjw.OverflowType.NJMAX_NNZ: "physics.njmax",
+    mjw.OverflowType.BROADPHASE: "physics.nconmax",
+    mjw.OverflowType.NARROWPHASE: "physics.nconmax",
+    mjw.OverflowType.CCD: "physics.nconmax",
+}
+
+
+class WarpBackend(PhysicsBackend):
+    name = "warp"
+
+    def __init__(
+        self, model: mujoco.MjModel, num_envs: int, device: torch.device | str, nconmax: int = 0, njmax: int = 0
+    ):
+        super().__init__(model, num_envs, torch.device(device))
+        if self.device.type == "cuda":
+            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+            self.device = torch.device("cuda", index)
+            self._wp_device = wp.get_device(f"cuda:{index}")
+            self._stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+        else:
+            self._wp_device, self._stream = wp.get_device("cpu"), None
+        with self._scope():
+            batched = {f: num_envs for f in (*RANDOMIZABLE_FIELDS, *_DERIVED)}
+            self.m = mjw.put_model(model, batch_sizes=batched)
+            self.m.opt.warn_overflow = 0  # overflows are read from d.overflow instead (health())
+            self.d = mjw.make_data(model, nworld=num_envs, nconmax=nconmax or None, njmax=njmax or None)
+        self.nconmax, self.njmax = int(self.d.naconmax // num_envs), int(self.d.njmax)
+
+        self._ctrl = torch.zeros(num_envs, model.nu, device=self.device)
+        self.d.ctrl = wp.from_torch(self._ctrl)
+        self._reset_mask = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
+        self._wp_reset_mask = wp.from_torch(self._reset_mask)
+        view = wp.to_torch
+        self.qpos, self.qvel, self.act = view(self.d.qpos), view(self.d.qvel), view(self.d.act)
+        self.sensordata, self.time = view(self.d.sensordata), view(self.d.time)
+        self._qacc_warmstart = view(self.d.qacc_warmstart)
+        self._overflow = view(self.d.overflow)
+        self._fields = {f: view(getattr(self.m, f)) for f in RANDOMIZABLE_FIELDS}
+        self._graphs: dict[str, object] = {}
+        self._run("reset", lambda: mjw.reset_data(self.m, self.d, self._wp_reset_mask))
+        self._reset_mask.fill_(True)
+        self._run("reset", None)
+        self._run("forward", lambda: mjw.forward(self.m, self.d))
+
+    def _scope(self):
+        return wp.ScopedStream(self._stream) if self._stream is not None else wp.ScopedDevice(self._wp_device)
+
+    def _run(self, key: str, work) -> None:
+        """Replay the graph `key`; the first time, run `work` once (compiles kernels), capture it."""
+        with self._scope():
+            if key not in self._graphs:
+                work()
+                with wp.ScopedCapture(device=self._wp_device) as capture:
+                    work()
+                self._graphs[key] = capture.graph
+            wp.capture_launch(self._graphs[key])
+
+    def step(self, ctrl: torch.Tensor, substeps: int) -> None:
+        self._ctrl.copy_(ctrl)
+
+        def substep_loop():
+            for _ in range(substeps):
+                mjw.step(self.m, self.d)
+
+        if f"step{substeps}" not in self._graphs:  # compiling/capturing advances the state: keep it
+            saved = self.state_dict()
+            self._run(f"step{substeps}", substep_loop)
+            self.load_state_dict(saved)
+        self._run(f"step{substeps}", substep_loop)
+
+    def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        self._reset_mask.copy_(mask)
+        self._run("reset", None)  # a fresh Data in the masked worlds (time, warmstart, overflow bits, ...)
+        m = mask.unsqueeze(1)
+        torch.where(m, qpos, self.qpos, out=self.qpos)
+        torch.where(m, qvel, self.qvel, out=self.qvel)
+        if self.model.nsensordata:
+            self._run("forward", None)  # sensors of the new state
+
+    def model_field(self, field: str) -> torch.Tensor:
+        check_field(field)
+        return self._fields[field]
+
+    def set_model_field(self, field: str, values: torch.Tensor, mask: torch.Tensor) -> None:
+        view = self.model_field(field)
+        shape = (self.num_envs,) + (1,) * (view.dim() - 1)
+        torch.where(mask.reshape(shape), values.to(view), view, out=view)
+        if field in _NEEDS_SET_CONST:
+            with self._scope():
+                mjw.set_const(self.m, self.d)
+
+    def health(self) -> str | None:
+        bits = self._overflow
+        if not bool((bits != 0).any()):
+            return None
+        settings = sorted({s for flag, s in _BUFFER.items() if bool((bits & int(flag)).any())})
+        if not settings:
+            return None
+        worlds = int((bits != 0).sum())
+        return (
+            f"MuJoCo Warp buffers overflowed in {worlds} of {self.num_envs} environments "
+            f"(nconmax={self.nconmax} contacts and njmax={self.njmax} constraints per environment): "
+            f"raise {' and '.join(settings)}"
+        )
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        state = {"qpos": self.qpos, "qvel": self.qvel, "act": self.act, "time": self.time,
+                 "qacc_warmstart": self._qacc_warmstart, "ctrl": self._ctrl}  # fmt: skip
+        state.update({f"field/{k}": v for k, v in self._fields.items()})
+        return {k: v.detach().clone().cpu() for k, v in state.items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        for key, target in (("qpos", self.qpos), ("qvel", self.qvel), ("act", self.act), ("time", self.time),
+                            ("qacc_warmstart", self._qacc_warmstart), ("ctrl", self._ctrl)):  # fmt: skip
+            target.copy_(state[key])
+        for key, value in state.items():
+            if key.startswith("field/"):
+                self._fields[key.removeprefix("field/")].copy_(value)
+        with self._scope():
+            mjw.set_const(self.m, self.d)
+            mjw.forward(self.m, self.d)
