@@ -134,6 +134,8 @@ class TaskCfg:
 class EnvCfg:
     num_envs: int = 256
     """Number of parallel environments."""
+    cuda_graph: bool = True
+    """Replay the env step as CUDA graphs where the backend allows it (warp on a CUDA device)."""
 
 
 @dataclass

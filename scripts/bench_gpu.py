@@ -101,21 +101,49 @@ def raw_mjx(num_envs: int, seconds: float) -> float:
     return num_envs * n / (time.perf_counter() - start)
 
 
-def pipeline_and_training(backend: str, num_envs: int, seconds: float, iterations: int) -> dict:
-    torch.cuda.synchronize()
-    free0 = torch.cuda.mem_get_info()[0]
+def make_env(backend: str, num_envs: int, cuda_graph: bool = True) -> BatchedEnv:
     cfg = compose_train(["task=cartpole", f"physics={backend}"])
-    env = BatchedEnv(cfg.task, discover_tasks()["cartpole"], num_envs, physics=backend, device=DEVICE)
+    env = BatchedEnv(cfg.task, discover_tasks()["cartpole"], num_envs, physics=backend, device=DEVICE, seed=3,
+                     cuda_graph=cuda_graph)
     env.reset()
-    torch.cuda.synchronize()
-    free1 = torch.cuda.mem_get_info()[0]
-    actions = torch.empty(num_envs, env.num_actions, device=DEVICE)
+    return env
+
+
+def graph_parity(backend: str, num_envs: int = 1024, steps: int = 100) -> float:
+    """Max |obs difference| between the graphed and the eager env after `steps` identical steps."""
+    envs = [make_env(backend, num_envs, cuda_graph=flag) for flag in (True, False)]
+    gen = torch.Generator(DEVICE).manual_seed(0)
+    with torch.inference_mode():
+        for _ in range(steps):
+            action = torch.rand(num_envs, 1, generator=gen, device=DEVICE) * 2 - 1
+            outs = [env.step(action) for env in envs]
+    diff = max((outs[0][0][g] - outs[1][0][g]).abs().max().item() for g in ("policy", "critic"))
+    for env in envs:
+        env.close()
+    return diff
+
+
+def pipeline_rate(env: BatchedEnv, seconds: float) -> float:
+    actions = torch.empty(env.num_envs, env.num_actions, device=DEVICE)
 
     def env_step():
         with torch.inference_mode():
             env.step(actions.uniform_(-1, 1))
 
-    pipeline = num_envs * timed(env_step, seconds)
+    return env.num_envs * timed(env_step, seconds)
+
+
+def pipeline_and_training(backend: str, num_envs: int, seconds: float, iterations: int) -> dict:
+    eager = make_env(backend, num_envs, cuda_graph=False)
+    eager_rate = pipeline_rate(eager, seconds)
+    eager.close()
+    torch.cuda.synchronize()
+    free0 = torch.cuda.mem_get_info()[0]
+    env = make_env(backend, num_envs)
+    torch.cuda.synchronize()
+    free1 = torch.cuda.mem_get_info()[0]
+    pipeline = pipeline_rate(env, seconds)
+    cfg = compose_train(["task=cartpole", f"physics={backend}"])
     runner = OnPolicyRunner(env, cfg.algo, RunnerCfg(num_steps_per_env=24, max_iterations=iterations + 2), DEVICE)
     torch.cuda.synchronize()
     free2 = torch.cuda.mem_get_info()[0]
@@ -125,6 +153,7 @@ def pipeline_and_training(backend: str, num_envs: int, seconds: float, iteration
     env.close()
     return {
         "env_pipeline": pipeline,
+        "env_pipeline_eager": eager_rate,
         "training": measured[len(measured) // 2],
         "physics_mib": (free0 - free1) / 2**20,
         "learner_mib": (free1 - free2) / 2**20,
@@ -179,6 +208,7 @@ def main() -> None:
             "warp_cache": os.environ.get("WARP_CACHE_PATH")})
     raw = {"warp": raw_warp, "mjx": raw_mjx}
     for backend in args.backends:
+        record({"backend": backend, "graph_vs_eager_max_obs_diff_after_100_steps": graph_parity(backend)})
         for n in args.num_envs:
             t0 = time.perf_counter()
             row = {"backend": backend, "num_envs": n, "raw_engine": raw[backend](n, args.seconds)}

@@ -3,6 +3,9 @@
     action -> ctrl -> physics x decimation -> terminations -> rewards -> resets(+events)
            -> interval events -> observations
 
+On a CUDA device with a graph-safe backend (warp), the torch work before and after the physics is
+replayed as two CUDA graphs around the backend's own graphed step (cuda_graph.py).
+
 See vec_env.py for the interface. Everything here is batched over environments on one device.
 """
 
@@ -17,6 +20,7 @@ import torch
 from robolearn import mdp
 from robolearn.config import EventMode, TaskCfg
 from robolearn.envs.actions import ActionManager
+from robolearn.envs.cuda_graph import GraphedStep
 from robolearn.envs.managers import EventManager, ObservationManager, RewardManager, TerminationManager
 from robolearn.envs.scene import field_rows, single_dof_joints
 from robolearn.errors import UserError
@@ -53,6 +57,7 @@ class BatchedEnv:
         device: torch.device | str = "cpu",
         seed: int = 0,
         physics_settings: Mapping | None = None,
+        cuda_graph: bool = True,
     ):
         self.cfg = cfg
         self.device = torch.device(device)
@@ -89,6 +94,8 @@ class BatchedEnv:
         self.rewards = RewardManager(cfg.rewards, namespace, self)
         self.observations = ObservationManager(cfg.observations, namespace, self)
         self._stats = torch.zeros(3 + len(self.rewards.names) + len(self.terminations.names), device=self.device)
+        self._use_graphs = cuda_graph and self.device.type == "cuda" and self.physics.graph_safe
+        self._graphed: GraphedStep | None = None
 
     # --- lookups for term functions (cached: terms run every step) -----------------------------
     def joint_ids(self, joints: list[str] | None) -> tuple[slice | torch.Tensor, slice | torch.Tensor]:
@@ -130,8 +137,18 @@ class BatchedEnv:
         return self.observations.compute()
 
     def step(self, action: torch.Tensor):
-        self.actions.process(action)
+        if self._use_graphs:
+            if self._graphed is None:
+                self._graphed = GraphedStep(self)
+            return self._graphed.step(action)
+        self._apply_action(action)
         self.physics.step(self.actions.ctrl, self.decimation)
+        return self._after_physics()
+
+    def _apply_action(self, action: torch.Tensor) -> None:
+        self.actions.process(action)
+
+    def _after_physics(self):
         self.episode_length += 1
         self.episode_steps += 1
         self.terminated = self.terminations.compute()

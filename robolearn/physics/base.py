@@ -52,6 +52,9 @@ class PhysicsBackend(ABC):
 
     param_dtype: torch.dtype = torch.float32
     """dtype of model-field tensors (the engine's own precision)."""
+    graph_safe: bool = False
+    """reset/set_model_field can be captured in a torch CUDA graph and step can run between two
+    graph replays (no host syncs, fixed buffers): the env then replays its own work as graphs."""
 
     def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device):
         self._nominal_fields: dict[str, torch.Tensor] = {}

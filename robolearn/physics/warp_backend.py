@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import mujoco
 import mujoco_warp as mjw
 import torch
@@ -51,7 +53,10 @@ class WarpBackend(PhysicsBackend):
             index = self.device.index if self.device.index is not None else torch.cuda.current_device()
             self.device = torch.device("cuda", index)
             self._wp_device = wp.get_device(f"cuda:{index}")
-            self._stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+            # Graphs cannot be captured on torch's default (legacy) stream: Warp works on its own
+            # stream, ordered after and before torch's work by device-side waits.
+            self._wrapped: dict[int, wp.Stream] = {}
+            self._stream = wp.Stream(self._wp_device)
         else:
             self._wp_device, self._stream = wp.get_device("cpu"), None
         with self._scope():
@@ -72,21 +77,50 @@ class WarpBackend(PhysicsBackend):
         self._overflow = view(self.d.overflow)
         self._fields = {f: view(getattr(self.m, f)) for f in RANDOMIZABLE_FIELDS}
         self._graphs: dict[str, object] = {}
+        self._work: dict[str, object] = {}
+        # The masked reset is plain kernels (no solver loop), so the env may capture it in its own
+        # graph; forward (sensors after a reset) runs the solver's capture_while, which may not.
+        self.graph_safe = self.device.type == "cuda" and model.nsensordata == 0
         self._run("reset", lambda: mjw.reset_data(self.m, self.d, self._wp_reset_mask))
         self._reset_mask.fill_(True)
         self._run("reset", None)
         self._run("forward", lambda: mjw.forward(self.m, self.d))
 
-    def _scope(self):
-        return wp.ScopedStream(self._stream) if self._stream is not None else wp.ScopedDevice(self._wp_device)
+    def _torch_stream(self) -> wp.Stream:
+        stream = torch.cuda.current_stream(self.device)
+        if stream.cuda_stream not in self._wrapped:
+            self._wrapped[stream.cuda_stream] = wp.stream_from_torch(stream)
+        return self._wrapped[stream.cuda_stream]
 
-    def _run(self, key: str, work) -> None:
-        """Replay the graph `key`; the first time, run `work` once (compiles kernels), capture it."""
+    @contextlib.contextmanager
+    def _scope(self):
+        """Run Warp work after torch's pending work and make torch's later work wait for it.
+        Inside a torch CUDA-graph capture (the env's), launch on the capturing stream instead."""
+        if self._stream is None:
+            with wp.ScopedDevice(self._wp_device):
+                yield
+        elif torch.cuda.is_current_stream_capturing():
+            with wp.ScopedStream(self._torch_stream()):
+                yield
+        else:
+            torch_stream = self._torch_stream()
+            self._stream.wait_stream(torch_stream)
+            with wp.ScopedStream(self._stream):
+                yield
+            torch_stream.wait_stream(self._stream)
+
+    def _run(self, key: str, work=None) -> None:
+        """Replay the Warp graph `key`; the first time, run `work` once (compiles kernels) and
+        capture it. Inside a torch capture, launch the kernels so they join the torch graph."""
+        self._work.setdefault(key, work)
         with self._scope():
+            if self._stream is not None and torch.cuda.is_current_stream_capturing():
+                self._work[key]()
+                return
             if key not in self._graphs:
-                work()
+                self._work[key]()
                 with wp.ScopedCapture(device=self._wp_device) as capture:
-                    work()
+                    self._work[key]()
                 self._graphs[key] = capture.graph
             wp.capture_launch(self._graphs[key])
 

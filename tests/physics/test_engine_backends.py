@@ -111,3 +111,24 @@ def test_short_training_run_improves_the_return(engine):
     first = sum(r["mean_episode_length"] for r in rows[1:3]) / 2  # the first iteration mixes in short random starts
     last = sum(r["mean_episode_length"] for r in rows[-2:]) / 2
     assert last > 1.5 * first, [round(r["mean_episode_length"], 1) for r in rows]
+
+
+PILE = """<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
+<body pos="0 0 .3"><freejoint/><geom type="sphere" size=".1"/></body>
+<body pos=".05 0 .55"><freejoint/><geom type="sphere" size=".1"/></body>
+<body pos="-.05 0 .8"><freejoint/><geom type="sphere" size=".1"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("engine", [p for p in ENGINES if p.values[0] == "warp"])
+def test_warp_contact_overflow_is_reported_with_the_setting_to_raise(engine, tmp_path):
+    path = tmp_path / "pile.xml"
+    path.write_text(PILE)
+    model = load_model(path)
+    roomy = make_backend(engine, model, 2, CPU)
+    cramped = make_backend(engine, model, 2, CPU, {"nconmax": 1})
+    for _ in range(100):  # the spheres fall onto the plane and onto each other
+        roomy.step(torch.zeros(2, 0), 2)
+        cramped.step(torch.zeros(2, 0), 2)
+    assert roomy.health() is None
+    message = cramped.health()
+    assert message is not None and "raise physics.nconmax" in message and "nconmax=1 " in message
