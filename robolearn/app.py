@@ -56,7 +56,8 @@ def truncate_metrics(path: Path, iteration: int) -> None:
         tmp.replace(path)
 
 
-_OUT_OF_MEMORY = ("out of memory", "failed to allocate", "resource_exhausted", "cuda_error_out_of_memory")
+_OUT_OF_MEMORY = ("out of memory", "failed to allocate", "resource_exhausted", "cuda_error_out_of_memory",
+                  "maximum representable value")  # the last: Warp's 32-bit array sizes
 
 
 @contextlib.contextmanager

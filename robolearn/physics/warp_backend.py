@@ -100,12 +100,13 @@ class WarpBackend(PhysicsBackend):
             with wp.ScopedDevice(self._wp_device):
                 yield
         elif torch.cuda.is_current_stream_capturing():
-            with wp.ScopedStream(self._torch_stream()):
+            # no implicit waits: one on a stream outside the capture would invalidate it
+            with wp.ScopedStream(self._torch_stream(), sync_enter=False, sync_exit=False):
                 yield
         else:
             torch_stream = self._torch_stream()
             self._stream.wait_stream(torch_stream)
-            with wp.ScopedStream(self._stream):
+            with wp.ScopedStream(self._stream, sync_enter=False, sync_exit=False):
                 yield
             torch_stream.wait_stream(self._stream)
 
