@@ -48,7 +48,6 @@ class MjxBackend(PhysicsBackend):
         mx = mjx.put_model(model, device=self._jdev, impl="jax")
         d0 = mjx.make_data(model, device=self._jdev, impl="jax")
         self._fields = {f: jnp.broadcast_to(getattr(mx, f), (num_envs, *getattr(mx, f).shape)) for f in RANDOMIZABLE_FIELDS}
-        self._fresh = d0
         self._data = jax.vmap(lambda _: d0)(jnp.arange(num_envs))
 
         def with_fields(fields):
