@@ -35,6 +35,15 @@ def inputs(model, seed=0):
     return q0, v0, torch.rand(STEPS, N, model.nu, generator=gen) * 2 - 1
 
 
+def started(engine, seed):
+    """A cart-pole backend reset to random states, with its model and a control sequence."""
+    model = load_model(assets_dir() / "cartpole.xml")
+    q0, v0, controls = inputs(model, seed=seed)
+    backend = make_backend(engine, model, N, CPU)
+    backend.reset(torch.ones(N, dtype=torch.bool), q0, v0)
+    return model, backend, q0, v0, controls
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("asset", ["cartpole.xml", "pendulum.xml"])
 def test_trajectories_match_native_mujoco(engine, asset):
@@ -49,10 +58,7 @@ def test_trajectories_match_native_mujoco(engine, asset):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_partial_reset_and_per_env_parameters_behave_as_on_the_cpu(engine):
-    model = load_model(assets_dir() / "cartpole.xml")
-    q0, v0, controls = inputs(model, seed=1)
-    backend = make_backend(engine, model, N, CPU)
-    backend.reset(torch.ones(N, dtype=torch.bool), q0, v0)
+    model, backend, q0, v0, controls = started(engine, seed=1)
     for ctrl in controls[:10]:
         backend.step(ctrl, 2)
     before = backend.state_dict()
@@ -85,10 +91,7 @@ def test_partial_reset_and_per_env_parameters_behave_as_on_the_cpu(engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_state_dict_round_trip_continues_identically(engine):
-    model = load_model(assets_dir() / "cartpole.xml")
-    q0, v0, controls = inputs(model, seed=2)
-    backend = make_backend(engine, model, N, CPU)
-    backend.reset(torch.ones(N, dtype=torch.bool), q0, v0)
+    _, backend, _, _, controls = started(engine, seed=2)
     backend.step(controls[0], 2)
     saved = backend.state_dict()
     for ctrl in controls[1:20]:
