@@ -1,8 +1,8 @@
 """The physics backend contract: N copies of one MuJoCo model, stepped together.
 
 A backend is built from an `MjModel`, a number of environments and a torch device. Everything it
-exposes is a torch tensor on that device with a leading [num_envs] dimension, refreshed after
-every `step` and `reset`:
+exposes is a torch tensor on that device with a leading [num_envs] dimension, current after
+every `step` and `reset` (read the attributes each time: a backend may re-bind them):
 
     qpos        [N, nq]          generalized positions
     qvel        [N, nv]          generalized velocities
@@ -87,7 +87,9 @@ class PhysicsBackend(ABC):
 
     @abstractmethod
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """Everything needed to continue bit-exactly: full physics state and model fields."""
+        """Everything needed to continue bit-exactly: physics state (positions, velocities,
+        activations, time, warmstart, actuator-delay history, applied forces, mocap poses) and
+        the per-environment model fields."""
 
     @abstractmethod
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:

@@ -6,7 +6,10 @@
   new JAX buffers (JAX arrays are immutable, so each step returns new ones). Treat them as
   read-only, as everywhere in the backend contract.
 - Per-environment model parameters: the randomizable Model fields are held batched [N, ...] and
-  vmapped over together with the Data; the rest of the Model is shared.
+  vmapped over together with the Data; the rest of the Model is shared. Fields MuJoCo derives
+  from masses (subtree masses, inverse weights) stay at their nominal values, and which
+  frictionloss rows exist is fixed by the nominal model: randomize dof_frictionloss only where
+  the MJCF gives it a nonzero value.
 - JAX is told not to preallocate most of the GPU (XLA_PYTHON_CLIENT_PREALLOCATE=false, set
   before JAX is imported) so torch and JAX share the card.
 """
@@ -25,7 +28,8 @@ from mujoco import mjx  # noqa: E402
 
 from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field  # noqa: E402
 
-_STATE = ("qpos", "qvel", "act", "time", "qacc_warmstart", "ctrl")
+_STATE = ("qpos", "qvel", "act", "time", "ctrl", "qacc_warmstart", "history", "qfrc_applied", "xfrc_applied",
+          "mocap_pos", "mocap_quat")
 
 
 def _to_jax(t: torch.Tensor) -> jax.Array:
@@ -42,7 +46,8 @@ class MjxBackend(PhysicsBackend):
     def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device | str):
         super().__init__(model, num_envs, torch.device(device))
         if self.device.type == "cuda":
-            self._jdev = jax.devices("gpu")[self.device.index or 0]
+            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+            self._jdev = jax.devices("gpu")[index]
         else:
             self._jdev = jax.devices("cpu")[0]
         mx = mjx.put_model(model, device=self._jdev, impl="jax")
@@ -60,8 +65,10 @@ class MjxBackend(PhysicsBackend):
         batched = jax.vmap(substeps, in_axes=(0, 0, 0, None))
         self._step = jax.jit(batched, static_argnums=3)
 
-        def reset(d, mask, qpos, qvel):
+        def reset(fields, d, mask, qpos, qvel):
             fresh = jax.vmap(lambda q, v: d0.replace(qpos=q, qvel=v))(qpos, qvel)
+            if model.nsensordata:  # sensors (and kinematics) of the new state
+                fresh = jax.vmap(lambda f, x: mjx.forward(with_fields(f), x))(fields, fresh)
             pick = lambda new, old: jnp.where(mask.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)  # noqa: E731
             return jax.tree_util.tree_map(pick, fresh, d)
 
@@ -79,7 +86,7 @@ class MjxBackend(PhysicsBackend):
         self._expose()
 
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-        self._data = self._reset(self._data, _to_jax(mask), _to_jax(qpos.float()), _to_jax(qvel.float()))
+        self._data = self._reset(self._fields, self._data, _to_jax(mask), _to_jax(qpos.float()), _to_jax(qvel.float()))
         self._expose()
 
     def model_field(self, field: str) -> torch.Tensor:

@@ -4,6 +4,10 @@ The backend owns one float64 state row per environment (MuJoCo's mjSTATE_FULLPHY
 and hands the whole batch to the rollout pool for `substeps` steps; the pool releases the GIL
 and splits the environments over threads. No Python code runs per environment while stepping.
 
+`rollout` starts each call's solver from a zero warm start (it cannot return the final one to
+pass back in), so the constraint solver cold-starts every control step; for the same reason the
+backend's results are independent of where a checkpoint was taken.
+
 Per-environment model parameters need one MjModel per environment. Until the first
 `set_model_field`, all environments share the nominal model (faster: one model stays in cache).
 Writing a field copies the changed rows into those environments' models; that write, like the
@@ -23,6 +27,7 @@ from mujoco import rollout
 from robolearn.physics.base import PhysicsBackend, check_field
 
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
+_NEEDS_SET_CONST = {"body_mass", "body_inertia", "body_ipos", "dof_armature"}
 _CTRL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL)
 
 
@@ -142,8 +147,11 @@ class MujocoBackend(PhysicsBackend):
         if field not in self._field_views:  # numpy views into each model's memory, made once
             self._field_views[field] = [getattr(m, field) for m in self._models]
         views = self._field_views[field]
+        derived = field in _NEEDS_SET_CONST
         for i, row in zip(ids, rows):  # only the masked environments (see module docstring)
             views[i][...] = row
+            if derived:  # subtree masses, inverse weights, ... follow the new mass/inertia
+                mujoco.mj_setConst(self._models[i], self._scratch)
 
     # --- checkpointing --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:

@@ -5,8 +5,9 @@
 - ctrl is a torch tensor the Warp Data reads directly (`wp.from_torch`), so stepping copies
   nothing between torch and Warp.
 - The decimated step (`substeps` x mjw.step) and the masked reset are each captured once as a
-  graph (a CUDA graph on a GPU) and replayed; Warp runs on torch's current stream, so torch and
-  Warp work stay ordered without host syncs.
+  graph (a CUDA graph on a GPU) and replayed. On a GPU, Warp works on its own stream, ordered
+  after torch's pending work and before torch's next work by device-side stream waits (no host
+  syncs); inside the env's own torch graph capture it launches on the capturing stream.
 - Per-environment model parameters are Warp model fields with a leading world dimension
   (`put_model(batch_sizes=...)`), written from torch through the same zero-copy views; fields
   MuJoCo derives from masses and inertias are recomputed with `set_const`.
@@ -24,13 +25,16 @@ import mujoco_warp as mjw
 import torch
 import warp as wp
 
+from robolearn.errors import UserError
 from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field
 
 wp.config.log_level = wp.LOG_WARNING
 wp.config.quiet = True
 
 # Derived model fields set_const recomputes: batched too, or only world 0 would get new values.
-_DERIVED = ("body_subtreemass", "body_invweight0", "dof_invweight0", "actuator_acc0")
+_DERIVED = ("body_subtreemass", "body_invweight0", "dof_invweight0", "tendon_invweight0", "actuator_acc0")
+# State beyond qpos/qvel/act/time that a checkpoint must carry for an exact resume.
+_STATE = ("qacc_warmstart", "history", "qfrc_applied", "xfrc_applied", "mocap_pos", "mocap_quat")
 _NEEDS_SET_CONST = {"body_mass", "body_inertia", "body_ipos", "dof_armature"}
 # Which overflow means which buffer (solver iteration limits are not buffer overflows).
 _BUFFER = {
@@ -73,8 +77,10 @@ class WarpBackend(PhysicsBackend):
         view = wp.to_torch
         self.qpos, self.qvel, self.act = view(self.d.qpos), view(self.d.qvel), view(self.d.act)
         self.sensordata, self.time = view(self.d.sensordata), view(self.d.time)
-        self._qacc_warmstart = view(self.d.qacc_warmstart)
+        self._extra_state = {k: view(getattr(self.d, k)) for k in _STATE}
         self._overflow = view(self.d.overflow)
+        self._overflow_seen = torch.zeros_like(self._overflow)
+        """Overflow bits of worlds since reset (a reset clears the engine's own bits)."""
         self._fields = {f: view(getattr(self.m, f)) for f in RANDOMIZABLE_FIELDS}
         self._graphs: dict[str, object] = {}
         self._work: dict[str, object] = {}
@@ -139,13 +145,16 @@ class WarpBackend(PhysicsBackend):
         self._run(f"step{substeps}", substep_loop)
 
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        self._overflow_seen.bitwise_or_(self._overflow)  # reset_data clears the engine's bits
         self._reset_mask.copy_(mask)
-        self._run("reset", None)  # a fresh Data in the masked worlds (time, warmstart, overflow bits, ...)
+        self._run("reset", None)  # a fresh Data in the masked worlds (time, warmstart, ...)
         m = mask.unsqueeze(1)
         torch.where(m, qpos, self.qpos, out=self.qpos)
         torch.where(m, qvel, self.qvel, out=self.qvel)
-        if self.model.nsensordata:
-            self._run("forward", None)  # sensors of the new state
+        if self.model.nsensordata:  # sensors of the new state, only in the reset worlds
+            kept = self.sensordata.clone()
+            self._run("forward", None)
+            torch.where(m, self.sensordata, kept, out=self.sensordata)
 
     def model_field(self, field: str) -> torch.Tensor:
         check_field(field)
@@ -156,16 +165,20 @@ class WarpBackend(PhysicsBackend):
         shape = (self.num_envs,) + (1,) * (view.dim() - 1)
         torch.where(mask.reshape(shape), values.to(view), view, out=view)
         if field in _NEEDS_SET_CONST:
+            if self._stream is not None and torch.cuda.is_current_stream_capturing():
+                raise UserError(
+                    f"randomizing {field} at reset or interval needs MuJoCo Warp's set_const, which cannot run "
+                    "inside the env's CUDA graph: use mode=startup for it or set env.cuda_graph=false"
+                )
             with self._scope():
                 mjw.set_const(self.m, self.d)
 
     def health(self) -> str | None:
-        bits = self._overflow
+        buffers = sum(int(flag) for flag in _BUFFER)  # not ITERATIONS: a solver limit, not a buffer
+        bits = (self._overflow | self._overflow_seen) & buffers
         if not bool((bits != 0).any()):
             return None
         settings = sorted({s for flag, s in _BUFFER.items() if bool((bits & int(flag)).any())})
-        if not settings:
-            return None
         worlds = int((bits != 0).sum())
         return (
             f"MuJoCo Warp buffers overflowed in {worlds} of {self.num_envs} environments "
@@ -173,15 +186,17 @@ class WarpBackend(PhysicsBackend):
             f"raise {' and '.join(settings)}"
         )
 
+    def _state_tensors(self) -> dict[str, torch.Tensor]:
+        return {"qpos": self.qpos, "qvel": self.qvel, "act": self.act, "time": self.time, "ctrl": self._ctrl,
+                "overflow_seen": self._overflow_seen, **self._extra_state}  # fmt: skip
+
     def state_dict(self) -> dict[str, torch.Tensor]:
-        state = {"qpos": self.qpos, "qvel": self.qvel, "act": self.act, "time": self.time,
-                 "qacc_warmstart": self._qacc_warmstart, "ctrl": self._ctrl}  # fmt: skip
+        state = self._state_tensors()
         state.update({f"field/{k}": v for k, v in self._fields.items()})
         return {k: v.detach().clone().cpu() for k, v in state.items()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        for key, target in (("qpos", self.qpos), ("qvel", self.qvel), ("act", self.act), ("time", self.time),
-                            ("qacc_warmstart", self._qacc_warmstart), ("ctrl", self._ctrl)):  # fmt: skip
+        for key, target in self._state_tensors().items():
             target.copy_(state[key])
         for key, value in state.items():
             if key.startswith("field/"):

@@ -80,6 +80,7 @@ def test_partial_reset_and_per_env_parameters_behave_as_on_the_cpu(engine):
     assert backend.model_field("body_mass")[0, pole] == pytest.approx(model.body_mass[pole], rel=1e-6)
     heavy = copy.deepcopy(model)
     heavy.body_mass[pole] *= 3.0
+    mujoco.mj_setConst(heavy, mujoco.MjData(heavy))
     got = rollout(backend, q0, v0, controls)
     nominal = rollout(make_backend("mujoco", model, N, CPU, {"num_threads": 1}), q0, v0, controls)
     heavy_ref = rollout(make_backend("mujoco", heavy, N, CPU, {"num_threads": 1}), q0, v0, controls)
@@ -135,3 +136,45 @@ def test_warp_contact_overflow_is_reported_with_the_setting_to_raise(engine, tmp
     assert roomy.health() is None
     message = cramped.health()
     assert message is not None and "raise physics.nconmax" in message and "nconmax=1 " in message
+
+
+ALL = ["mujoco", *ENGINES]
+
+
+@pytest.mark.parametrize("engine", ALL)
+def test_partial_reset_gives_reset_envs_fresh_sensors_and_keeps_the_others(engine, tmp_path):
+    xml = (assets_dir() / "cartpole.xml").read_text().replace(
+        "</mujoco>", '<sensor><jointpos joint="hinge"/><jointvel joint="hinge"/></sensor></mujoco>')
+    path = tmp_path / "sensed.xml"
+    path.write_text(xml)
+    model = load_model(path)
+    q0, v0, controls = inputs(model, seed=4)
+    backend = make_backend(engine, model, N, CPU, {"num_threads": 1})
+    backend.reset(torch.ones(N, dtype=torch.bool), q0, v0)
+    assert torch.allclose(backend.sensordata[:, 0], q0[:, 1]) and torch.allclose(backend.sensordata[:, 1], v0[:, 1])
+    for ctrl in controls[:5]:
+        backend.step(ctrl, 2)
+    before = backend.sensordata.clone()
+    mask = torch.tensor([True, False] * (N // 2))
+    backend.reset(mask, torch.full((N, model.nq), 0.3), torch.full((N, model.nv), -0.2))
+    assert torch.equal(backend.sensordata[~mask], before[~mask])
+    assert torch.allclose(backend.sensordata[mask], torch.tensor([0.3, -0.2]).expand(N // 2, 2))
+
+
+@pytest.mark.parametrize("engine", ALL)
+def test_state_restores_into_a_freshly_built_backend(engine):
+    model = load_model(assets_dir() / "cartpole.xml")
+    q0, v0, controls = inputs(model, seed=5)
+    first = make_backend(engine, model, N, CPU, {"num_threads": 1})
+    first.reset(torch.ones(N, dtype=torch.bool), q0, v0)
+    masses = first.model_field("body_mass").clone()
+    masses[:, 2] *= torch.linspace(0.5, 2.0, N, dtype=masses.dtype)
+    first.set_model_field("body_mass", masses, torch.ones(N, dtype=torch.bool))
+    for ctrl in controls[:10]:
+        first.step(ctrl, 2)
+    second = make_backend(engine, model, N, CPU, {"num_threads": 1})
+    second.load_state_dict(first.state_dict())
+    for ctrl in controls[10:30]:
+        first.step(ctrl, 2)
+        second.step(ctrl, 2)
+    assert torch.equal(first.qpos, second.qpos) and torch.equal(first.qvel, second.qvel)

@@ -92,6 +92,7 @@ def test_per_env_parameters_change_only_their_env(setup):
     models = [model] * N
     heavy = copy.deepcopy(model)
     heavy.body_mass[pole] *= 3.0
+    mujoco.mj_setConst(heavy, mujoco.MjData(heavy))  # derived constants follow the mass
     weak = copy.deepcopy(model)
     weak.actuator_gainprm[0, 0] *= 0.5
     models[2], models[4] = heavy, weak
