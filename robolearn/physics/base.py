@@ -43,6 +43,9 @@ RANDOMIZABLE_FIELDS: dict[str, mujoco.mjtObj] = {
     "actuator_gainprm": mujoco.mjtObj.mjOBJ_ACTUATOR,
     "actuator_biasprm": mujoco.mjtObj.mjOBJ_ACTUATOR,
 }
+# Of those, the fields MuJoCo derives other model constants from (subtree masses, inverse
+# weights, actuator acc0): writing them requires mj_setConst / mujoco_warp's set_const.
+INERTIAL_FIELDS = frozenset({"body_mass", "body_inertia", "body_ipos", "dof_armature"})
 
 
 class PhysicsBackend(ABC):

@@ -24,10 +24,9 @@ import numpy as np
 import torch
 from mujoco import rollout
 
-from robolearn.physics.base import PhysicsBackend, check_field
+from robolearn.physics.base import INERTIAL_FIELDS, PhysicsBackend, check_field
 
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
-_NEEDS_SET_CONST = {"body_mass", "body_inertia", "body_ipos", "dof_armature"}
 _CTRL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL)
 
 
@@ -147,7 +146,7 @@ class MujocoBackend(PhysicsBackend):
         if field not in self._field_views:  # numpy views into each model's memory, made once
             self._field_views[field] = [getattr(m, field) for m in self._models]
         views = self._field_views[field]
-        derived = field in _NEEDS_SET_CONST
+        derived = field in INERTIAL_FIELDS
         for i, row in zip(ids, rows):  # only the masked environments (see module docstring)
             views[i][...] = row
             if derived:  # subtree masses, inverse weights, ... follow the new mass/inertia

@@ -26,7 +26,7 @@ import torch
 import warp as wp
 
 from robolearn.errors import UserError
-from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field
+from robolearn.physics.base import INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field
 
 wp.config.log_level = wp.LOG_WARNING
 wp.config.quiet = True
@@ -35,7 +35,6 @@ wp.config.quiet = True
 _DERIVED = ("body_subtreemass", "body_invweight0", "dof_invweight0", "tendon_invweight0", "actuator_acc0")
 # State beyond qpos/qvel/act/time that a checkpoint must carry for an exact resume.
 _STATE = ("qacc_warmstart", "history", "qfrc_applied", "xfrc_applied", "mocap_pos", "mocap_quat")
-_NEEDS_SET_CONST = {"body_mass", "body_inertia", "body_ipos", "dof_armature"}
 # Which overflow means which buffer (solver iteration limits are not buffer overflows).
 _BUFFER = {
     mjw.OverflowType.NEFC: "physics.njmax",
@@ -164,7 +163,7 @@ class WarpBackend(PhysicsBackend):
         view = self.model_field(field)
         shape = (self.num_envs,) + (1,) * (view.dim() - 1)
         torch.where(mask.reshape(shape), values.to(view), view, out=view)
-        if field in _NEEDS_SET_CONST:
+        if field in INERTIAL_FIELDS:
             if self._stream is not None and torch.cuda.is_current_stream_capturing():
                 raise UserError(
                     f"randomizing {field} at reset or interval needs MuJoCo Warp's set_const, which cannot run "

@@ -96,3 +96,12 @@ def test_episode_length_statistics_count_steps_actually_taken(make_env):
     env.step(torch.zeros(16, 1))
     stats = env.pop_episode_stats()
     assert stats["episodes"] == 16 and stats["mean_episode_length"] == 1.0
+
+
+def test_a_physics_health_problem_stops_training_at_the_iteration_read(make_env, monkeypatch):
+    env = make_env(num_envs=4)
+    env.reset()
+    monkeypatch.setattr(env.physics, "health", lambda: "buffers overflowed: raise physics.nconmax")
+    env.step(torch.zeros(4, 1))  # the step itself never reads the device
+    with pytest.raises(UserError, match="raise physics.nconmax"):
+        env.pop_episode_stats()

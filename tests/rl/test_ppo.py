@@ -5,9 +5,7 @@ import torch
 
 from robolearn.config import AlgoCfg, RunnerCfg
 from robolearn.rl.losses import gae
-from robolearn.rl.ppo import PPO
 from robolearn.rl.runner import OnPolicyRunner
-from robolearn.rl.storage import RolloutStorage
 
 
 class Bandit:
