@@ -15,7 +15,8 @@ from robolearn import checkpoint
 from robolearn.config import TrainCfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
-from robolearn.export.bundle import export_bundle, record_observations
+from robolearn.evaluate import evaluate
+from robolearn.export.bundle import ExportResult, check_options, export_bundle
 from robolearn.logger import RunLogger
 from robolearn.manifest import describe_run, write_manifest
 from robolearn.physics import resolve_placement
@@ -106,9 +107,7 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
         finally:
             logger.close()
         if cfg.runner.export_onnx:
-            report = export_bundle(runner.actor_critic, env, run_dir / "export", record_observations(env, runner.actor_critic))
-            print(f"exported {run_dir / 'export'} (onnx parity max abs diff {report.max_abs_diff:.2e}, "
-                  f"tolerance {report.tolerance:.1e})")
+            print_export(export_bundle(runner.actor_critic, env, run_dir / "export"))
     finally:
         env.close()
 
@@ -128,24 +127,57 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
     return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
 
 
-def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | None = None) -> Path:
-    """Re-export a run's policy (latest checkpoint unless one is named) as a deploy bundle."""
+def print_export(result: ExportResult, source: str = "") -> None:
+    e = result.evaluation
+    print(f"exported {result.path}{source}; training evaluation over {e['episodes']} episodes: return "
+          f"{e['return_mean']:.2f} +- {e['return_std']:.2f}, episode length {e['episode_length_mean']:.1f} steps")
+    for artifact in result.artifacts:
+        print(f"  {artifact.line()}")
+
+
+def _policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None) -> tuple[BatchedEnv, ActorCritic, dict, Path]:
+    """A CPU env for a run's task (native MuJoCo; num_envs None: as in training, at most 64) and
+    the policy of a checkpoint (the latest unless one is named)."""
     cfg = load_run_config(run_dir)
+    num_envs = num_envs or min(cfg.env.num_envs, 64)
     source = checkpoint_file or checkpoint.latest(run_dir)
     payload = checkpoint.load(source)
     seed_everything(cfg.seed)
-    env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=min(cfg.env.num_envs, 64))
+    env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=num_envs)
+    actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
+    checkpoint.restore(actor_critic, payload["model"], source)
+    return env, actor_critic, payload, source
+
+
+def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | None = None, fmt: str = "onnx",
+               precision: str = "fp32") -> Path:  # fmt: skip
+    """Re-export a run's policy (latest checkpoint unless one is named) as a deploy bundle."""
+    check_options(fmt, precision)
+    env, actor_critic, payload, source = _policy_from_run(run_dir, checkpoint_file, None)
     try:
-        actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
-        checkpoint.restore(actor_critic, payload["model"], source)
-        out = out or run_dir / "export"
-        report = export_bundle(actor_critic, env, out, record_observations(env, actor_critic))
+        result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision)
     finally:
         env.close()
-    print(
-        f"exported {out} from {source.name} (iteration {payload['iteration']}): onnx parity max abs diff "
-        f"random {report.random_max_abs_diff:.2e}, recorded {report.recorded_max_abs_diff:.2e} "
-        f"over {report.samples} observations (tolerance {report.tolerance:.1e}, |action| up to "
-        f"{report.max_abs_output:.3g})"
-    )
-    return out
+    print_export(result, f" from {source.name} (iteration {payload['iteration']})")
+    return result.path
+
+
+def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = None) -> dict:
+    """The deterministic policy over `episodes` episodes with the task's randomization on (native
+    MuJoCo on the CPU); prints the metrics and writes them to <run>/eval.json."""
+    if episodes < 1:
+        raise UserError(f"episodes must be at least 1, got {episodes}")
+    env, actor_critic, payload, source = _policy_from_run(run_dir, checkpoint_file, episodes)
+    try:
+        metrics, _ = evaluate(env, actor_critic.action_mean)
+    finally:
+        env.close()
+    metrics = {"checkpoint": source.name, "iteration": payload["iteration"], **metrics}
+    path = run_dir / "eval.json"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(metrics, indent=2) + "\n")
+    tmp.replace(path)
+    for key, value in metrics.items():
+        print(f"{key:<28} {value:.4g}" if isinstance(value, float) else f"{key:<28} {value}")
+    print(f"wrote {path}")
+    return metrics

@@ -16,8 +16,15 @@ commands:
   train  [overrides] [--multirun]   train a policy; any config value is an override, e.g.
                                      task=pendulum physics=mujoco env.num_envs=128 seed=3
                                      resume=<run dir> continues a run from its last checkpoint
-  export run=<run dir> [checkpoint=<file>] [out=<dir>] [format=onnx]
-                                     write policy.onnx + robot.yaml and check parity
+  export run=<run dir> [format=onnx|tensorrt] [precision=fp32|fp16] [checkpoint=<file>] [out=<dir>]
+                                     write a deploy bundle (policy.onnx, engine, robot.yaml) and
+                                     report each artifact's parity with torch and its latency
+  eval run=<run dir> [episodes=64] [checkpoint=<file>]
+                                     evaluate the deterministic policy; writes <run>/eval.json
+  sim2sim bundle=<dir> [episodes=10] [realtime=false] [timestep=<s>] [integrator=<name>]
+          [engine=auto|onnxruntime|tensorrt] [seed=0] [report=<file.json>] [log=<file.jsonl>]
+                                     run the bundle through the deploy runtime against a CPU
+                                     MuJoCo robot; compare with the training evaluation
   list                               print the installed tasks and physics backends
 """
 
@@ -120,16 +127,68 @@ def _export(args: list[str]) -> int:
     from robolearn.errors import UserError
 
     register_configs()
-    opts = _key_values(args, {"run": None, "checkpoint": None, "out": None, "format": "onnx"}, "export")
+    opts = _key_values(args, {"run": None, "checkpoint": None, "out": None, "format": "onnx", "precision": "fp32"}, "export")
     if not opts["run"]:
         raise UserError("export needs run=<run dir>")
-    if opts["format"] != "onnx":
-        raise UserError(f"unknown export format '{opts['format']}'; valid: onnx")
-    app.export_run(
-        Path(opts["run"]).expanduser(),
-        Path(opts["checkpoint"]).expanduser() if opts["checkpoint"] else None,
-        Path(opts["out"]).expanduser() if opts["out"] else None,
-    )
+    app.export_run(_path(opts["run"]), _path(opts["checkpoint"]), _path(opts["out"]), opts["format"], opts["precision"])
+    return 0
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value).expanduser() if value else None
+
+
+def _number(key: str, value: str, kind: type):
+    from robolearn.errors import UserError
+
+    try:
+        return kind(value)
+    except ValueError:
+        raise UserError(f"{key}={value} is not a{'n integer' if kind is int else ' number'}") from None
+
+
+def _flag(key: str, value: str) -> bool:
+    from robolearn.errors import UserError
+
+    if value.lower() not in ("true", "false"):
+        raise UserError(f"{key}={value}: valid values are true and false")
+    return value.lower() == "true"
+
+
+def _eval(args: list[str]) -> int:
+    from robolearn import app
+    from robolearn.compose import register_configs
+    from robolearn.errors import UserError
+
+    register_configs()
+    opts = _key_values(args, {"run": None, "episodes": "64", "checkpoint": None}, "eval")
+    if not opts["run"]:
+        raise UserError("eval needs run=<run dir>")
+    app.eval_run(_path(opts["run"]), _number("episodes", opts["episodes"], int), _path(opts["checkpoint"]))
+    return 0
+
+
+def _sim2sim(args: list[str]) -> int:
+    from robolearn.compose import register_configs
+    from robolearn.errors import UserError
+    from robolearn.sim2sim import print_report, sim2sim, write_report
+
+    valid = {"bundle": None, "episodes": "10", "realtime": "false", "timestep": None, "integrator": None,
+             "engine": "auto", "seed": "0", "report": None, "log": None}  # fmt: skip
+    opts = _key_values(args, valid, "sim2sim")
+    if not opts["bundle"]:
+        raise UserError("sim2sim needs bundle=<bundle dir> (a run's export/ folder)")
+    register_configs()
+    bundle = _path(opts["bundle"])
+    result = sim2sim(
+        bundle, episodes=_number("episodes", opts["episodes"], int), realtime=_flag("realtime", opts["realtime"]),
+        timestep=_number("timestep", opts["timestep"], float) if opts["timestep"] else None,
+        integrator=opts["integrator"], engine=opts["engine"], seed=_number("seed", opts["seed"], int),
+        log=_path(opts["log"]),
+    )  # fmt: skip
+    print_report(result)
+    if opts["report"]:
+        write_report(result, _path(opts["report"]))
     return 0
 
 
@@ -158,7 +217,7 @@ def _list(args: list[str]) -> int:
     return 0
 
 
-VERBS = {"train": _train, "export": _export, "list": _list}
+VERBS = {"train": _train, "export": _export, "eval": _eval, "sim2sim": _sim2sim, "list": _list}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,10 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"robolearn: unknown command '{verb}'; valid: {', '.join(VERBS)}", file=sys.stderr)
         return 2
     from robolearn.errors import UserError
+    from robolearn_deploy.errors import DeployError
 
     try:
         return VERBS[verb](rest)
-    except UserError as exc:
+    except (UserError, DeployError) as exc:
         message = str(exc)
     except KeyboardInterrupt:
         print("robolearn: interrupted (checkpoints already written are kept)", file=sys.stderr)

@@ -1,44 +1,100 @@
-"""ONNX export: normalizer in the graph, fixed names, dynamic batch, parity with torch."""
+"""Export: each artifact checked against torch, robot.yaml complete, a failed export changes nothing."""
 
 import onnx
 import onnxruntime as ort
+import pytest
 import torch
 import yaml
 
 from robolearn.config import AlgoCfg
-from robolearn.export.bundle import export_bundle, record_observations
-from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME
+from robolearn.errors import UserError
+from robolearn.export.bundle import export_bundle
+from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, ParityReport
 from robolearn.rl.models import ActorCritic, InferencePolicy
+from robolearn_deploy.bundle import Bundle
+
+
+def policy_for(env, hidden=(32, 32)):
+    ac = ActorCritic.from_config(AlgoCfg(actor_hidden_dims=list(hidden), critic_hidden_dims=[32]),
+                                 env.observation_dims(), env.num_actions)
+    obs = env.reset()["policy"]
+    ac.actor_normalizer.update(obs * 3 + 1)  # non-trivial statistics, which must travel inside the graph
+    return ac
 
 
 def test_bundle_matches_torch_policy(make_env, tmp_path):
     env = make_env(num_envs=8)
-    algo = AlgoCfg(actor_hidden_dims=[32, 32], critic_hidden_dims=[32])
-    ac = ActorCritic.from_config(algo, env.observation_dims(), env.num_actions)
-    obs = record_observations(env, ac, steps=20)
-    ac.actor_normalizer.update(obs)  # non-trivial statistics, which must travel inside the graph
-    report = export_bundle(ac, env, tmp_path, obs)
-    assert report.ok and report.max_abs_diff < 1e-5 and report.max_abs_output < 10
+    ac = policy_for(env)
+    result = export_bundle(ac, env, tmp_path / "b")
+    [onnx_report] = result.artifacts
+    assert onnx_report.parity.ok and onnx_report.parity.max_abs_diff < 1e-5
+    assert onnx_report.parity.samples == 1024 + 32 * 8
+    assert 0 < onnx_report.latency_ms["median"] <= onnx_report.latency_ms["p99"] < 100
 
-    model = onnx.load(tmp_path / "policy.onnx")
+    model = onnx.load(tmp_path / "b" / "policy.onnx")
     assert [i.name for i in model.graph.input] == [INPUT_NAME] and [o.name for o in model.graph.output] == [OUTPUT_NAME]
-    session = ort.InferenceSession(str(tmp_path / "policy.onnx"), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(tmp_path / "b" / "policy.onnx"), providers=["CPUExecutionProvider"])
     for batch in (1, 7, 300):  # dynamic batch
-        x = torch.randn(batch, obs.shape[1])
+        x = torch.randn(batch, 4)
         got = session.run(None, {INPUT_NAME: x.numpy()})[0]
         with torch.no_grad():
             assert abs(got - InferencePolicy(ac)(x).numpy()).max() < 1e-5
 
-    meta = yaml.safe_load((tmp_path / "robot.yaml").read_text())
-    assert [a["name"] for a in meta["actuators"]] == ["slide"] and meta["control_period_s"] == 0.02
-    assert [t["name"] for t in meta["observation"]["terms"]] == ["cart_pos", "pole_angle", "cart_vel", "pole_vel"]
-    assert len(meta["files"]["policy.onnx"]["sha256"]) == 64
+    meta = yaml.safe_load((tmp_path / "b" / "robot.yaml").read_text())
+    assert meta["actuators"] == [{"name": "slide", "joint": "slider", "action_scale": 1.0, "action_offset": 0.0,
+                                  "ctrl_min": -1.0, "ctrl_max": 1.0, "kind": "motor", "effort_per_ctrl": 10.0}]
+    assert meta["control_period_s"] == 0.02 and meta["default_pose"] == {"slider": 0.0, "hinge": 0.0}
+    assert meta["joint_limits"] == {"slider": [-1.8, 1.8]}
+    terms = meta["observation"]["terms"]
+    assert [(t["name"], t["start"], t["stop"], t["source"], t["params"]["joints"]) for t in terms] == [
+        ("cart_pos", 0, 1, "joint_pos", ["slider"]), ("pole_angle", 1, 2, "joint_pos", ["hinge"]),
+        ("cart_vel", 2, 3, "joint_vel", ["slider"]), ("pole_vel", 3, 4, "joint_vel", ["hinge"])]
+    assert terms[0]["units"] == "m" and terms[3]["units"] == "rad/s"
+    assert sorted(meta["files"]) == ["cartpole.xml", "policy.onnx", "task.yaml"]
+    assert meta["versions"]["opset"] >= 18 and meta["versions"]["robolearn"] == "0.1.0"
+    assert meta["evaluation"]["episodes"] == 8 and meta["evaluation"]["episode_length_mean"] > 0
+    assert meta["artifacts"][0]["parity"]["tolerance"] >= 1e-5
+    Bundle.load(tmp_path / "b")  # the deploy runtime accepts what export wrote
+
+
+def test_fp16_onnx_artifact(make_env, tmp_path):
+    env = make_env(num_envs=8)
+    result = export_bundle(policy_for(env, hidden=(64, 64)), env, tmp_path / "b", precision="fp16")
+    fp32, fp16 = result.artifacts
+    assert (fp32.file, fp32.precision, fp16.file, fp16.precision) == ("policy.onnx", "fp32", "policy.fp16.onnx", "fp16")
+    assert fp32.parity.max_abs_diff < 1e-5 < fp16.parity.max_abs_diff < 1e-2  # fp16 really is half precision
+    types = {init.data_type for init in onnx.load(tmp_path / "b" / "policy.fp16.onnx").graph.initializer}
+    assert onnx.TensorProto.FLOAT16 in types
+
+
+def test_failed_export_keeps_the_previous_bundle(make_env, tmp_path, monkeypatch):
+    env = make_env(num_envs=8)
+    ac = policy_for(env)
+    export_bundle(ac, env, tmp_path / "b")
+    before = (tmp_path / "b" / "robot.yaml").read_text()
+    import robolearn.export.bundle as bundle_module
+
+    real = bundle_module.check_parity
+    monkeypatch.setattr(bundle_module, "check_parity", lambda *a: ParityReport(**{**real(*a).__dict__, "random_max_abs_diff": 1.0}))
+    with pytest.raises(UserError, match="policy.onnx parity check failed"):
+        export_bundle(ac, env, tmp_path / "b")
+    assert (tmp_path / "b" / "robot.yaml").read_text() == before and not (tmp_path / "b.tmp").exists()
+
+
+def test_tensorrt_unavailable_is_one_line(make_env, tmp_path):
+    from robolearn_deploy.tensorrt import unavailable_reason
+
+    if unavailable_reason() is None:
+        pytest.skip("TensorRT is available here; see tests/deploy/test_tensorrt.py")
+    env = make_env(num_envs=8)
+    with pytest.raises(UserError, match="format=tensorrt: .*; format=onnx works without it") as info:
+        export_bundle(policy_for(env), env, tmp_path / "b", fmt="tensorrt")
+    assert "\n" not in str(info.value) and not (tmp_path / "b").exists()
 
 
 def test_parity_tolerance_is_absolute_up_to_one_then_relative():
-    from robolearn.export.onnx import ParityReport
-
     assert ParityReport(9e-6, 1e-7, 10, max_abs_output=0.5).ok
     assert not ParityReport(2e-5, 1e-7, 10, max_abs_output=0.5).ok
     assert ParityReport(1.5e-5, 0.0, 10, max_abs_output=20.0).ok  # a few float32 ulps at |y| = 20
     assert not ParityReport(3e-4, 0.0, 10, max_abs_output=20.0).ok
+    assert ParityReport(5e-3, 0.0, 10, max_abs_output=0.5, precision="fp16").ok

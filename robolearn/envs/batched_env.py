@@ -126,14 +126,16 @@ class BatchedEnv:
         return {group: buf.shape[1] for group, buf in self.observations.buffers.items()}
 
     # --- the pipeline ---------------------------------------------------------------------------
-    def reset(self) -> dict[str, torch.Tensor]:
-        """Start of training: startup events, reset every env, spread their time-outs apart."""
+    def reset(self, spread_timeouts: bool = True) -> dict[str, torch.Tensor]:
+        """Start of training: startup events, reset every env, spread their time-outs apart
+        (evaluation passes spread_timeouts=False: every first episode then runs its full length)."""
         everyone = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         self.events.apply(EventMode.startup, everyone)
         self.events.start_intervals()
         self._reset_envs(everyone, record=False)
-        # Random initial progress so the environments do not all time out on the same step.
-        self.episode_length.random_(0, self.max_episode_length, generator=self.generator)
+        if spread_timeouts:
+            # Random initial progress so the environments do not all time out on the same step.
+            self.episode_length.random_(0, self.max_episode_length, generator=self.generator)
         return self.observations.compute()
 
     def step(self, action: torch.Tensor):

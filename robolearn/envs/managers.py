@@ -100,6 +100,10 @@ class ObservationManager:
                 "clip": clip if torch.isfinite(clip).any() else None,
             }
 
+    def functions(self, group: str) -> list[tuple[ObsSlice, Callable]]:
+        """Each term's slice and the function computing it (export describes terms from these)."""
+        return [(sl, func) for sl, func, _ in self._terms[group]]
+
     def compute(self) -> dict[str, torch.Tensor]:
         gen = self._env.generator
         for group, terms in self._terms.items():

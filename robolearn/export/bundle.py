@@ -1,50 +1,142 @@
-"""Write a run's deploy bundle: policy.onnx + robot.yaml, checked against the torch policy."""
+"""Write a run's deploy bundle and check every artifact in it against the torch policy.
+
+    policy.onnx              fp32, normalizer inside, input `obs` [batch, D] -> `actions` [batch, A]
+    policy.fp16.onnx         format=onnx precision=fp16
+    policy.<prec>.engine     format=tensorrt (built here through TensorRT's Python API)
+    <robot>.xml, task.yaml   the robot's MJCF and the task config, for sim-to-sim
+    robot.yaml               the contract with the robot (metadata.py), checksums of all of the above
+
+Each artifact runs through the deploy runtime's own engine (robolearn_deploy) for the parity and
+batch-1 latency report, so what is checked is what the robot runs. The bundle is built in a
+sibling folder and moved into place only when every artifact passes: a failed export never
+replaces a good bundle.
+"""
 
 from __future__ import annotations
 
 import copy
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
+from omegaconf import OmegaConf
 
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
-from robolearn.export.metadata import robot_metadata, write_robot_yaml
-from robolearn.export.onnx import ParityReport, check_parity, export_onnx
+from robolearn.evaluate import evaluate
+from robolearn.export.metadata import robot_metadata, versions, write_robot_yaml
+from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, ParityReport, check_parity, export_onnx
 from robolearn.rl.models import ActorCritic, InferencePolicy
+from robolearn_deploy.engines import OnnxRuntimeEngine
+from robolearn_deploy.timing import latency_ms
+
+FORMATS = ("onnx", "tensorrt")
+PRECISIONS = ("fp32", "fp16")
 
 
-def record_observations(env: BatchedEnv, actor_critic: ActorCritic, steps: int = 32) -> torch.Tensor:
-    """Policy observations met while running the deterministic policy: [steps * N, D]."""
-    seen = []
-    with torch.inference_mode():
-        obs = env.reset()
-        for _ in range(steps):
-            seen.append(obs["policy"].clone())
-            obs, *_ = env.step(actor_critic.action_mean(obs["policy"]))
-    return torch.cat(seen)
+@dataclass
+class ArtifactReport:
+    file: str
+    kind: str
+    precision: str
+    parity: ParityReport
+    latency_ms: dict[str, float]
+    info: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "kind": self.kind, "precision": self.precision, "parity": self.parity.as_dict(),
+                "latency_ms_batch1": self.latency_ms, **self.info}  # fmt: skip
+
+    def line(self) -> str:
+        p = self.parity
+        return (f"{self.file:<22} parity max abs diff random {p.random_max_abs_diff:.2e} recorded "
+                f"{p.recorded_max_abs_diff:.2e} (tolerance {p.tolerance:.1e}, {p.samples} obs) | batch-1 latency "
+                f"median {self.latency_ms['median'] * 1e3:.1f} us, p99 {self.latency_ms['p99'] * 1e3:.1f} us")  # fmt: skip
 
 
-def export_bundle(actor_critic: ActorCritic, env: BatchedEnv, out_dir: Path, recorded_obs: torch.Tensor) -> ParityReport:
-    """Build the bundle in a sibling folder and put it in place only once parity holds, so a failed
-    export never replaces a good bundle."""
+@dataclass
+class ExportResult:
+    path: Path
+    artifacts: list[ArtifactReport]
+    evaluation: dict[str, float]
+
+
+def check_options(fmt: str, precision: str) -> None:
+    """Wrong format/precision, or TensorRT asked for where it cannot run: one line, before any work."""
+    if fmt not in FORMATS:
+        raise UserError(f"unknown export format '{fmt}'; valid: {', '.join(FORMATS)}")
+    if precision not in PRECISIONS:
+        raise UserError(f"unknown precision '{precision}'; valid: {', '.join(PRECISIONS)}")
+    if fmt == "tensorrt":
+        from robolearn_deploy import tensorrt
+
+        reason = tensorrt.unavailable_reason()
+        if reason is not None:
+            raise UserError(f"format=tensorrt: {reason}; format=onnx works without it")
+
+
+def _check(policy: InferencePolicy, engine, file: str, kind: str, recorded: torch.Tensor, info: dict | None = None) -> ArtifactReport:
+    parity = check_parity(policy, engine.run, recorded, engine.precision)
+    one = np.ascontiguousarray(recorded[:1].numpy(), dtype=np.float32)
+    return ArtifactReport(file, kind, engine.precision, parity, latency_ms(lambda: engine.run(one)), info or {})
+
+
+def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor) -> list[ArtifactReport]:
+    onnx_path = export_onnx(policy, obs_dim, staging / "policy.onnx")
+    reports = [_check(policy, OnnxRuntimeEngine(onnx_path, INPUT_NAME, OUTPUT_NAME), onnx_path.name, "onnx", recorded)]
+    if fmt == "onnx" and precision == "fp16":
+        half = export_onnx(policy, obs_dim, staging / "policy.fp16.onnx", precision="fp16")
+        reports.append(_check(policy, OnnxRuntimeEngine(half, INPUT_NAME, OUTPUT_NAME, "fp16"), half.name, "onnx", recorded))
+    if fmt == "tensorrt":
+        from robolearn_deploy import tensorrt
+
+        engine_path = staging / f"policy.{precision}.engine"
+        info = tensorrt.build_engine(onnx_path, engine_path, precision)
+        engine = tensorrt.TensorRTEngine(engine_path, INPUT_NAME, OUTPUT_NAME, precision)
+        try:
+            reports.append(_check(policy, engine, engine_path.name, "tensorrt", recorded, info))
+        finally:
+            engine.close()
+    return reports
+
+
+def export_bundle(
+    actor_critic: ActorCritic, env: BatchedEnv, out_dir: Path, fmt: str = "onnx", precision: str = "fp32"
+) -> ExportResult:
+    """Evaluate the deterministic policy in `env` (the bundle's training evaluation, and the
+    recorded observations for parity), then write and check the bundle at `out_dir`."""
+    check_options(fmt, precision)
+    evaluation, recorded = evaluate(env, actor_critic.action_mean, record_steps=32)
     policy = InferencePolicy(copy.deepcopy(actor_critic).cpu())
+    recorded = recorded.cpu()
     staging = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    onnx_path = export_onnx(policy, env.observation_dims()["policy"], staging / "policy.onnx")
-    report = check_parity(policy, onnx_path, recorded_obs)
-    if not report.ok:
+    staging.mkdir(parents=True)
+    try:
+        reports = _artifacts(policy, env.observation_dims()["policy"], staging, fmt, precision, recorded)
+        failed = [r for r in reports if not r.parity.ok]
+        if failed:
+            p = failed[0].parity
+            raise UserError(
+                f"{failed[0].file} parity check failed: max abs difference {p.max_abs_diff:.3g} >= tolerance "
+                f"{p.tolerance:.3g} (actions up to {p.max_abs_output:.3g}); {out_dir} left as it was"
+            )
+        shutil.copyfile(env.asset_path, staging / env.asset_path.name)
+        (staging / "task.yaml").write_text(OmegaConf.to_yaml(env.cfg, resolve=True))
+        meta = robot_metadata(env, env.cfg.name)
+        meta["versions"] = versions(staging / "policy.onnx")
+        meta["artifacts"] = [r.as_dict() for r in reports]
+        meta["evaluation"] = evaluation
+        write_robot_yaml(meta, staging)
+    except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
-        raise UserError(
-            f"ONNX parity check failed: max abs difference {report.max_abs_diff:.3g} >= tolerance "
-            f"{report.tolerance:.3g} (outputs up to {report.max_abs_output:.3g}); {out_dir} left as it was"
-        )
-    write_robot_yaml(robot_metadata(env, env.cfg.name), onnx_path, staging / "robot.yaml")
+        raise
     previous = out_dir.with_name(out_dir.name + ".old")
     shutil.rmtree(previous, ignore_errors=True)
     if out_dir.exists():
         out_dir.rename(previous)
     staging.rename(out_dir)
     shutil.rmtree(previous, ignore_errors=True)
-    return report
+    return ExportResult(out_dir, reports, evaluation)

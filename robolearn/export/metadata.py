@@ -1,74 +1,107 @@
-"""robot.yaml: what a robot needs to run the exported policy (joint order, scaling, timing, layout)."""
+"""robot.yaml: the contract between the trained policy and the robot.
+
+Joint order, action scaling and gains, control period, the observation layout (each term's slice,
+scale, clip, units and source), versions, the training evaluation, and a sha256 for every file
+and for robot.yaml's own content. The deploy runtime (robolearn_deploy.bundle) reads exactly this.
+"""
 
 from __future__ import annotations
 
-import hashlib
+import inspect
 from pathlib import Path
 
 import mujoco
+import onnx
+import onnxruntime
+import torch
 import yaml
 
 import robolearn
 from robolearn.envs.batched_env import BatchedEnv
+from robolearn.envs.scene import names, single_dof_joints
+from robolearn.errors import UserError
 from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME
+from robolearn_deploy.bundle import BUNDLE_FORMAT, metadata_digest, sha256
 
 
-def _gains(model: mujoco.MjModel, actuator: int) -> dict:
-    """PD gains of a position-style actuator (gain kp, bias -kp*q - kd*qdot); empty for motors."""
-    kp = float(model.actuator_gainprm[actuator, 0])
-    bias = model.actuator_biasprm[actuator]
-    if int(model.actuator_biastype[actuator]) == int(mujoco.mjtBias.mjBIAS_AFFINE) and bias[1] != 0:
-        return {"kp": kp, "kd": float(-bias[2])}
-    return {}
+def _actuator_entry(model: mujoco.MjModel, a: int, name: str) -> dict:
+    """How the robot realizes one policy output: a position servo (joint-space kp, kd) or a motor
+    (effort per unit of ctrl). Anything else has no joint-level equivalent to hand a driver."""
+    gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
+    gear = float(model.actuator_gear[a, 0])
+    fixed_gain = int(model.actuator_gaintype[a]) == int(mujoco.mjtGain.mjGAIN_FIXED)
+    biastype = int(model.actuator_biastype[a])
+    entry: dict = {}
+    if model.actuator_forcelimited[a]:
+        entry["effort_limit"] = float(max(abs(model.actuator_forcerange[a])) * abs(gear))
+    if fixed_gain and biastype == int(mujoco.mjtBias.mjBIAS_NONE):
+        return {"kind": "motor", "effort_per_ctrl": float(gain[0]) * gear, **entry}
+    if fixed_gain and biastype == int(mujoco.mjtBias.mjBIAS_AFFINE) and bias[1] != 0 and bias[1] == -gain[0]:
+        if gear != 1.0:
+            raise UserError(f"position actuator '{name}' has gear {gear}; deploy bundles need gear 1 for position actuators")
+        return {"kind": "position", "kp": float(gain[0]), "kd": float(-bias[2]), **entry}
+    raise UserError(f"actuator '{name}' is neither a motor nor a position servo; deploy bundles support those two kinds")
+
+
+def _term_params(func, params: dict, model: mujoco.MjModel) -> dict:
+    """A term's params with joint lists made explicit (None = every 1-DoF joint in training)."""
+    params = dict(params)
+    if "joints" in inspect.signature(func).parameters and params.get("joints") is None:
+        qadr, _ = single_dof_joints(model, None)
+        by_qadr = {int(model.jnt_qposadr[j]): n for j, n in enumerate(names(model, mujoco.mjtObj.mjOBJ_JOINT))}
+        params["joints"] = [by_qadr[q] for q in qadr]
+    return params
 
 
 def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
     model, actions = env.model, env.actions
-    ids = actions.actuator_ids.tolist()
-    default_pose = {}
-    for joint in actions.joint_names:
-        if joint is not None:
-            j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint)
-            default_pose[joint] = float(model.qpos0[model.jnt_qposadr[j]])
+    actuators = []
+    for k, (a, name, joint) in enumerate(zip(actions.actuator_ids.tolist(), actions.actuator_names, actions.joint_names)):
+        if joint is None:
+            raise UserError(f"actuator '{name}' does not drive a joint; deploy bundles need joint actuators")
+        actuators.append({
+            "name": name, "joint": joint,
+            "action_scale": float(actions.scale[k]), "action_offset": float(actions.offset[k]),
+            "ctrl_min": float(actions.ctrl_low[k]), "ctrl_max": float(actions.ctrl_high[k]),
+            **_actuator_entry(model, a, name),
+        })  # fmt: skip
+    joint_names = names(model, mujoco.mjtObj.mjOBJ_JOINT)
+    one_dof = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
     return {
-        "robolearn_version": robolearn.__version__,
+        "bundle_format": BUNDLE_FORMAT,
         "task": task_name,
         "model_file": env.asset_path.name,
         "control_period_s": env.dt,
         "physics_dt_s": float(model.opt.timestep),
         "decimation": env.decimation,
-        "actuators": [
-            {
-                "name": name,
-                "joint": joint,
-                "action_scale": float(actions.scale[k]),
-                "action_offset": float(actions.offset[k]),
-                "ctrl_min": float(actions.ctrl_low[k]),
-                "ctrl_max": float(actions.ctrl_high[k]),
-                **_gains(model, a),
-            }
-            for k, (a, name, joint) in enumerate(zip(ids, actions.actuator_names, actions.joint_names))
-        ],
-        "default_pose": default_pose,
+        "actuators": actuators,
+        "default_pose": {joint_names[j]: float(model.qpos0[model.jnt_qposadr[j]]) for j in one_dof},
+        "joint_limits": {joint_names[j]: [float(v) for v in model.jnt_range[j]] for j in one_dof if model.jnt_limited[j]},
         "observation": {
             "input": INPUT_NAME,
             "size": env.observation_dims()["policy"],
             "terms": [
                 {"name": s.name, "start": s.start, "stop": s.stop, "scale": s.scale, "clip": s.clip, "units": s.units,
-                 "source": s.func, "params": s.params}
-                for s in env.observations.layout["policy"]
+                 "source": s.func, "params": _term_params(func, s.params, model)}
+                for s, func in env.observations.functions("policy")
             ],
         },
-        "action": {"output": OUTPUT_NAME, "size": env.num_actions, "ctrl": "clip(action_offset + action_scale * action)"},
-    }
+        "action": {"output": OUTPUT_NAME, "size": env.num_actions, "ctrl": "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"},
+    }  # fmt: skip
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def versions(onnx_path: Path) -> dict:
+    opset = next((o.version for o in onnx.load(str(onnx_path), load_external_data=False).opset_import if o.domain in ("", "ai.onnx")), None)
+    return {"robolearn": robolearn.__version__, "torch": torch.__version__.split("+")[0], "onnx": onnx.__version__,
+            "opset": opset, "onnxruntime": onnxruntime.__version__}  # fmt: skip
 
 
-def write_robot_yaml(meta: dict, onnx_path: Path, out: Path) -> Path:
-    meta = {**meta, "files": {onnx_path.name: {"sha256": sha256(onnx_path)}}}
+def write_robot_yaml(meta: dict, bundle_dir: Path) -> Path:
+    """Add checksums of every other file in the bundle and of the metadata itself, then write."""
+    files = sorted(p for p in bundle_dir.iterdir() if p.is_file() and p.name != "robot.yaml")
+    meta = {**meta, "files": {p.name: {"sha256": sha256(p)} for p in files}}
+    meta["metadata_sha256"] = metadata_digest(meta)
+    out = bundle_dir / "robot.yaml"
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(yaml.safe_dump(meta, sort_keys=False))
     tmp.replace(out)

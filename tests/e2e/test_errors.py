@@ -40,10 +40,21 @@ def test_broken_mjcf_names_file_and_mujoco_message(tmp_path):
 
 
 def test_unknown_command_and_export_mistakes(tmp_path):
-    one_line_error(robolearn("trian", cwd=tmp_path), "unknown command 'trian'", "train, export, list")
+    one_line_error(robolearn("trian", cwd=tmp_path), "unknown command 'trian'", "train, export, eval, sim2sim, list")
     one_line_error(robolearn("export", cwd=tmp_path), "export needs run=")
     one_line_error(robolearn("export", "run=x", "fmt=onnx", cwd=tmp_path), "unexpected argument 'fmt=onnx'")
     one_line_error(robolearn("export", f"run={tmp_path}", cwd=tmp_path), "not a robolearn run directory")
+    one_line_error(robolearn("export", "run=x", "format=tflite", cwd=tmp_path), "unknown export format 'tflite'", "onnx, tensorrt")
+    one_line_error(robolearn("export", "run=x", "precision=int8", cwd=tmp_path), "unknown precision 'int8'", "fp32, fp16")
+    from robolearn_deploy.tensorrt import unavailable_reason
+
+    if unavailable_reason() is not None:
+        one_line_error(robolearn("export", "run=x", "format=tensorrt", cwd=tmp_path), unavailable_reason(), "format=onnx works")
+    one_line_error(robolearn("eval", cwd=tmp_path), "eval needs run=")
+    one_line_error(robolearn("sim2sim", cwd=tmp_path), "sim2sim needs bundle=")
+    one_line_error(robolearn("sim2sim", f"bundle={tmp_path}", cwd=tmp_path), "has no robot.yaml")
+    one_line_error(robolearn("sim2sim", "bundle=x", "episodes=many", cwd=tmp_path), "episodes=many is not an integer")
+    one_line_error(robolearn("sim2sim", "bundle=x", "realtime=yes", cwd=tmp_path), "realtime=yes", "true and false")
 
 
 def snapshot(folder):

@@ -37,7 +37,7 @@ def test_run_directory_is_complete(trained_cartpole):
     assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
     meta = yaml.safe_load((run_dir / "export" / "robot.yaml").read_text())
     assert meta["observation"]["size"] == 4 and (run_dir / "export" / "policy.onnx").is_file()
-    assert "onnx parity max abs diff" in result.stdout
+    assert "policy.onnx" in result.stdout and "parity max abs diff" in result.stdout and "latency" in result.stdout
 
 
 def test_export_command_rewrites_the_bundle(trained_cartpole, tmp_path):
@@ -45,9 +45,45 @@ def test_export_command_rewrites_the_bundle(trained_cartpole, tmp_path):
     result = robolearn("export", f"run={run_dir}", f"out={tmp_path / 'bundle'}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "iter_000100.pt" in result.stdout and "recorded" in result.stdout
-    found = re.search(r"random ([0-9.e+-]+), recorded ([0-9.e+-]+)", result.stdout)
+    found = re.search(r"random ([0-9.e+-]+) recorded ([0-9.e+-]+)", result.stdout)
     assert found and max(float(found.group(1)), float(found.group(2))) < 1e-5, result.stdout
     assert (tmp_path / "bundle" / "policy.onnx").is_file() and (tmp_path / "bundle" / "robot.yaml").is_file()
+    assert re.search(r"batch-1 latency median [0-9.]+ us, p99 [0-9.]+ us", result.stdout), result.stdout
+
+
+def test_sim2sim_keeps_the_training_return(trained_cartpole, tmp_path):
+    """The trained, exported policy, run by the deploy runtime against the CPU MuJoCo stand-in,
+    keeps >= 90 % of its training evaluation return."""
+    run_dir, _ = trained_cartpole
+    report = tmp_path / "sim2sim.json"
+    result = robolearn("sim2sim", f"bundle={run_dir / 'export'}", "episodes=5", f"report={report}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "training eval" in result.stdout and "return kept" in result.stdout
+    summary = json.loads(report.read_text())
+    assert summary["episodes"] == 5 and summary["watchdog_trips"] == 0
+    assert summary["training_evaluation"]["return_mean"] > 400  # the policy learned (max ~500)
+    assert summary["return_vs_training"] >= 0.9, summary
+
+
+def test_sim2sim_with_another_integrator_and_timestep(trained_cartpole, tmp_path):
+    run_dir, _ = trained_cartpole
+    report = tmp_path / "s.json"
+    result = robolearn("sim2sim", f"bundle={run_dir / 'export'}", "episodes=2", "timestep=0.005", "integrator=rk4",
+                       f"report={report}", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(report.read_text())
+    assert summary["physics"] == {"timestep": 0.005, "integrator": "rk4", "realtime": False}
+    assert summary["return_vs_training"] >= 0.9, summary
+
+
+def test_eval_writes_metrics(trained_cartpole, tmp_path):
+    run_dir, _ = trained_cartpole
+    result = robolearn("eval", f"run={run_dir}", "episodes=8", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((run_dir / "eval.json").read_text())
+    assert metrics["episodes"] == 8 and metrics["checkpoint"] == "iter_000100.pt"
+    assert metrics["episode_length_mean"] == 250 and metrics["return_mean"] > 400
+    assert set(metrics) >= {"termination/pole_fell", "termination/cart_out", "terminated_fraction", "return_std"}
 
 
 def final_state(run_dir: Path) -> dict:

@@ -1,0 +1,190 @@
+"""Reading and verifying a bundle: robot.yaml plus the files it lists, each with a sha256.
+
+A bundle is refused (DeployError, one line) when a listed file is missing or differs from its
+checksum, when robot.yaml itself was edited after export, when its format is one this runtime
+does not read, or when its observation/action layout does not add up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from robolearn_deploy.errors import DeployError
+
+BUNDLE_FORMAT = 1
+"""The robot.yaml layout this runtime reads; export writes the same constant."""
+
+ACTUATOR_KINDS = ("position", "motor")
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def metadata_digest(meta: dict[str, Any]) -> str:
+    """sha256 of robot.yaml's content without its own checksum key, in a canonical JSON form
+    (key order and YAML formatting do not matter; any changed value does)."""
+    body = {k: v for k, v in meta.items() if k != "metadata_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Actuator:
+    """One policy output: ctrl = clip(offset + scale * action, ctrl_min, ctrl_max).
+    kind 'position': ctrl is the joint's target position, tracked with joint-space gains kp, kd.
+    kind 'motor': ctrl times effort_per_ctrl is the joint effort [N m or N]."""
+
+    name: str
+    joint: str
+    kind: str
+    action_scale: float
+    action_offset: float
+    ctrl_min: float
+    ctrl_max: float
+    kp: float = 0.0
+    kd: float = 0.0
+    effort_per_ctrl: float = 1.0
+    effort_limit: float | None = None
+
+
+@dataclass(frozen=True)
+class ObsTerm:
+    name: str
+    start: int
+    stop: int
+    scale: float
+    clip: float | None
+    units: str
+    source: str
+    params: dict
+
+
+@dataclass(frozen=True)
+class Artifact:
+    file: str
+    kind: str  # onnx | tensorrt
+    precision: str  # fp32 | fp16
+    info: dict
+
+
+def _require(meta: dict, key: str, where: str = "robot.yaml") -> Any:
+    if key not in meta:
+        raise DeployError(f"{where} has no '{key}' entry: not a complete robolearn bundle (re-export it)")
+    return meta[key]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    path: Path
+    meta: dict
+    actuators: tuple[Actuator, ...]
+    terms: tuple[ObsTerm, ...]
+    obs_size: int
+    input_name: str
+    output_name: str
+    control_period_s: float
+    default_pose: dict[str, float]
+    joint_limits: dict[str, tuple[float, float]]
+    artifacts: tuple[Artifact, ...]
+
+    @property
+    def num_actions(self) -> int:
+        return len(self.actuators)
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def artifact(self, kind: str, precision: str | None = None) -> Artifact | None:
+        for a in self.artifacts:
+            if a.kind == kind and precision in (None, a.precision):
+                return a
+        return None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Bundle:
+        path = Path(path)
+        meta = read_verified(path)
+        actuators = tuple(_actuator(a) for a in _require(meta, "actuators"))
+        obs, act = _require(meta, "observation"), _require(meta, "action")
+        terms = tuple(
+            ObsTerm(t["name"], int(t["start"]), int(t["stop"]), float(t.get("scale", 1.0)), t.get("clip"),
+                    t.get("units", ""), t["source"], dict(t.get("params") or {}))
+            for t in _require(obs, "terms", "robot.yaml observation")
+        )  # fmt: skip
+        bundle = cls(
+            path=path, meta=meta, actuators=actuators, terms=terms, obs_size=int(_require(obs, "size")),
+            input_name=obs.get("input", "obs"), output_name=act.get("output", "actions"),
+            control_period_s=float(_require(meta, "control_period_s")),
+            default_pose={k: float(v) for k, v in _require(meta, "default_pose").items()},
+            joint_limits={k: (float(v[0]), float(v[1])) for k, v in (meta.get("joint_limits") or {}).items()},
+            artifacts=tuple(Artifact(a["file"], a["kind"], a["precision"], a) for a in _require(meta, "artifacts")),
+        )  # fmt: skip
+        bundle._check_layout(int(act.get("size", len(actuators))))
+        return bundle
+
+    def _check_layout(self, action_size: int) -> None:
+        at = 0
+        for t in self.terms:
+            if t.start != at or t.stop <= t.start:
+                raise DeployError(
+                    f"observation layout is broken at term '{t.name}' (slice {t.start}:{t.stop}, expected to start "
+                    f"at {at}): robot.yaml does not describe a contiguous observation"
+                )
+            at = t.stop
+        if at != self.obs_size:
+            raise DeployError(f"observation terms cover {at} values but robot.yaml says the observation has {self.obs_size}")
+        if action_size != len(self.actuators):
+            raise DeployError(f"robot.yaml lists {len(self.actuators)} actuators for an action of size {action_size}")
+
+
+def read_verified(path: Path) -> dict:
+    """robot.yaml, after checking the format, its own checksum and every listed file's checksum."""
+    manifest = path / "robot.yaml"
+    if not path.is_dir():
+        raise DeployError(f"bundle directory {path} does not exist")
+    if not manifest.is_file():
+        raise DeployError(f"{path} has no robot.yaml: not a robolearn bundle")
+    try:
+        meta = yaml.safe_load(manifest.read_text())
+    except yaml.YAMLError as exc:
+        raise DeployError(f"{manifest} is not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(meta, dict):
+        raise DeployError(f"{manifest} is not a robolearn bundle description")
+    fmt = meta.get("bundle_format")
+    if fmt != BUNDLE_FORMAT:
+        from robolearn_deploy import __version__
+
+        raise DeployError(
+            f"bundle format {fmt!r} (exported by robolearn {meta.get('versions', {}).get('robolearn', '?')}) is not "
+            f"the format {BUNDLE_FORMAT} this runtime reads (robolearn-deploy {__version__}); use the deploy runtime "
+            f"that ships with that robolearn, or re-export the run"
+        )
+    if meta.get("metadata_sha256") != metadata_digest(meta):
+        raise DeployError(f"{manifest} was edited after export (its metadata checksum does not match); re-export the bundle")
+    for name, entry in _require(meta, "files").items():
+        file = path / name
+        if not file.is_file():
+            raise DeployError(f"bundle file {name} listed in robot.yaml is missing from {path}")
+        if sha256(file) != entry["sha256"]:
+            raise DeployError(f"{name} does not match its sha256 in robot.yaml: it changed after export; re-export the bundle")
+    return meta
+
+
+def _actuator(entry: dict) -> Actuator:
+    kind = entry.get("kind")
+    if kind not in ACTUATOR_KINDS:
+        raise DeployError(
+            f"actuator '{entry.get('name')}' is of kind {kind!r}; this runtime drives {', '.join(ACTUATOR_KINDS)}"
+        )
+    fields = set(Actuator.__dataclass_fields__)
+    return Actuator(**{k: v for k, v in entry.items() if k in fields})

@@ -1,0 +1,191 @@
+"""The control loop: read -> check -> observe -> infer -> map -> write, once per control period.
+
+A watchdog guards every step. A reading that is not finite or out of range, a policy output that
+is not finite, or a step that finishes later than `max_latency_s` after its tick trips it: from
+then on the robot gets the safe command (damping, or hold the pose at the trip) on every tick,
+the policy no longer runs, and the report says why. Clearing a trip is a deliberate `reset()`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from robolearn_deploy.actions import SAFE_MODES, ActionMapper
+from robolearn_deploy.errors import DeployError
+from robolearn_deploy.observations import ObservationBuilder
+from robolearn_deploy.policy import Policy
+from robolearn_deploy.robot import JointCommand, RobotInterface, RobotState
+
+
+@dataclass
+class Safety:
+    max_latency_s: float | None = None
+    """A step must finish this long after its tick at the latest; None = one control period."""
+    joint_limit_margin: float = 0.1
+    """Readings may exceed the bundle's joint limits by this much [rad or m] before it trips."""
+    max_joint_vel: float | None = None
+    """|joint velocity| above this trips [rad/s or m/s]; None = only non-finite values trip."""
+    safe_mode: str = "damping"
+    """'damping' (kp = 0) or 'hold' (the pose at the trip, the bundle's position gains)."""
+    damping_kd: float = 1.0
+    """Damping gain for joints whose actuator has no kd of its own (motors)."""
+    action_rate_limit: float | None = None
+    """Largest change of the policy action per second, in action units; None = unlimited."""
+
+    def __post_init__(self):
+        if self.safe_mode not in SAFE_MODES:
+            raise DeployError(f"unknown safe_mode '{self.safe_mode}'; valid: {', '.join(SAFE_MODES)}")
+
+
+@dataclass
+class Step:
+    """What happened on one tick (passed to `on_step`, and written to the log)."""
+
+    index: int
+    tick: float
+    state: RobotState
+    action: np.ndarray | None
+    command: JointCommand
+    compute_s: float
+    tripped: str | None
+
+
+@dataclass
+class LoopReport:
+    steps: int = 0
+    tripped: str | None = None
+    trip_step: int | None = None
+    compute_s: list[float] = field(default_factory=list)
+
+    def latency_ms(self) -> dict[str, float]:
+        """Median and 99th percentile of observe + infer + map, in milliseconds."""
+        if not self.compute_s:
+            return {"median": float("nan"), "p99": float("nan")}
+        ms = np.asarray(self.compute_s) * 1e3
+        return {"median": float(np.median(ms)), "p99": float(np.percentile(ms, 99))}
+
+
+class ControlLoop:
+    def __init__(self, policy: Policy, robot: RobotInterface, safety: Safety | None = None, log: str | Path | None = None):
+        self.policy, self.robot = policy, robot
+        self.safety = safety or Safety()
+        bundle = policy.bundle
+        self.period = bundle.control_period_s
+        self.max_latency = self.safety.max_latency_s if self.safety.max_latency_s is not None else self.period
+        self.observations = ObservationBuilder(bundle, robot.joint_names, out=policy.input_buffer)
+        self.actions = ActionMapper(bundle, robot.joint_names, self.safety.damping_kd)
+        self._limits = self._joint_limits(bundle.joint_limits, list(robot.joint_names))
+        self._log = open(log, "a") if log is not None else None
+        self.reset()
+
+    def _joint_limits(self, limits: dict, joints: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        low, high = np.full(len(joints), -np.inf), np.full(len(joints), np.inf)
+        for i, name in enumerate(joints):
+            if name in limits:
+                low[i] = limits[name][0] - self.safety.joint_limit_margin
+                high[i] = limits[name][1] + self.safety.joint_limit_margin
+        return low, high
+
+    def reset(self) -> None:
+        """Start over: last action zero, watchdog re-armed (after the robot is safe again)."""
+        self.observations.reset()
+        self.tripped: str | None = None
+        self._safe: JointCommand | None = None
+
+    # --- one tick ---------------------------------------------------------------------------------
+    def _check_state(self, state: RobotState) -> str | None:
+        q, qd = state.joint_pos, state.joint_vel
+        if not (np.isfinite(q).all() and np.isfinite(qd).all()):
+            bad = [n for n, x, v in zip(self.robot.joint_names, q, qd) if not (np.isfinite(x) and np.isfinite(v))]
+            return f"reading of joint {bad[0]!r} is not finite"
+        low, high = self._limits
+        out = np.flatnonzero((q < low) | (q > high))
+        if len(out):
+            i = out[0]
+            return (f"joint {self.robot.joint_names[i]!r} at {q[i]:.3f} is outside its limits "
+                    f"[{low[i]:.3f}, {high[i]:.3f}] (incl. margin)")  # fmt: skip
+        if self.safety.max_joint_vel is not None:
+            fast = np.flatnonzero(np.abs(qd) > self.safety.max_joint_vel)
+            if len(fast):
+                i = fast[0]
+                return f"joint {self.robot.joint_names[i]!r} moves at {qd[i]:.3f}, above max_joint_vel {self.safety.max_joint_vel}"
+        return None
+
+    def _policy_step(self, state: RobotState) -> tuple[np.ndarray | None, JointCommand | None, str | None]:
+        self.observations.build(state)  # straight into the policy's input buffer
+        action = self.policy.act()
+        if not np.isfinite(action).all():
+            return None, None, "policy output is not finite (NaN or inf)"
+        last = self.observations.last_action
+        if self.safety.action_rate_limit is not None:
+            step = self.safety.action_rate_limit * self.period
+            np.clip(action, last - step, last + step, out=action)
+        last[:] = action
+        return action, self.actions.map(action), None
+
+    def step(self, index: int, tick: float) -> Step:
+        """Run tick `index` (scheduled at robot time `tick`) and write its command."""
+        state = self.robot.read_state()
+        action, command, started = None, None, time.perf_counter()
+        problem = None
+        if self.tripped is None:  # once tripped, only the safe command is sent
+            problem = self._check_state(state)
+            if problem is None:
+                action, command, problem = self._policy_step(state)
+            if problem is None:
+                late = self.robot.now() - tick
+                if late > self.max_latency:
+                    problem = f"step {index} finished {late * 1e3:.1f} ms after its tick (limit {self.max_latency * 1e3:.1f} ms)"
+            if problem is not None:
+                self.tripped = problem
+                self._safe = self.actions.safe_command(state, self.safety.safe_mode)
+        compute = time.perf_counter() - started
+        if self.tripped is not None:
+            command, action = self._safe, None
+        self.robot.write_command(command)
+        record = Step(index, tick, state, action, command, compute, problem)
+        if self._log is not None:
+            self._write_log(record)
+        return record
+
+    # --- the loop ---------------------------------------------------------------------------------
+    def run(self, steps: int, on_step: Callable[[Step], bool | None] | None = None) -> LoopReport:
+        """Run up to `steps` ticks, one control period apart on the robot's clock. `on_step` sees
+        every tick after its command is written and ends the run by returning True."""
+        report = LoopReport()
+        start = self.robot.now()
+        for k in range(steps):
+            tick = start + k * self.period
+            self.robot.sleep_until(tick)
+            record = self.step(k, tick)
+            report.steps += 1
+            if record.tripped is not None and report.tripped is None:
+                report.tripped, report.trip_step = record.tripped, k
+            elif record.action is not None:
+                report.compute_s.append(record.compute_s)
+            if on_step is not None and on_step(record):
+                break
+        return report
+
+    def _write_log(self, s: Step) -> None:
+        c = s.command
+        row = {
+            "step": s.index, "tick": s.tick, "compute_ms": s.compute_s * 1e3,
+            "joint_pos": s.state.joint_pos.tolist(), "joint_vel": s.state.joint_vel.tolist(),
+            "obs": self.observations.obs.tolist() if s.action is not None else None,
+            "action": None if s.action is None else s.action.tolist(),
+            "command": {k: getattr(c, k).tolist() for k in ("position", "velocity", "kp", "kd", "effort")},
+            "tripped": s.tripped, "safe": self.tripped is not None,
+        }  # fmt: skip
+        self._log.write(json.dumps(row) + "\n")
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None

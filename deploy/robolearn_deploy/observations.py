@@ -1,0 +1,163 @@
+"""Policy input from robot readings, following the observation layout in robot.yaml.
+
+Each term in the layout names the `source` it was computed from in training (robolearn's term
+function) and its params. Here every source has a numpy twin that reads the same quantity from
+a RobotState; the builder resolves names to indices once, when it is made, so each control step
+costs a handful of array copies. Then the whole vector is scaled and clipped as in training.
+
+A robot-specific source (a foot contact switch, a joystick command, ...) is added with
+`register_source`; a layout that names a source this runtime lacks is refused when the builder
+is made, never at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from robolearn_deploy.bundle import Bundle, ObsTerm
+from robolearn_deploy.errors import DeployError
+from robolearn_deploy.robot import RobotState
+
+Writer = Callable[[RobotState, np.ndarray, np.ndarray], None]
+"""writer(state, last_action, out) fills `out`, the term's slice of the observation."""
+
+SourceFactory = Callable[[ObsTerm, "SourceContext"], Writer]
+
+
+class SourceContext:
+    """What a source factory may look up: the bundle and the robot's joint order."""
+
+    def __init__(self, bundle: Bundle, joint_names: Sequence[str], out: np.ndarray | None = None):
+        """out: a float32 [D] buffer to build into (e.g. Policy.input_buffer), else its own."""
+        self.bundle = bundle
+        self.joint_names = list(joint_names)
+        self._index = {name: i for i, name in enumerate(self.joint_names)}
+
+    def joint_indices(self, term: ObsTerm) -> np.ndarray:
+        joints = term.params.get("joints")
+        if not joints:
+            raise DeployError(f"observation '{term.name}' ({term.source}) names no joints in robot.yaml; re-export the bundle")
+        missing = [j for j in joints if j not in self._index]
+        if missing:
+            raise DeployError(
+                f"the robot has no joint {missing[0]!r} (needed by observation '{term.name}'); robot joints: "
+                f"{', '.join(self.joint_names)}"
+            )
+        return np.array([self._index[j] for j in joints], dtype=np.intp)
+
+    def default_pose(self, term: ObsTerm) -> np.ndarray:
+        pose = self.bundle.default_pose
+        joints = term.params["joints"]
+        missing = [j for j in joints if j not in pose]
+        if missing:
+            raise DeployError(f"robot.yaml has no default pose for joint {missing[0]!r} (observation '{term.name}')")
+        return np.array([pose[j] for j in joints])
+
+
+def _joint_pos(term: ObsTerm, ctx: SourceContext) -> Writer:
+    idx = ctx.joint_indices(term)
+    if term.params.get("relative"):
+        default = ctx.default_pose(term)
+
+        def write(state, last_action, out):
+            np.subtract(state.joint_pos[idx], default, out=out, casting="unsafe")
+    else:
+
+        def write(state, last_action, out):
+            out[:] = state.joint_pos[idx]
+
+    return write
+
+
+def _joint_vel(term: ObsTerm, ctx: SourceContext) -> Writer:
+    idx = ctx.joint_indices(term)
+
+    def write(state, last_action, out):
+        out[:] = state.joint_vel[idx]
+
+    return write
+
+
+def _joint_pos_cos_sin(term: ObsTerm, ctx: SourceContext) -> Writer:
+    idx = ctx.joint_indices(term)
+    k = len(idx)
+
+    def write(state, last_action, out):
+        q = state.joint_pos[idx]
+        np.cos(q, out=out[:k], casting="unsafe")
+        np.sin(q, out=out[k:], casting="unsafe")
+
+    return write
+
+
+def _last_action(term: ObsTerm, ctx: SourceContext) -> Writer:
+    def write(state, last_action, out):
+        out[:] = last_action
+
+    return write
+
+
+def _signal(name: str, size: int | None = None) -> SourceFactory:
+    """A source read straight from `state.signals[name]` (e.g. an IMU or an operator command)."""
+
+    def factory(term: ObsTerm, ctx: SourceContext) -> Writer:
+        def write(state, last_action, out):
+            out[:] = state.signals[name]
+
+        return write
+
+    return factory
+
+
+SOURCES: dict[str, SourceFactory] = {
+    "joint_pos": _joint_pos,
+    "joint_vel": _joint_vel,
+    "joint_pos_cos_sin": _joint_pos_cos_sin,
+    "last_action": _last_action,
+}
+
+
+def register_source(name: str, factory: SourceFactory) -> None:
+    """Teach the runtime a source a task's observation uses (same name as the training term)."""
+    SOURCES[name] = factory
+
+
+def register_signal_source(name: str, signal: str | None = None) -> None:
+    """A source whose value the robot supplies directly as `state.signals[signal or name]`."""
+    SOURCES[name] = _signal(signal or name)
+
+
+class ObservationBuilder:
+    def __init__(self, bundle: Bundle, joint_names: Sequence[str], out: np.ndarray | None = None):
+        """out: a float32 [D] buffer to build into (e.g. Policy.input_buffer), else its own."""
+        ctx = SourceContext(bundle, joint_names)
+        self._writers: list[tuple[Writer, slice]] = []
+        for term in bundle.terms:
+            if term.source not in SOURCES:
+                raise DeployError(
+                    f"observation '{term.name}' comes from '{term.source}', which this runtime cannot read from a "
+                    f"robot; known sources: {', '.join(sorted(SOURCES))} (add one with register_source)"
+                )
+            self._writers.append((SOURCES[term.source](term, ctx), slice(term.start, term.stop)))
+        self.obs = np.zeros(bundle.obs_size, dtype=np.float32) if out is None else out
+        self._views = [(w, self.obs[s]) for w, s in self._writers]
+        scale = np.concatenate([np.full(t.stop - t.start, t.scale, np.float32) for t in bundle.terms])
+        clip = np.concatenate([np.full(t.stop - t.start, np.inf if t.clip is None else t.clip, np.float32) for t in bundle.terms])
+        self._scale = scale if (scale != 1).any() else None
+        self._clip = clip if np.isfinite(clip).any() else None
+        self.last_action = np.zeros(bundle.num_actions, dtype=np.float32)
+
+    def build(self, state: RobotState) -> np.ndarray:
+        """The policy input for `state` (a view of one buffer, overwritten by the next call)."""
+        for write, out in self._views:
+            write(state, self.last_action, out)
+        if self._scale is not None:
+            np.multiply(self.obs, self._scale, out=self.obs)
+        if self._clip is not None:
+            np.clip(self.obs, -self._clip, self._clip, out=self.obs)
+        return self.obs
+
+    def reset(self) -> None:
+        self.last_action[:] = 0.0

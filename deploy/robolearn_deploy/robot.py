@@ -1,0 +1,67 @@
+"""What a hardware driver implements: read the state, write a joint command, keep time.
+
+Both directions use the driver's own joint order (`joint_names`); the observation builder and
+the action mapper translate to and from the bundle's order by name, so no hand-written code
+ever depends on the order the policy was trained with.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class RobotState:
+    """One reading, in the driver's joint order. `signals` holds everything that is not a joint
+    (IMU rates and orientation, an operator's velocity command, ...), keyed by name."""
+
+    joint_pos: np.ndarray
+    joint_vel: np.ndarray
+    signals: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class JointCommand:
+    """Per joint, in the driver's order: effort = kp (position - q) + kd (velocity - qdot) + effort.
+    This is the command most joint-level motor drivers take; a driver without built-in PD
+    evaluates it itself at its own rate. Unactuated joints carry kp = kd = effort = 0."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    effort: np.ndarray
+
+    @classmethod
+    def zeros(cls, num_joints: int) -> JointCommand:
+        return cls(*(np.zeros(num_joints) for _ in range(5)))
+
+    def copy(self) -> JointCommand:
+        return JointCommand(self.position.copy(), self.velocity.copy(), self.kp.copy(), self.kd.copy(), self.effort.copy())
+
+
+class RobotInterface(ABC):
+    """The robot side of the control loop. `now`/`sleep_until` are the loop's clock: wall time on
+    hardware; a simulator may run its own clock instead (see sim.MujocoRobot)."""
+
+    joint_names: Sequence[str]
+
+    @abstractmethod
+    def read_state(self) -> RobotState: ...
+
+    @abstractmethod
+    def write_command(self, command: JointCommand) -> None: ...
+
+    def now(self) -> float:
+        """Seconds on a monotonic clock."""
+        return time.monotonic()
+
+    def sleep_until(self, t: float) -> None:
+        delay = t - self.now()
+        if delay > 0:
+            time.sleep(delay)

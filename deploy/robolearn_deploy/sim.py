@@ -1,0 +1,136 @@
+"""Sim-to-sim: a RobotInterface backed by native MuJoCo on the CPU, for the robot's own MJCF.
+
+The stand-in behaves like a robot, not like the training environment: it steps physics at its
+own rate (any timestep or integrator), its joint drivers apply the JointCommand's PD law at every
+physics step, and with realtime=True its clock is the wall clock, so a slow policy step lets the
+world move on without it. With realtime=False the clock is simulated time and the loop runs as
+fast as the CPU allows (the same code path, deterministically).
+
+Requires the `mujoco` package (`pip install robolearn-deploy[sim]`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from robolearn_deploy.errors import DeployError
+from robolearn_deploy.robot import JointCommand, RobotInterface, RobotState
+
+INTEGRATORS = ("euler", "implicit", "implicitfast", "rk4")
+
+
+class MujocoRobot(RobotInterface):
+    def __init__(self, mjcf: str | Path, timestep: float | None = None, integrator: str | None = None, realtime: bool = False):
+        try:
+            import mujoco
+        except ImportError:
+            raise DeployError("sim-to-sim needs MuJoCo: pip install mujoco") from None
+        self._mj = mujoco
+        try:
+            self.model = mujoco.MjModel.from_xml_path(str(mjcf))
+        except Exception as exc:
+            raise DeployError(f"cannot load {mjcf}: {' '.join(str(exc).split())}") from None
+        if timestep is not None:
+            if timestep <= 0:
+                raise DeployError(f"timestep must be positive, got {timestep}")
+            self.model.opt.timestep = timestep
+        if integrator is not None:
+            if integrator.lower() not in INTEGRATORS:
+                raise DeployError(f"unknown integrator '{integrator}'; valid: {', '.join(INTEGRATORS)}")
+            self.model.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
+        self.data = mujoco.MjData(self.model)
+        self.realtime = realtime
+        m = self.model
+        one_dof = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) in one_dof]
+        self.joint_names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in joints]
+        self._qadr = np.array([m.jnt_qposadr[j] for j in joints], dtype=np.intp)
+        self._dadr = np.array([m.jnt_dofadr[j] for j in joints], dtype=np.intp)
+        self._drivers(joints)
+        self.command = JointCommand.zeros(len(joints))
+        self.reset()
+
+    def _drivers(self, joints: list[int]) -> None:
+        """Which actuator drives which joint, and how: position servos get the command's gains
+        written into their gain/bias parameters; motors get the PD effort as their control."""
+        mj, m = self._mj, self.model
+        by_joint = {int(m.actuator_trnid[a, 0]): a for a in range(m.nu) if int(m.actuator_trntype[a]) == int(mj.mjtTrn.mjTRN_JOINT)}
+        servo, motor = [], []
+        for i, j in enumerate(joints):
+            a = by_joint.get(j)
+            if a is None:
+                continue  # passive joint: commands for it are ignored
+            affine = int(m.actuator_biastype[a]) == int(mj.mjtBias.mjBIAS_AFFINE) and m.actuator_biasprm[a, 1] != 0
+            (servo if affine else motor).append((i, a))
+        self._servo_rows = np.array([i for i, _ in servo], dtype=np.intp)
+        self._servo_act = np.array([a for _, a in servo], dtype=np.intp)
+        self._motor_rows = np.array([i for i, _ in motor], dtype=np.intp)
+        self._motor_act = np.array([a for _, a in motor], dtype=np.intp)
+        gear = m.actuator_gear[self._motor_act, 0] * m.actuator_gainprm[self._motor_act, 0]
+        self._motor_effort_per_ctrl = gear
+
+    # --- episodes and the clock -----------------------------------------------------------------
+    def reset(self, qpos: np.ndarray | None = None, qvel: np.ndarray | None = None) -> None:
+        """Put the robot in a state (full qpos/qvel of the model; default: its initial pose)."""
+        mj = self._mj
+        mj.mj_resetData(self.model, self.data)
+        if qpos is not None:
+            self.data.qpos[:] = qpos
+        if qvel is not None:
+            self.data.qvel[:] = qvel
+        mj.mj_forward(self.model, self.data)
+        self.command = JointCommand.zeros(len(self.joint_names))
+        self._apply_servo_gains()
+        self._wall_start = time.monotonic()
+
+    def now(self) -> float:
+        if self.realtime:
+            return time.monotonic() - self._wall_start
+        return float(self.data.time)
+
+    def sleep_until(self, t: float) -> None:
+        if self.realtime:
+            super().sleep_until(t)
+        self._advance_to(t)
+
+    def _advance_to(self, t: float) -> None:
+        half = 0.5 * self.model.opt.timestep
+        while self.data.time < t - half:
+            self._physics_step()
+
+    def _physics_step(self) -> None:
+        c, d = self.command, self.data
+        if len(self._motor_rows):
+            r = self._motor_rows
+            q, qd = d.qpos[self._qadr[r]], d.qvel[self._dadr[r]]
+            effort = c.kp[r] * (c.position[r] - q) + c.kd[r] * (c.velocity[r] - qd) + c.effort[r]
+            d.ctrl[self._motor_act] = effort / self._motor_effort_per_ctrl
+        self._mj.mj_step(self.model, d)
+
+    # --- the robot interface --------------------------------------------------------------------
+    def read_state(self) -> RobotState:
+        if self.realtime:
+            self._advance_to(self.now())
+        d = self.data
+        return RobotState(d.qpos[self._qadr].copy(), d.qvel[self._dadr].copy())
+
+    def write_command(self, command: JointCommand) -> None:
+        if self.realtime:
+            self._advance_to(self.now())  # the old command acted until now
+        self.command = command.copy()
+        self._apply_servo_gains()
+
+    def _apply_servo_gains(self) -> None:
+        """Servo force = kp (ctrl - q) - kd qdot + feed-forward; the feed-forward terms
+        (effort + kd * velocity target) go in as an applied joint force."""
+        if not len(self._servo_rows):
+            return
+        c, m, d, r, a = self.command, self.model, self.data, self._servo_rows, self._servo_act
+        m.actuator_gainprm[a, 0] = c.kp[r]
+        m.actuator_biasprm[a, 1] = -c.kp[r]
+        m.actuator_biasprm[a, 2] = -c.kd[r]
+        d.ctrl[a] = c.position[r]
+        d.qfrc_applied[self._dadr[r]] = c.effort[r] + c.kd[r] * c.velocity[r]

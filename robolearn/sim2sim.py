@@ -1,0 +1,156 @@
+"""`robolearn sim2sim`: run a bundle through the deploy runtime against a CPU MuJoCo stand-in robot.
+
+The robot side is exactly what runs on hardware: robolearn_deploy's Policy, ControlLoop (with its
+watchdog) and a RobotInterface (here MujocoRobot, at its own physics rate and integrator). This
+module only adds the referee: a one-environment BatchedEnv of the bundle's task that samples each
+episode's initial state with the task's reset events and scores every tick with the task's own
+reward and termination terms, from the stand-in robot's state. The result is printed next to
+the training evaluation stored in the bundle.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import torch
+from omegaconf import OmegaConf
+
+from robolearn.config import TaskCfg
+from robolearn.envs.batched_env import BatchedEnv
+from robolearn.errors import UserError
+from robolearn.registry import get_task
+from robolearn_deploy import ControlLoop, Policy, Safety, Step
+from robolearn_deploy.sim import MujocoRobot
+
+
+class Referee:
+    """Scores a robot's trajectory with the task's terms through a 1-env BatchedEnv whose physics
+    state is overwritten with the robot's on every tick (the env's own physics never steps)."""
+
+    def __init__(self, bundle_dir: Path, seed: int):
+        cfg = OmegaConf.merge(OmegaConf.structured(TaskCfg), OmegaConf.load(bundle_dir / "task.yaml"))
+        cfg.asset = str((bundle_dir / cfg.asset).resolve())  # the bundle's copy of the MJCF
+        self.env = BatchedEnv(cfg, get_task(cfg.name), 1, physics="mujoco", device="cpu", seed=seed,
+                              physics_settings={"num_threads": 1})  # fmt: skip
+        self.names = self.env.terminations.names
+        self._all = torch.ones(1, dtype=torch.bool)
+
+    def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """A start state drawn by the task's reset events, as a training episode starts."""
+        self.env.reset(spread_timeouts=False)
+        physics = self.env.physics
+        return physics.qpos[0].double().numpy(), physics.qvel[0].double().numpy()
+
+    def score(self, qpos: np.ndarray, qvel: np.ndarray, action: np.ndarray) -> tuple[float, list[str]]:
+        """Reward of the transition that `action` caused, ending in (qpos, qvel); the termination
+        terms that fire there."""
+        env = self.env
+        env.actions.process(torch.as_tensor(action, dtype=torch.float32).unsqueeze(0))
+        env.physics.reset(self._all, torch.from_numpy(qpos).unsqueeze(0), torch.from_numpy(qvel).unsqueeze(0))
+        env.episode_length += 1
+        env.episode_steps += 1
+        env.terminations.compute()
+        reward = float(env.rewards.compute()[0])
+        return reward, [n for n, f in zip(self.names, env.terminations.fired[:, 0].tolist()) if f]
+
+    def close(self) -> None:
+        self.env.close()
+
+
+@dataclass
+class Episode:
+    ret: float = 0.0
+    length: int = 0
+    terminations: tuple[str, ...] = ()
+    tripped: str | None = None
+
+
+def run_episode(loop: ControlLoop, robot: MujocoRobot, referee: Referee, max_length: int) -> tuple[Episode, list[float]]:
+    qpos, qvel = referee.initial_state()
+    robot.reset(qpos, qvel)
+    loop.reset()
+    episode = Episode()
+    previous: list[np.ndarray | None] = [None]
+
+    def on_step(step: Step) -> bool:
+        if previous[0] is not None:  # this tick's state is the outcome of the previous action
+            reward, fired = referee.score(robot.data.qpos.copy(), robot.data.qvel.copy(), previous[0])
+            episode.ret += reward
+            episode.length += 1
+            if fired:
+                episode.terminations = tuple(fired)
+                return True
+        if step.tripped is not None:
+            episode.tripped = step.tripped
+            return True
+        previous[0] = step.action.copy()
+        return episode.length >= max_length
+
+    report = loop.run(max_length + 1, on_step)
+    return episode, report.compute_s
+
+
+def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timestep: float | None = None,
+            integrator: str | None = None, engine: str = "auto", seed: int = 0, log: Path | None = None) -> dict:  # fmt: skip
+    if episodes < 1:
+        raise UserError(f"episodes must be at least 1, got {episodes}")
+    policy = Policy(bundle_dir, engine=engine)  # verifies the bundle before anything runs
+    meta = policy.bundle.meta
+    robot = MujocoRobot(bundle_dir / meta["model_file"], timestep=timestep, integrator=integrator, realtime=realtime)
+    referee = Referee(bundle_dir, seed)
+    loop = ControlLoop(policy, robot, Safety(), log=log)
+    try:
+        runs = [run_episode(loop, robot, referee, referee.env.max_episode_length) for _ in range(episodes)]
+    finally:
+        loop.close()
+        referee.close()
+    returns = np.array([e.ret for e, _ in runs])
+    compute_ms = np.concatenate([np.asarray(c) for _, c in runs]) * 1e3
+    result = {
+        "task": meta["task"],
+        "episodes": episodes,
+        "return_mean": float(returns.mean()),
+        "return_std": float(returns.std()),
+        "episode_length_mean": float(np.mean([e.length for e, _ in runs])),
+        "terminated_fraction": float(np.mean([bool(e.terminations) for e, _ in runs])),
+        **{f"termination/{n}": float(np.mean([n in e.terminations for e, _ in runs])) for n in referee.names},
+        "watchdog_trips": sum(e.tripped is not None for e, _ in runs),
+        "trip_reasons": sorted({e.tripped for e, _ in runs if e.tripped}),
+        "control_step_ms": {"median": float(np.median(compute_ms)), "p99": float(np.percentile(compute_ms, 99))},
+        "engine": f"{policy.engine.name} {policy.engine.precision}",
+        "physics": {"timestep": float(robot.model.opt.timestep), "integrator": mujoco.mjtIntegrator(robot.model.opt.integrator).name[len("mjINT_"):].lower(),
+                    "realtime": realtime},  # fmt: skip
+    }
+    training = meta.get("evaluation") or {}
+    if training.get("return_mean"):
+        result["return_vs_training"] = result["return_mean"] / training["return_mean"]
+    result["training_evaluation"] = training
+    return result
+
+
+def print_report(result: dict) -> None:
+    training = result["training_evaluation"]
+    phys = result["physics"]
+    print(f"sim2sim {result['task']}: {result['episodes']} episodes, {result['engine']}, physics dt {phys['timestep']} s "
+          f"({phys['integrator']}), "
+          f"realtime {'on' if phys['realtime'] else 'off'}")  # fmt: skip
+    print(f"  {'metric':<28} {'training eval':>14} {'sim2sim':>10}")
+    keys = ["return_mean", "return_std", "episode_length_mean", "terminated_fraction"]
+    keys += [k for k in result if k.startswith("termination/")]
+    for key in keys:
+        print(f"  {key:<28} {training.get(key, float('nan')):>14.4g} {result[key]:>10.4g}")
+    if "return_vs_training" in result:
+        print(f"  return kept: {100 * result['return_vs_training']:.1f}% of the training evaluation")
+    lat = result["control_step_ms"]
+    print(f"  control step (observe + infer + map): median {lat['median'] * 1e3:.0f} us, p99 {lat['p99'] * 1e3:.0f} us; "
+          f"watchdog trips: {result['watchdog_trips']} {'; '.join(result['trip_reasons'])}")  # fmt: skip
+
+
+def write_report(result: dict, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(path)

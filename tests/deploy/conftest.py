@@ -1,0 +1,40 @@
+import shutil
+
+import pytest
+import torch
+
+from robolearn.compose import compose_train
+from robolearn.config import AlgoCfg
+from robolearn.envs.batched_env import BatchedEnv
+from robolearn.export.bundle import export_bundle
+from robolearn.registry import discover_tasks
+from robolearn.rl.models import ActorCritic
+
+
+def make_bundle(out, task="cartpole", overrides=(), hidden=(32, 32), seed=0):
+    """Export an (untrained) policy for `task` with non-trivial normalizer statistics."""
+    cfg = compose_train([f"task={task}", *overrides])
+    env = BatchedEnv(cfg.task, discover_tasks()[task], 8, physics="mujoco", seed=seed, physics_settings={"num_threads": 1})
+    try:
+        torch.manual_seed(seed)
+        ac = ActorCritic.from_config(AlgoCfg(actor_hidden_dims=list(hidden), critic_hidden_dims=[16]),
+                                     env.observation_dims(), env.num_actions)
+        obs = env.reset()["policy"]
+        ac.actor_normalizer.update(obs + torch.randn_like(obs))
+        export_bundle(ac, env, out)
+        return env, ac
+    finally:
+        env.close()
+
+
+@pytest.fixture(scope="session")
+def _bundle_template(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bundle") / "cartpole"
+    make_bundle(out)
+    return out
+
+
+@pytest.fixture
+def cartpole_bundle(_bundle_template, tmp_path):
+    """A fresh copy of an exported cartpole bundle that a test may damage."""
+    return shutil.copytree(_bundle_template, tmp_path / "bundle")

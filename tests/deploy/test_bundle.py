@@ -1,0 +1,121 @@
+"""A bundle is verified before it runs: every refusal is one line that names the problem."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+from robolearn_deploy import DeployError, Policy
+from robolearn_deploy.bundle import metadata_digest
+
+
+def rewrite(bundle, edit):
+    """Edit robot.yaml and re-sign it, as an export of another version or layout would."""
+    meta = yaml.safe_load((bundle / "robot.yaml").read_text())
+    edit(meta)
+    meta["metadata_sha256"] = metadata_digest(meta)
+    (bundle / "robot.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+
+
+def refused(bundle, *expected):
+    with pytest.raises(DeployError) as info:
+        Policy(bundle)
+    message = str(info.value)
+    assert "\n" not in message
+    for text in expected:
+        assert text in message, message
+    return message
+
+
+def test_intact_bundle_loads(cartpole_bundle):
+    policy = Policy(cartpole_bundle)
+    assert policy.bundle.obs_size == 4 and policy.engine.name == "onnxruntime"
+    assert policy.act([0.0, 0.1, 0.0, 0.0]).shape == (1,)
+
+
+def test_tampered_policy_file(cartpole_bundle):
+    onnx = cartpole_bundle / "policy.onnx"
+    data = bytearray(onnx.read_bytes())
+    data[-20] ^= 0xFF
+    onnx.write_bytes(bytes(data))
+    refused(cartpole_bundle, "policy.onnx does not match its sha256")
+
+
+def test_robot_yaml_edited_by_hand(cartpole_bundle):
+    path = cartpole_bundle / "robot.yaml"
+    path.write_text(path.read_text().replace("action_scale: 1.0", "action_scale: 2.0"))
+    refused(cartpole_bundle, "robot.yaml was edited after export")
+
+
+def test_wrong_bundle_format(cartpole_bundle):
+    rewrite(cartpole_bundle, lambda m: m.update(bundle_format=99))
+    refused(cartpole_bundle, "bundle format 99", "format 1 this runtime reads")
+
+
+def test_missing_file(cartpole_bundle):
+    (cartpole_bundle / "task.yaml").unlink()
+    refused(cartpole_bundle, "task.yaml", "missing")
+
+
+def test_layout_that_does_not_add_up(cartpole_bundle):
+    def drop_last_term(meta):
+        meta["observation"]["terms"].pop()
+
+    rewrite(cartpole_bundle, drop_last_term)
+    refused(cartpole_bundle, "observation terms cover 3 values", "4")
+
+
+def test_layout_that_does_not_match_the_network(cartpole_bundle):
+    def extra_term(meta):
+        obs = meta["observation"]
+        obs["terms"].append({**obs["terms"][-1], "name": "extra", "start": 4, "stop": 5})
+        obs["size"] = 5
+
+    rewrite(cartpole_bundle, extra_term)
+    refused(cartpole_bundle, "takes 4 observations", "describes 5", "layout mismatch")
+
+
+def test_source_a_robot_cannot_provide(cartpole_bundle):
+    def privileged(meta):
+        meta["observation"]["terms"][0]["source"] = "model_field"
+
+    rewrite(cartpole_bundle, privileged)
+    from robolearn_deploy import ObservationBuilder
+
+    policy = Policy(cartpole_bundle)
+    with pytest.raises(DeployError, match="comes from 'model_field'"):
+        ObservationBuilder(policy.bundle, ["slider", "hinge"])
+
+
+def test_cli_reports_a_bad_bundle_in_one_line(cartpole_bundle, tmp_path):
+    (cartpole_bundle / "policy.onnx").write_bytes(b"not a network")
+    result = subprocess.run([sys.executable, "-m", "robolearn.cli", "sim2sim", f"bundle={cartpole_bundle}"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "does not match its sha256" in lines[0], result.stderr
+
+
+def test_deploy_runs_without_torch_or_robolearn(cartpole_bundle):
+    """The runtime's whole path, bundle to control loop against the MuJoCo stand-in, in a process
+    where importing torch (or robolearn) fails."""
+    script = textwrap.dedent(f"""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("torch", "robolearn"):
+                    raise ImportError("blocked: " + name)
+        sys.meta_path.insert(0, Block())
+        from robolearn_deploy import ControlLoop, Policy
+        from robolearn_deploy.sim import MujocoRobot
+        policy = Policy({str(cartpole_bundle)!r})
+        robot = MujocoRobot({str(cartpole_bundle / "cartpole.xml")!r})
+        report = ControlLoop(policy, robot).run(50)
+        assert report.steps == 50 and report.tripped is None, report
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "robolearn"))
+        assert not loaded, loaded
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

@@ -1,0 +1,136 @@
+"""The control loop and its watchdog, against a scripted robot with its own clock."""
+
+import json
+
+import numpy as np
+import pytest
+
+from robolearn_deploy import ControlLoop, JointCommand, Policy, RobotInterface, RobotState, Safety
+
+
+class ScriptedRobot(RobotInterface):
+    """Joints in an order of its own (not the bundle's); a clock that only moves when told."""
+
+    joint_names = ["hinge", "slider"]
+
+    def __init__(self):
+        self.t = 0.0
+        self.q = np.array([0.05, 0.2])
+        self.qd = np.array([0.0, 0.0])
+        self.commands: list[JointCommand] = []
+        self.step_delay: dict[int, float] = {}  # read number -> seconds the "policy step" takes
+        self.reads = 0
+
+    def now(self):
+        return self.t
+
+    def sleep_until(self, t):
+        self.t = max(self.t, t)
+
+    def read_state(self):
+        self.t += self.step_delay.get(self.reads, 0.0)  # time spent after the read, before the write
+        self.reads += 1
+        return RobotState(self.q.copy(), self.qd.copy())
+
+    def write_command(self, command):
+        self.commands.append(command.copy())
+
+
+@pytest.fixture
+def loop(cartpole_bundle):
+    return ControlLoop(Policy(cartpole_bundle), ScriptedRobot())
+
+
+def test_commands_follow_the_bundle_by_joint_name(loop):
+    loop.run(3)
+    robot, policy = loop.robot, loop.policy
+    expected_obs = np.array([0.2, 0.05, 0.0, 0.0], np.float32)  # bundle order: slider, hinge
+    action = policy(expected_obs[None])[0, 0]
+    first = robot.commands[0]
+    # cartpole's motor: effort = clip(action, -1, 1) * 10 N on the slider (robot index 1)
+    assert first.effort[1] == pytest.approx(10.0 * np.clip(action, -1, 1), rel=1e-6)
+    assert first.effort[0] == 0.0 and (first.kp == 0).all()
+
+
+def test_late_step_trips_the_watchdog_and_sends_the_safe_command(loop):
+    period = loop.period
+    loop.robot.step_delay = {2: 1.5 * period}
+    report = loop.run(6)
+    assert report.tripped is not None and report.trip_step == 2
+    assert "step 2 finished 30.0 ms after its tick (limit 20.0 ms)" in report.tripped
+    assert len(loop.robot.commands) == 6  # the safe command keeps coming on every tick
+    for cmd in loop.robot.commands[2:]:
+        assert (cmd.kp == 0).all() and (cmd.effort == 0).all()
+        assert cmd.kd[1] == 1.0  # damping on the actuated slider
+    assert loop.robot.commands[1].effort[1] != 0.0
+
+
+def test_nan_policy_output_trips(loop):
+    real_act = loop.policy.act
+    calls = []
+
+    def act(obs=None):
+        out = real_act(obs)
+        calls.append(1)
+        if len(calls) == 2:
+            out[:] = np.nan
+        return out
+
+    loop.policy.act = act
+    report = loop.run(4)
+    assert report.trip_step == 1 and "not finite" in report.tripped
+    assert len(calls) == 2  # the policy is not consulted again after the trip
+    assert all((c.effort == 0).all() and (c.kd[1] == 1.0) for c in loop.robot.commands[1:])
+
+
+def test_bad_readings_trip(cartpole_bundle):
+    robot = ScriptedRobot()
+    robot.q[1] = 2.5  # slider beyond its 1.8 m limit + 0.1 margin
+    report = ControlLoop(Policy(cartpole_bundle), robot).run(2)
+    assert report.trip_step == 0 and "'slider' at 2.500 is outside its limits" in report.tripped
+
+    robot = ScriptedRobot()
+    robot.qd[0] = np.nan
+    assert "'hinge' is not finite" in ControlLoop(Policy(cartpole_bundle), robot).run(1).tripped
+
+    robot = ScriptedRobot()
+    robot.qd[0] = 30.0
+    loop = ControlLoop(Policy(cartpole_bundle), robot, Safety(max_joint_vel=20.0))
+    assert "moves at 30.000" in loop.run(1).tripped
+
+
+def test_hold_mode_keeps_the_pose_at_the_trip(cartpole_bundle):
+    robot = ScriptedRobot()
+    robot.step_delay = {0: 1.0}
+    loop = ControlLoop(Policy(cartpole_bundle), robot, Safety(safe_mode="hold", damping_kd=3.0))
+    loop.run(2)
+    cmd = robot.commands[-1]
+    assert cmd.position.tolist() == [0.05, 0.2] and cmd.kd.tolist() == [0.0, 3.0]
+
+
+def test_reset_rearms_the_watchdog(loop):
+    loop.robot.step_delay = {0: 1.0}
+    assert loop.run(2).tripped
+    loop.reset()
+    assert loop.run(2).tripped is None
+
+
+def test_action_rate_limit(cartpole_bundle):
+    robot = ScriptedRobot()
+    loop = ControlLoop(Policy(cartpole_bundle), robot, Safety(action_rate_limit=0.5))
+    loop.policy.act = lambda obs=None: np.array([1.0], np.float32)  # a step from 0 to 1
+    loop.run(3)
+    efforts = [c.effort[1] for c in robot.commands]
+    assert efforts == pytest.approx([0.1, 0.2, 0.3])  # 0.5 /s * 20 ms = 0.01 per tick, times 10 N
+
+
+def test_every_step_is_logged(cartpole_bundle, tmp_path):
+    robot = ScriptedRobot()
+    robot.step_delay = {3: 1.0}
+    loop = ControlLoop(Policy(cartpole_bundle), robot, log=tmp_path / "log.jsonl")
+    loop.run(5)
+    loop.close()
+    rows = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 1, 2, 3, 4]
+    assert len(rows[0]["obs"]) == 4 and len(rows[0]["action"]) == 1 and rows[0]["tripped"] is None
+    assert "finished" in rows[3]["tripped"] and rows[3]["action"] is None and rows[4]["tripped"] is None

@@ -1,0 +1,94 @@
+"""The deploy path reproduces training: same observations, same controls, same trajectory."""
+
+import numpy as np
+import pytest
+import torch
+
+from robolearn_deploy import ActionMapper, ControlLoop, Policy, RobotState
+from robolearn_deploy.observations import ObservationBuilder
+from robolearn_deploy.sim import MujocoRobot
+
+from .conftest import make_bundle
+
+NO_NOISE = ["task.observations.policy.enable_noise=false"]
+NOMINAL = {  # the stand-in robot is the nominal MJCF: no randomized model parameters
+    "cartpole": ["~task.events.pole_mass", "~task.events.actuator_gain", "~task.events.hinge_damping"],
+    "pendulum": ["~task.events.pole_mass", "~task.events.motor_gain", "~task.events.hinge_damping"],
+}
+
+
+@pytest.mark.parametrize("task", ["cartpole", "pendulum"])
+def test_observations_and_controls_match_the_training_env(make_env, tmp_path, task):
+    make_bundle(tmp_path / "b", task, NO_NOISE)
+    policy = Policy(tmp_path / "b")
+    env = make_env(task, NO_NOISE, num_envs=4)
+    robot_joints = list(reversed(MujocoRobot(tmp_path / "b" / f"{task}.xml").joint_names))  # another order
+    builder = ObservationBuilder(policy.bundle, robot_joints)
+    mapper = ActionMapper(policy.bundle, robot_joints)
+    obs = env.reset()["policy"]
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        action = torch.rand(4, env.num_actions, generator=gen) * 4 - 2
+        qpos, qvel = env.physics.qpos.double().numpy(), env.physics.qvel.double().numpy()
+        for i in range(4):
+            # hinge/slide joints only; qpos and qvel addresses coincide in these models
+            state = RobotState(qpos[i][::-1].copy(), qvel[i][::-1].copy())
+            builder.last_action[:] = env.actions.action[i].numpy()
+            np.testing.assert_allclose(builder.build(state), obs[i].numpy(), atol=1e-6)
+        obs = env.step(action)[0]["policy"]
+        for i in range(4):
+            effort = mapper.map(action[i].numpy()).effort
+            for k, a in enumerate(policy.bundle.actuators):  # motors: effort = ctrl * gear * gain
+                ctrl = env.actions.ctrl[i, env.actions.actuator_ids[k]].item()
+                assert effort[robot_joints.index(a.joint)] == pytest.approx(ctrl * a.effort_per_ctrl, rel=1e-6)
+
+
+@pytest.mark.parametrize("task", ["cartpole", "pendulum"])
+def test_stand_in_robot_follows_the_training_physics(make_env, tmp_path, task):
+    """Same start, same policy, same timestep and integrator: the deploy loop against MujocoRobot
+    visits the states the training env visits (float32 observations are the only difference)."""
+    make_bundle(tmp_path / "b", task, NO_NOISE, seed=3)
+    policy = Policy(tmp_path / "b")
+    env = make_env(task, NO_NOISE + NOMINAL[task], num_envs=1)
+    env.reset(spread_timeouts=False)
+    robot = MujocoRobot(tmp_path / "b" / f"{task}.xml")
+    robot.reset(env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
+    loop = ControlLoop(policy, robot)
+    sim_states, env_states = [], []
+
+    def on_step(step):
+        sim_states.append(robot.data.qpos.copy())
+
+    loop.run(60, on_step)
+    with torch.inference_mode():
+        for _ in range(60):
+            env_states.append(env.physics.qpos[0].double().numpy().copy())
+            obs = env.observations.buffers["policy"]
+            _, _, terminated, _ = env.step(torch.as_tensor(policy(obs.numpy())))
+            if terminated[0]:  # the env starts a new episode; the robot does not
+                break
+    assert len(env_states) > 10
+    gap = np.abs(np.array(sim_states[: len(env_states)]) - np.array(env_states)).max()
+    assert gap < 1e-4, gap
+
+
+SERVO = """<mujoco><option gravity="0 0 0"/><worldbody><body><joint name="j" type="hinge" damping="0"/>
+<geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1"/></body></worldbody>
+<actuator><position name="a" joint="j" kp="20" kv="1"/></actuator></mujoco>"""
+
+
+def test_stand_in_servo_takes_the_commanded_gains(tmp_path):
+    from robolearn_deploy import JointCommand
+
+    (tmp_path / "servo.xml").write_text(SERVO)
+    robot = MujocoRobot(tmp_path / "servo.xml", timestep=0.002, integrator="implicitfast")
+    assert robot.joint_names == ["j"]
+    robot.write_command(JointCommand(np.array([0.5]), np.zeros(1), np.array([20.0]), np.array([2.0]), np.zeros(1)))
+    robot.sleep_until(3.0)
+    assert robot.read_state().joint_pos[0] == pytest.approx(0.5, abs=1e-3)
+    robot.data.qvel[0] = 1.0
+    robot.write_command(JointCommand(np.zeros(1), np.zeros(1), np.zeros(1), np.array([0.1]), np.zeros(1)))  # damping
+    robot.sleep_until(8.0)
+    state = robot.read_state()
+    # no pull back to the target: it coasts I * v / kd = (1 * 0.3^2 / 3) * 1 / 0.1 = 0.3 rad and stops
+    assert abs(state.joint_vel[0]) < 1e-3 and state.joint_pos[0] == pytest.approx(0.5 + 0.3, abs=0.02)
