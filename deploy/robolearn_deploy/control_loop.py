@@ -9,6 +9,7 @@ the policy no longer runs, and the report says why. Clearing a trip is a deliber
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,10 +102,16 @@ class ControlLoop:
     # --- one tick ---------------------------------------------------------------------------------
     def _check_state(self, state: RobotState) -> str | None:
         q, qd = state.joint_pos, state.joint_vel
+        low, high = self._limits
+        # Fast path, a few microseconds: comparisons with NaN are false, and a non-finite velocity
+        # makes its dot product non-finite. Only a failing reading pays for the message below.
+        if (q >= low).all() and (q <= high).all() and math.isfinite(qd @ qd) and (
+            self.safety.max_joint_vel is None or np.abs(qd).max() <= self.safety.max_joint_vel
+        ):
+            return None
         if not (np.isfinite(q).all() and np.isfinite(qd).all()):
             bad = [n for n, x, v in zip(self.robot.joint_names, q, qd) if not (np.isfinite(x) and np.isfinite(v))]
             return f"reading of joint {bad[0]!r} is not finite"
-        low, high = self._limits
         out = np.flatnonzero((q < low) | (q > high))
         if len(out):
             i = out[0]
@@ -120,7 +127,7 @@ class ControlLoop:
     def _policy_step(self, state: RobotState) -> tuple[np.ndarray | None, JointCommand | None, str | None]:
         self.observations.build(state)  # straight into the policy's input buffer
         action = self.policy.act()
-        if not np.isfinite(action).all():
+        if not math.isfinite(action @ action):  # NaN or inf anywhere (or an absurd ~1e19 action)
             return None, None, "policy output is not finite (NaN or inf)"
         last = self.observations.last_action
         if self.safety.action_rate_limit is not None:

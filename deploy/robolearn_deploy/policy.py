@@ -79,15 +79,17 @@ class Policy:
         return self._checked(OnnxRuntimeEngine(b.file(onnx.file), b.input_name, b.output_name, onnx.precision, threads))
 
     def _engine_artifact(self, precision: str) -> Artifact | None:
-        """A TensorRT engine exported with the bundle, or one built on this computer next to it
-        (policy.<precision>.engine + .engine.yaml, checked against the bundle's ONNX)."""
-        listed = self.bundle.artifact("tensorrt", precision)
-        if listed is not None:
-            return listed
-        engine = self.bundle.path / f"policy.{precision}.engine"
+        """An engine built on this computer (policy.<precision>.local.engine + .yaml sidecar,
+        checked against the bundle's ONNX), else one exported with the bundle for this GPU."""
+        from robolearn_deploy import tensorrt
+
+        engine = self.bundle.path / tensorrt.local_engine_name(precision)
         sidecar = engine.with_name(engine.name + ".yaml")
         if not (engine.is_file() and sidecar.is_file()):
-            return None
+            listed = self.bundle.artifact("tensorrt", precision)
+            if listed is not None and listed.info.get("compute_capability") != tensorrt.compute_capability():
+                return None  # built for another GPU: it would not load here
+            return listed
         import yaml
 
         info = yaml.safe_load(sidecar.read_text()) or {}

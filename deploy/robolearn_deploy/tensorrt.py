@@ -1,15 +1,15 @@
-"""Optional TensorRT engine: built from the bundle's ONNX on the robot's own computer, then run there.
+"""Optional TensorRT engines: build one from the bundle's ONNX, and run it.
 
-An engine only loads on the GPU model and TensorRT version that built it, so bundles do not ship one:
-`python -m robolearn_deploy.tensorrt build <bundle dir>` builds it on the robot (a Jetson, say) and writes
-a sidecar with its hashes so the runtime can verify it. tensorrt and cuda-python are imported inside
-functions, so importing this module needs neither a GPU nor either package.
+An engine only loads on the GPU model and TensorRT version that built it. The one `robolearn export
+format=tensorrt` puts in a bundle serves robots with the training machine's GPU; any other robot
+builds its own with `python -m robolearn_deploy.tensorrt build <bundle dir>` (a Jetson, say), which
+writes policy.<precision>.local.engine and a sidecar with its hashes so the runtime can verify it.
+tensorrt and cuda-python are imported inside functions: importing this module needs neither.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import os
 import sys
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robolearn_deploy.bundle import sha256
 from robolearn_deploy.errors import DeployError
 
 PRECISIONS = ("fp32", "fp16")
@@ -81,6 +82,21 @@ def unavailable_reason() -> str | None:
         detail = "" if err == cudart.cudaError_t.cudaSuccess else f"{getattr(err, 'name', err)}; "
         return f"no CUDA GPU is visible ({detail}TensorRT engines need one)"
     return None
+
+
+def local_engine_name(precision: str) -> str:
+    """An engine built on the robot itself (not listed in robot.yaml; verified through its sidecar)."""
+    return f"policy.{precision}.local.engine"
+
+
+def compute_capability() -> str | None:
+    """This machine's GPU compute capability ("8.7" on a Jetson Orin), None without a usable GPU."""
+    if unavailable_reason() is not None:
+        return None
+    cudart = _cudart()
+    props = _cuda(cudart, "cudaGetDeviceProperties",
+                  cudart.cudaGetDeviceProperties(_cuda(cudart, "cudaGetDevice", cudart.cudaGetDevice())))
+    return f"{props.major}.{props.minor}"
 
 
 def _write_atomically(path: Path, data) -> None:
@@ -238,14 +254,6 @@ class TensorRTEngine:
             pass
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _bundle_policy(bundle: Path) -> tuple[Path, str, str]:
     """The bundle's fp32 ONNX (else its first ONNX) and the tensor names robot.yaml tells the runtime to bind."""
     import yaml
@@ -267,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m robolearn_deploy.tensorrt", description=(
         "Build a bundle's TensorRT engine on this machine: engines are tied to its GPU and TensorRT version."))
     build = parser.add_subparsers(dest="command", required=True).add_parser(
-        "build", help="write <bundle>/policy.<precision>.engine and its .yaml sidecar")
+        "build", help="write <bundle>/policy.<precision>.local.engine and its .yaml sidecar")
     build.add_argument("bundle", type=Path)
     build.add_argument("--precision", choices=PRECISIONS, default="fp32")
     build.add_argument("--max-batch", type=int, default=1024)
@@ -276,12 +284,12 @@ def main(argv: list[str] | None = None) -> int:
         import yaml
 
         onnx_path, input_name, output_name = _bundle_policy(args.bundle)
-        engine_path = args.bundle / f"policy.{args.precision}.engine"
+        engine_path = args.bundle / local_engine_name(args.precision)
         info = build_engine(onnx_path, engine_path, args.precision, args.max_batch)
         engine = TensorRTEngine(engine_path, input_name, output_name, args.precision)
         engine.run(np.zeros((1, engine.input_dim), np.float32))  # robot.yaml's names bind and the engine runs here
         engine.close()
-        info.update(sha256=_sha256(engine_path), onnx_sha256=_sha256(onnx_path))
+        info.update(sha256=sha256(engine_path), onnx_sha256=sha256(onnx_path))
         _write_atomically(engine_path.with_name(engine_path.name + ".yaml"),
                           yaml.safe_dump(info, sort_keys=False).encode())
     except DeployError as exc:

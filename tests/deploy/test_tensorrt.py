@@ -113,10 +113,10 @@ def test_cli_builds_engine_and_sidecar_from_a_bundle(tmp_path, capsys):
         "action": {"output": "actions", "size": ACT},
     }))
     assert main(["build", str(tmp_path), "--precision", "fp32", "--max-batch", "16"]) == 0
-    assert "policy.fp32.engine" in capsys.readouterr().out
+    assert "policy.fp32.local.engine" in capsys.readouterr().out
 
-    engine_path = tmp_path / "policy.fp32.engine"
-    sidecar = yaml.safe_load((tmp_path / "policy.fp32.engine.yaml").read_text())
+    engine_path = tmp_path / "policy.fp32.local.engine"
+    sidecar = yaml.safe_load((tmp_path / "policy.fp32.local.engine.yaml").read_text())
     assert sidecar["sha256"] == hashlib.sha256(engine_path.read_bytes()).hexdigest()
     assert sidecar["onnx_sha256"] == hashlib.sha256(onnx_path.read_bytes()).hexdigest()
     assert sidecar["tensorrt_version"] == trt.__version__ and sidecar["precision"] == "fp32"
