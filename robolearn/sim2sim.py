@@ -31,9 +31,9 @@ class Referee:
     """Scores a robot's trajectory with the task's terms through a 1-env BatchedEnv whose physics
     state is overwritten with the robot's on every tick (the env's own physics never steps)."""
 
-    def __init__(self, bundle_dir: Path, seed: int):
+    def __init__(self, bundle_dir: Path, model_file: str, seed: int):
         cfg = OmegaConf.merge(OmegaConf.structured(TaskCfg), OmegaConf.load(bundle_dir / "task.yaml"))
-        cfg.asset = str((bundle_dir / cfg.asset).resolve())  # the bundle's copy of the MJCF
+        cfg.asset = str((bundle_dir / model_file).resolve())  # the bundle's copy of the MJCF
         self.env = BatchedEnv(cfg, get_task(cfg.name), 1, physics="mujoco", device="cpu", seed=seed,
                               physics_settings={"num_threads": 1})  # fmt: skip
         self.names = self.env.terminations.names
@@ -53,7 +53,7 @@ class Referee:
         env.physics.reset(self._all, torch.from_numpy(qpos).unsqueeze(0), torch.from_numpy(qvel).unsqueeze(0))
         env.episode_length += 1
         env.episode_steps += 1
-        env.terminations.compute()
+        env.terminated = env.terminations.compute()  # reward terms such as is_alive read it
         reward = float(env.rewards.compute()[0])
         return reward, [n for n, f in zip(self.names, env.terminations.fired[:, 0].tolist()) if f]
 
@@ -100,8 +100,9 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
         raise UserError(f"episodes must be at least 1, got {episodes}")
     policy = Policy(bundle_dir, engine=engine)  # verifies the bundle before anything runs
     meta = policy.bundle.meta
+    timestep = timestep or meta.get("physics_dt_s")  # the training timestep unless another is asked for
     robot = MujocoRobot(bundle_dir / meta["model_file"], timestep=timestep, integrator=integrator, realtime=realtime)
-    referee = Referee(bundle_dir, seed)
+    referee = Referee(bundle_dir, meta["model_file"], seed)
     loop = ControlLoop(policy, robot, Safety(), log=log)
     try:
         runs = [run_episode(loop, robot, referee, referee.env.max_episode_length) for _ in range(episodes)]

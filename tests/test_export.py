@@ -98,3 +98,32 @@ def test_parity_tolerance_is_absolute_up_to_one_then_relative():
     assert ParityReport(1.5e-5, 0.0, 10, max_abs_output=20.0).ok  # a few float32 ulps at |y| = 20
     assert not ParityReport(3e-4, 0.0, 10, max_abs_output=20.0).ok
     assert ParityReport(5e-3, 0.0, 10, max_abs_output=0.5, precision="fp16").ok
+
+
+def test_bundle_carries_the_model_and_its_included_files(make_env, tmp_path):
+    """sim2sim rebuilds the robot from the bundle alone: the MJCF and every file it includes."""
+    from pathlib import Path
+
+    src = tmp_path / "robot"
+    (src / "parts").mkdir(parents=True)
+    xml = (Path(__file__).parents[1] / "assets" / "cartpole.xml").read_text()
+    start, stop = xml.index("<actuator>"), xml.index("</actuator>") + len("</actuator>")
+    (src / "parts" / "motors.xml").write_text(f"<mujoco>{xml[start:stop]}</mujoco>")
+    (src / "cartpole.xml").write_text(xml[:start] + '<include file="parts/motors.xml"/>' + xml[stop:])
+    env = make_env(overrides=[f"task.asset={src / 'cartpole.xml'}"], num_envs=4)
+    export_bundle(policy_for(env), env, tmp_path / "b")
+    meta = yaml.safe_load((tmp_path / "b" / "robot.yaml").read_text())
+    assert {"cartpole.xml", "parts/motors.xml"} <= set(meta["files"])
+    assert yaml.safe_load((tmp_path / "b" / "task.yaml").read_text())["asset"] == "cartpole.xml"
+    Bundle.load(tmp_path / "b")
+
+
+def test_actuators_without_a_joint_level_equivalent_are_refused(make_env, tmp_path):
+    from pathlib import Path
+
+    xml = (Path(__file__).parents[1] / "assets" / "cartpole.xml").read_text()
+    (tmp_path / "c.xml").write_text(xml.replace('<motor name="slide"', '<general name="slide" dyntype="filter" dynprm="0.05"'))
+    env = make_env(overrides=[f"task.asset={tmp_path / 'c.xml'}"], num_envs=4)
+    with pytest.raises(UserError, match="actuator 'slide' has activation dynamics"):
+        export_bundle(policy_for(env), env, tmp_path / "b")
+    assert not (tmp_path / "b").exists()

@@ -2,7 +2,8 @@
 
     ctrl = clip(action_offset + action_scale * action, ctrl_min, ctrl_max)     (as in training)
     position actuator: position target = ctrl, gains kp/kd from the bundle
-    motor actuator:    effort = ctrl * effort_per_ctrl, no gains
+    motor actuator:    effort = clip(ctrl * effort_per_ctrl, effort_range), no gains
+(A position servo's effort limit is its driver's to enforce, as MuJoCo's forcerange was in training.)
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ class ActionMapper:
         self._pos_joints, self._motor_joints = self.joints[position], self.joints[~position]
         self._pos_rows, self._motor_rows = np.flatnonzero(position), np.flatnonzero(~position)
         self._effort_per_ctrl = np.array([a.effort_per_ctrl for a in acts])[~position]
+        motors = [a for a in acts if a.kind == "motor"]
+        self._effort_low = np.array([a.effort_range[0] if a.effort_range else -np.inf for a in motors])
+        self._effort_high = np.array([a.effort_range[1] if a.effort_range else np.inf for a in motors])
+        self._limit_effort = bool(np.isfinite(self._effort_low).any() or np.isfinite(self._effort_high).any())
 
         n = len(joint_names)
         self.command = JointCommand.zeros(n)
@@ -47,7 +52,8 @@ class ActionMapper:
         self.hold_kp[self._pos_joints] = self.command.kp[self._pos_joints]
         self.damping_kd = np.zeros(n)
         self.damping_kd[self.joints] = damping_kd
-        self.damping_kd[self._pos_joints] = self.command.kd[self._pos_joints]
+        own_kd = self.command.kd[self._pos_joints]
+        self.damping_kd[self._pos_joints] = np.where(own_kd > 0, own_kd, damping_kd)
 
     def map(self, action: np.ndarray) -> JointCommand:
         """The command for `action` (the mapper's own buffer, overwritten by the next call)."""
@@ -59,17 +65,21 @@ class ActionMapper:
         if len(self._pos_rows):
             self.command.position[self._pos_joints] = ctrl[self._pos_rows]
         if len(self._motor_rows):
-            self.command.effort[self._motor_joints] = ctrl[self._motor_rows] * self._effort_per_ctrl
+            effort = ctrl[self._motor_rows] * self._effort_per_ctrl
+            if self._limit_effort:  # MuJoCo's forcerange clamp, as in training
+                np.clip(effort, self._effort_low, self._effort_high, out=effort)
+            self.command.effort[self._motor_joints] = effort
         return self.command
 
     def safe_command(self, state: RobotState, mode: str) -> JointCommand:
         """damping: no position gain, only the damping gains (the robot sags safely).
-        hold: keep the current pose with the bundle's position gains (motors only damp)."""
+        hold: keep the current pose with the bundle's position gains (motors only damp).
+        Damping gains: the bundle's kd where it has one, else `damping_kd`."""
         if mode not in SAFE_MODES:
             raise DeployError(f"unknown safe mode '{mode}'; valid: {', '.join(SAFE_MODES)}")
         n = len(self.damping_kd)
+        position = np.asarray(state.joint_pos, dtype=float).copy()
         kp = self.hold_kp.copy() if mode == "hold" else np.zeros(n)
-        return JointCommand(
-            position=np.asarray(state.joint_pos, dtype=float).copy(), velocity=np.zeros(n), kp=kp,
-            kd=self.damping_kd.copy(), effort=np.zeros(n),
-        )  # fmt: skip
+        broken = ~np.isfinite(position)  # a failed sensor: no position target on that joint
+        position[broken], kp[broken] = 0.0, 0.0
+        return JointCommand(position=position, velocity=np.zeros(n), kp=kp, kd=self.damping_kd.copy(), effort=np.zeros(n))

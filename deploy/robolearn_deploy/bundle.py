@@ -54,7 +54,8 @@ class Actuator:
     kp: float = 0.0
     kd: float = 0.0
     effort_per_ctrl: float = 1.0
-    effort_limit: float | None = None
+    effort_range: tuple[float, float] | None = None
+    """[min, max] joint effort the actuator could apply in training (MuJoCo's forcerange x gear)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,14 @@ class Bundle:
     def load(cls, path: str | Path) -> Bundle:
         path = Path(path)
         meta = read_verified(path)
+        try:
+            return cls._parse(path, meta)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            what = f"missing entry {exc}" if isinstance(exc, KeyError) else " ".join(str(exc).split())
+            raise DeployError(f"{path / 'robot.yaml'} is malformed ({type(exc).__name__}: {what}); re-export the bundle") from None
+
+    @classmethod
+    def _parse(cls, path: Path, meta: dict) -> Bundle:
         actuators = tuple(_actuator(a) for a in _require(meta, "actuators"))
         obs, act = _require(meta, "observation"), _require(meta, "action")
         terms = tuple(
@@ -164,18 +173,27 @@ def read_verified(path: Path) -> dict:
     if fmt != BUNDLE_FORMAT:
         from robolearn_deploy import __version__
 
+        versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
         raise DeployError(
-            f"bundle format {fmt!r} (exported by robolearn {meta.get('versions', {}).get('robolearn', '?')}) is not "
+            f"bundle format {fmt!r} (exported by robolearn {versions.get('robolearn', '?')}) is not "
             f"the format {BUNDLE_FORMAT} this runtime reads (robolearn-deploy {__version__}); use the deploy runtime "
             f"that ships with that robolearn, or re-export the run"
         )
     if meta.get("metadata_sha256") != metadata_digest(meta):
         raise DeployError(f"{manifest} was edited after export (its metadata checksum does not match); re-export the bundle")
-    for name, entry in _require(meta, "files").items():
+    files = _require(meta, "files")
+    if not isinstance(files, dict):
+        raise DeployError(f"{manifest}: 'files' must map each file name to its sha256; re-export the bundle")
+    needed = [a.get("file") for a in meta.get("artifacts") or [] if isinstance(a, dict)] + [meta.get("model_file")]
+    unlisted = [n for n in needed if n and n not in files]
+    if unlisted:
+        raise DeployError(f"robot.yaml carries no checksum for {unlisted[0]}: the bundle cannot be verified; re-export it")
+    for name, entry in files.items():
         file = path / name
         if not file.is_file():
             raise DeployError(f"bundle file {name} listed in robot.yaml is missing from {path}")
-        if sha256(file) != entry["sha256"]:
+        expected = entry.get("sha256") if isinstance(entry, dict) else None
+        if sha256(file) != expected:
             raise DeployError(f"{name} does not match its sha256 in robot.yaml: it changed after export; re-export the bundle")
     return meta
 
@@ -186,5 +204,10 @@ def _actuator(entry: dict) -> Actuator:
         raise DeployError(
             f"actuator '{entry.get('name')}' is of kind {kind!r}; this runtime drives {', '.join(ACTUATOR_KINDS)}"
         )
-    fields = set(Actuator.__dataclass_fields__)
-    return Actuator(**{k: v for k, v in entry.items() if k in fields})
+    floats = ("action_scale", "action_offset", "ctrl_min", "ctrl_max", "kp", "kd", "effort_per_ctrl")
+    values = {k: float(entry[k]) for k in floats if k in entry}
+    effort = entry.get("effort_range")
+    return Actuator(
+        name=str(entry["name"]), joint=str(entry["joint"]), kind=kind, **values,
+        effort_range=None if effort is None else (float(effort[0]), float(effort[1])),
+    )  # fmt: skip

@@ -47,6 +47,13 @@ class SourceContext:
             )
         return np.array([self._index[j] for j in joints], dtype=np.intp)
 
+    def expect_width(self, term: ObsTerm, width: int) -> None:
+        if term.stop - term.start != width:
+            raise DeployError(
+                f"observation '{term.name}' ({term.source}) has {term.stop - term.start} values in robot.yaml but "
+                f"its source gives {width}: layout mismatch; re-export the bundle"
+            )
+
     def default_pose(self, term: ObsTerm) -> np.ndarray:
         pose = self.bundle.default_pose
         joints = term.params["joints"]
@@ -58,6 +65,7 @@ class SourceContext:
 
 def _joint_pos(term: ObsTerm, ctx: SourceContext) -> Writer:
     idx = ctx.joint_indices(term)
+    ctx.expect_width(term, len(idx))
     if term.params.get("relative"):
         default = ctx.default_pose(term)
 
@@ -73,6 +81,7 @@ def _joint_pos(term: ObsTerm, ctx: SourceContext) -> Writer:
 
 def _joint_vel(term: ObsTerm, ctx: SourceContext) -> Writer:
     idx = ctx.joint_indices(term)
+    ctx.expect_width(term, len(idx))
 
     def write(state, last_action, out):
         out[:] = state.joint_vel[idx]
@@ -83,6 +92,7 @@ def _joint_vel(term: ObsTerm, ctx: SourceContext) -> Writer:
 def _joint_pos_cos_sin(term: ObsTerm, ctx: SourceContext) -> Writer:
     idx = ctx.joint_indices(term)
     k = len(idx)
+    ctx.expect_width(term, 2 * k)
 
     def write(state, last_action, out):
         q = state.joint_pos[idx]
@@ -93,6 +103,8 @@ def _joint_pos_cos_sin(term: ObsTerm, ctx: SourceContext) -> Writer:
 
 
 def _last_action(term: ObsTerm, ctx: SourceContext) -> Writer:
+    ctx.expect_width(term, ctx.bundle.num_actions)
+
     def write(state, last_action, out):
         out[:] = last_action
 

@@ -55,23 +55,25 @@ class Policy:
     def _open(self, engine: str, precision: str, threads: int) -> Engine:
         b = self.bundle
         if engine in ("auto", "tensorrt"):
-            trt_artifact = self._engine_artifact(precision)
-            if trt_artifact is not None:
-                from robolearn_deploy import tensorrt
+            from robolearn_deploy import tensorrt
 
-                reason = tensorrt.unavailable_reason()
-                if reason is None:
+            reason = tensorrt.unavailable_reason()
+            artifact = self._engine_artifact(precision) if reason is None else None
+            if artifact is not None:
+                try:
                     return self._checked(tensorrt.TensorRTEngine(
-                        b.file(trt_artifact.file), b.input_name, b.output_name, trt_artifact.precision,
-                        expected_version=trt_artifact.info.get("tensorrt_version"),
+                        b.file(artifact.file), b.input_name, b.output_name, artifact.precision,
+                        expected_version=artifact.info.get("tensorrt_version"),
                     ))  # fmt: skip
-                if engine == "tensorrt":
-                    raise DeployError(reason)
+                except DeployError:
+                    if engine == "tensorrt":
+                        raise  # auto: an engine that cannot load here leaves ONNX Runtime
             elif engine == "tensorrt":
-                raise DeployError(
-                    f"{b.path} has no {precision} TensorRT engine; export with format=tensorrt precision={precision} "
-                    f"or build one on this computer: python -m robolearn_deploy.tensorrt build {b.path} --precision {precision}"
-                )
+                raise DeployError(reason or (
+                    f"{b.path} has no {precision} TensorRT engine for this GPU; export with format=tensorrt "
+                    f"precision={precision} on a machine with it, or build one here: "
+                    f"python -m robolearn_deploy.tensorrt build {b.path} --precision {precision}"
+                ))  # fmt: skip
         onnx = b.artifact("onnx", precision) or (b.artifact("onnx", "fp32") if engine == "auto" else None)
         if onnx is None:
             have = ", ".join(f"{a.file} ({a.kind} {a.precision})" for a in b.artifacts)
@@ -93,7 +95,7 @@ class Policy:
         import yaml
 
         info = yaml.safe_load(sidecar.read_text()) or {}
-        onnx = self.bundle.artifact("onnx", "fp32")
+        onnx = self.bundle.artifact("onnx", precision) or self.bundle.artifact("onnx", "fp32")
         if onnx is None or info.get("onnx_sha256") != self.bundle.meta["files"][onnx.file]["sha256"]:
             raise DeployError(f"{engine.name} was built from another policy than this bundle's; rebuild it")
         if info.get("sha256") != sha256(engine):

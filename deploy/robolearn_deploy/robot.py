@@ -50,6 +50,9 @@ class RobotInterface(ABC):
     hardware; a simulator may run its own clock instead (see sim.MujocoRobot)."""
 
     joint_names: Sequence[str]
+    spin_s: float = 0.001
+    """sleep_until busy-waits this last stretch: a core woken from sleep runs the next step several
+    times slower (measured here: ~190 us instead of ~30 us for a small policy after a 20 ms sleep)."""
 
     @abstractmethod
     def read_state(self) -> RobotState: ...
@@ -63,5 +66,7 @@ class RobotInterface(ABC):
 
     def sleep_until(self, t: float) -> None:
         delay = t - self.now()
-        if delay > 0:
-            time.sleep(delay)
+        if delay > self.spin_s:
+            time.sleep(delay - self.spin_s)
+        while self.now() < t:
+            pass

@@ -92,8 +92,15 @@ class MujocoRobot(RobotInterface):
         return float(self.data.time)
 
     def sleep_until(self, t: float) -> None:
+        """Simulated clock: step physics up to t. Wall clock: keep stepping physics at the wall
+        clock's pace while waiting (as the world would move on), sleeping when ahead; at t the
+        physics is then caught up and the next read costs no catch-up time."""
         if self.realtime:
-            super().sleep_until(t)
+            while (now := self.now()) < t:
+                if self.data.time < now - 0.5 * self.model.opt.timestep:
+                    self._physics_step()
+                elif t - now > self.spin_s:
+                    time.sleep(min(t - now - self.spin_s, self.model.opt.timestep))
         self._advance_to(t)
 
     def _advance_to(self, t: float) -> None:

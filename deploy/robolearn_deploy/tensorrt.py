@@ -111,9 +111,11 @@ def _write_atomically(path: Path, data) -> None:
 
 
 def build_engine(onnx_path: Path, engine_path: Path, precision: str, max_batch: int = 1024,
-                 workspace_mib: int = 1024) -> dict:
+                 workspace_mib: int = 1024, strongly_typed: bool = False) -> dict:
     """Parse the ONNX policy ([batch, D] -> [batch, A]) and write an engine for batches 1..max_batch, tuned
-    for batch 1, which is what a control loop runs."""
+    for batch 1, which is what a control loop runs. strongly_typed: keep exactly the ONNX's own types (the
+    bundle's policy.fp16.onnx keeps its normalizer in fp32 and runs the MLP in fp16); otherwise fp16 means
+    TensorRT's FP16 flag on an fp32 graph, where it may pick fp16 for any layer, normalizer included."""
     if reason := unavailable_reason():
         raise DeployError(reason)
     if precision not in PRECISIONS:
@@ -126,7 +128,8 @@ def build_engine(onnx_path: Path, engine_path: Path, precision: str, max_batch: 
 
     logger = _logger()
     builder = trt.Builder(logger)
-    network = builder.create_network(0)  # TensorRT 10 networks are always explicit-batch
+    flags = 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED) if strongly_typed else 0
+    network = builder.create_network(flags)  # TensorRT 10 networks are always explicit-batch
     parser = trt.OnnxParser(network, logger)
     if not parser.parse(onnx_path.read_bytes(), str(onnx_path)):
         errors = "; ".join(" ".join(parser.get_error(i).desc().split()) for i in range(parser.num_errors))
@@ -141,9 +144,10 @@ def build_engine(onnx_path: Path, engine_path: Path, precision: str, max_batch: 
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, workspace_mib << 20)
     if precision == "fp32" and hasattr(trt.BuilderFlag, "TF32"):
         config.clear_flag(trt.BuilderFlag.TF32)  # on by default: it rounds matmul inputs to 10-bit mantissas
-    if precision == "fp16":
+    if precision == "fp16" and not strongly_typed:
         if not hasattr(trt.BuilderFlag, "FP16"):  # gone once TensorRT builds only strongly typed networks
-            raise DeployError(f"TensorRT {trt.__version__} has no FP16 builder flag; build with --precision fp32")
+            raise DeployError(f"TensorRT {trt.__version__} has no FP16 builder flag; build from the bundle's "
+                              "policy.fp16.onnx (export with precision=fp16)")
         config.set_flag(trt.BuilderFlag.FP16)
     profile = builder.create_optimization_profile()
     profile.set_shape(input_name, (1, shape[1]), (1, shape[1]), (max_batch, shape[1]))
@@ -254,8 +258,8 @@ class TensorRTEngine:
             pass
 
 
-def _bundle_policy(bundle: Path) -> tuple[Path, str, str]:
-    """The bundle's fp32 ONNX (else its first ONNX) and the tensor names robot.yaml tells the runtime to bind."""
+def _bundle_policy(bundle: Path, precision: str) -> tuple[Path, str, str]:
+    """The bundle's ONNX of this precision (else its fp32 one) and the tensor names robot.yaml binds."""
     import yaml
 
     meta_path = bundle / "robot.yaml"
@@ -264,11 +268,29 @@ def _bundle_policy(bundle: Path) -> tuple[Path, str, str]:
     try:
         meta = yaml.safe_load(meta_path.read_text())
         onnx = [a for a in meta["artifacts"] if a["kind"] == "onnx"]
-        chosen = next((a for a in onnx if a.get("precision") == "fp32"), onnx[0])
+        chosen = next((a for a in onnx if a.get("precision") == precision), None)
+        chosen = chosen or next((a for a in onnx if a.get("precision") == "fp32"), onnx[0])
         return bundle / chosen["file"], meta["observation"]["input"], meta["action"]["output"]
     except (yaml.YAMLError, KeyError, TypeError, IndexError) as exc:
         raise DeployError(f"{meta_path} names no ONNX artifact, observation.input or action.output "
                           f"({type(exc).__name__}: {' '.join(str(exc).split())}); re-export the bundle") from None
+
+
+def _parity(engine: TensorRTEngine, onnx_path: Path, input_name: str, output_name: str, precision: str,
+            max_batch: int) -> float:
+    """Max |engine - ONNX Runtime| on observations around 0 (inside the graph they are normalized); one
+    line and no sidecar when it exceeds the export tolerance (1e-5 fp32, 1e-2 fp16, relative above 1)."""
+    from robolearn_deploy.engines import OnnxRuntimeEngine
+
+    reference = OnnxRuntimeEngine(onnx_path, input_name, output_name, precision)
+    obs = np.random.default_rng(0).uniform(-3, 3, (256, engine.input_dim)).astype(np.float32)
+    expected = reference.run(obs)
+    got = np.concatenate([engine.run(obs[i : i + max_batch]) for i in range(0, len(obs), max_batch)])
+    diff = float(np.abs(got - expected).max())
+    tolerance = {"fp32": 1e-5, "fp16": 1e-2}[precision] * max(1.0, float(np.abs(expected).max()))
+    if not diff < tolerance:
+        raise DeployError(f"the engine differs from ONNX Runtime by {diff:.3g} (tolerance {tolerance:.3g}); not using it")
+    return diff
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,12 +305,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import yaml
 
-        onnx_path, input_name, output_name = _bundle_policy(args.bundle)
+        onnx_path, input_name, output_name = _bundle_policy(args.bundle, args.precision)
         engine_path = args.bundle / local_engine_name(args.precision)
-        info = build_engine(onnx_path, engine_path, args.precision, args.max_batch)
+        typed = args.precision == "fp16" and onnx_path.name.endswith(".fp16.onnx")
+        info = build_engine(onnx_path, engine_path, args.precision, args.max_batch, strongly_typed=typed)
         engine = TensorRTEngine(engine_path, input_name, output_name, args.precision)
-        engine.run(np.zeros((1, engine.input_dim), np.float32))  # robot.yaml's names bind and the engine runs here
-        engine.close()
+        try:  # robot.yaml's names bind, and the engine agrees with ONNX Runtime on this machine
+            info["parity_max_abs_diff"] = _parity(engine, onnx_path, input_name, output_name, args.precision,
+                                                  args.max_batch)
+        finally:
+            engine.close()
         info.update(sha256=sha256(engine_path), onnx_sha256=sha256(onnx_path))
         _write_atomically(engine_path.with_name(engine_path.name + ".yaml"),
                           yaml.safe_dump(info, sort_keys=False).encode())

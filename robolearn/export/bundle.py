@@ -1,7 +1,7 @@
 """Write a run's deploy bundle and check every artifact in it against the torch policy.
 
     policy.onnx              fp32, normalizer inside, input `obs` [batch, D] -> `actions` [batch, A]
-    policy.fp16.onnx         format=onnx precision=fp16
+    policy.fp16.onnx         precision=fp16 (normalizer in fp32, MLP in fp16)
     policy.<prec>.engine     format=tensorrt (built here through TensorRT's Python API)
     <robot>.xml, task.yaml   the robot's MJCF and the task config, for sim-to-sim
     robot.yaml               the contract with the robot (metadata.py), checksums of all of the above
@@ -63,6 +63,34 @@ class ExportResult:
     evaluation: dict[str, float]
 
 
+def _model_files(asset: Path) -> list[Path]:
+    """The MJCF, the files it includes and the mesh/texture/heightfield files it loads, relative
+    to the MJCF's folder: what sim-to-sim needs to rebuild the robot from the bundle alone."""
+    import xml.etree.ElementTree as ET
+
+    import mujoco
+
+    root = asset.parent
+    found, pending = [Path(asset.name)], [asset]
+    while pending:  # <include file=...> is resolved relative to the main model's folder
+        for element in ET.parse(pending.pop()).getroot().iter("include"):
+            found.append(Path(element.get("file", "")))
+            pending.append(root / found[-1])
+    spec = mujoco.MjSpec.from_file(str(asset))
+    for items, folder in ((spec.meshes, spec.meshdir), (spec.hfields, spec.meshdir), (spec.textures, spec.texturedir)):
+        found += [Path(folder or "") / item.file for item in items if item.file]
+    for rel in found:
+        if rel.is_absolute() or ".." in rel.parts or not (root / rel).is_file():
+            raise UserError(f"model file {rel} is not inside {root}: a bundle carries only files below the MJCF's folder")
+    return sorted(set(found))
+
+
+def _copy_model(asset: Path, staging: Path) -> None:
+    for rel in _model_files(asset):
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(asset.parent / rel, staging / rel)
+
+
 def check_options(fmt: str, precision: str) -> None:
     """Wrong format/precision, or TensorRT asked for where it cannot run: one line, before any work."""
     if fmt not in FORMATS:
@@ -84,16 +112,19 @@ def _check(policy: InferencePolicy, engine, file: str, kind: str, recorded: torc
 
 
 def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor) -> list[ArtifactReport]:
+    """policy.onnx always; policy.fp16.onnx for fp16; for TensorRT an engine built from the ONNX of
+    the asked precision (fp16: strongly typed, so the normalizer keeps fp32 as in the fp16 ONNX)."""
     onnx_path = export_onnx(policy, obs_dim, staging / "policy.onnx")
     reports = [_check(policy, OnnxRuntimeEngine(onnx_path, INPUT_NAME, OUTPUT_NAME), onnx_path.name, "onnx", recorded)]
-    if fmt == "onnx" and precision == "fp16":
-        half = export_onnx(policy, obs_dim, staging / "policy.fp16.onnx", precision="fp16")
-        reports.append(_check(policy, OnnxRuntimeEngine(half, INPUT_NAME, OUTPUT_NAME, "fp16"), half.name, "onnx", recorded))
+    if precision == "fp16":
+        onnx_path = export_onnx(policy, obs_dim, staging / "policy.fp16.onnx", precision="fp16")
+        engine = OnnxRuntimeEngine(onnx_path, INPUT_NAME, OUTPUT_NAME, "fp16")
+        reports.append(_check(policy, engine, onnx_path.name, "onnx", recorded))
     if fmt == "tensorrt":
         from robolearn_deploy import tensorrt
 
         engine_path = staging / f"policy.{precision}.engine"
-        info = tensorrt.build_engine(onnx_path, engine_path, precision)
+        info = tensorrt.build_engine(onnx_path, engine_path, precision, strongly_typed=precision == "fp16")
         engine = tensorrt.TensorRTEngine(engine_path, INPUT_NAME, OUTPUT_NAME, precision)
         try:
             reports.append(_check(policy, engine, engine_path.name, "tensorrt", recorded, info))
@@ -123,8 +154,10 @@ def export_bundle(
                 f"{failed[0].file} parity check failed: max abs difference {p.max_abs_diff:.3g} >= tolerance "
                 f"{p.tolerance:.3g} (actions up to {p.max_abs_output:.3g}); {out_dir} left as it was"
             )
-        shutil.copyfile(env.asset_path, staging / env.asset_path.name)
-        (staging / "task.yaml").write_text(OmegaConf.to_yaml(env.cfg, resolve=True))
+        _copy_model(env.asset_path, staging)
+        task = OmegaConf.to_container(env.cfg, resolve=True)
+        task["asset"] = env.asset_path.name  # the bundle's own copy
+        (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
         meta = robot_metadata(env, env.cfg.name)
         meta["versions"] = versions(staging / "policy.onnx")
         meta["artifacts"] = [r.as_dict() for r in reports]

@@ -26,14 +26,18 @@ from robolearn_deploy.bundle import BUNDLE_FORMAT, metadata_digest, sha256
 
 def _actuator_entry(model: mujoco.MjModel, a: int, name: str) -> dict:
     """How the robot realizes one policy output: a position servo (joint-space kp, kd) or a motor
-    (effort per unit of ctrl). Anything else has no joint-level equivalent to hand a driver."""
+    (effort per unit of ctrl). Anything else (actuator dynamics, velocity servos, ...) has no
+    joint-level equivalent to hand a driver, and is refused."""
     gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
     gear = float(model.actuator_gear[a, 0])
     fixed_gain = int(model.actuator_gaintype[a]) == int(mujoco.mjtGain.mjGAIN_FIXED)
     biastype = int(model.actuator_biastype[a])
+    if int(model.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
+        raise UserError(f"actuator '{name}' has activation dynamics (dyntype); deploy bundles support motors and "
+                        "position servos without dynamics")  # fmt: skip
     entry: dict = {}
-    if model.actuator_forcelimited[a]:
-        entry["effort_limit"] = float(max(abs(model.actuator_forcerange[a])) * abs(gear))
+    if model.actuator_forcelimited[a]:  # MuJoCo clamps the actuator force, then applies gear
+        entry["effort_range"] = sorted(float(f) * gear for f in model.actuator_forcerange[a])
     if fixed_gain and biastype == int(mujoco.mjtBias.mjBIAS_NONE):
         return {"kind": "motor", "effort_per_ctrl": float(gain[0]) * gear, **entry}
     if fixed_gain and biastype == int(mujoco.mjtBias.mjBIAS_AFFINE) and bias[1] != 0 and bias[1] == -gain[0]:
@@ -41,6 +45,13 @@ def _actuator_entry(model: mujoco.MjModel, a: int, name: str) -> dict:
             raise UserError(f"position actuator '{name}' has gear {gear}; deploy bundles need gear 1 for position actuators")
         return {"kind": "position", "kp": float(gain[0]), "kd": float(-bias[2]), **entry}
     raise UserError(f"actuator '{name}' is neither a motor nor a position servo; deploy bundles support those two kinds")
+
+
+def _ctrl_range(model: mujoco.MjModel, a: int, low: float, high: float) -> list[float]:
+    """The action manager's clip, narrowed to ctrlrange where MuJoCo clamps ctrl itself."""
+    if model.actuator_ctrllimited[a]:
+        low, high = max(low, float(model.actuator_ctrlrange[a, 0])), min(high, float(model.actuator_ctrlrange[a, 1]))
+    return [low, high]
 
 
 def _term_params(func, params: dict, model: mujoco.MjModel) -> dict:
@@ -59,18 +70,18 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
     for k, (a, name, joint) in enumerate(zip(actions.actuator_ids.tolist(), actions.actuator_names, actions.joint_names)):
         if joint is None:
             raise UserError(f"actuator '{name}' does not drive a joint; deploy bundles need joint actuators")
+        ctrl_min, ctrl_max = _ctrl_range(model, a, float(actions.ctrl_low[k]), float(actions.ctrl_high[k]))
         actuators.append({
             "name": name, "joint": joint,
             "action_scale": float(actions.scale[k]), "action_offset": float(actions.offset[k]),
-            "ctrl_min": float(actions.ctrl_low[k]), "ctrl_max": float(actions.ctrl_high[k]),
-            **_actuator_entry(model, a, name),
+            "ctrl_min": ctrl_min, "ctrl_max": ctrl_max, **_actuator_entry(model, a, name),
         })  # fmt: skip
     joint_names = names(model, mujoco.mjtObj.mjOBJ_JOINT)
     one_dof = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
     return {
         "bundle_format": BUNDLE_FORMAT,
         "task": task_name,
-        "model_file": env.asset_path.name,
+        "model_file": env.asset_path.name,  # the MJCF copied into the bundle (bundle.py)
         "control_period_s": env.dt,
         "physics_dt_s": float(model.opt.timestep),
         "decimation": env.decimation,
@@ -98,8 +109,8 @@ def versions(onnx_path: Path) -> dict:
 
 def write_robot_yaml(meta: dict, bundle_dir: Path) -> Path:
     """Add checksums of every other file in the bundle and of the metadata itself, then write."""
-    files = sorted(p for p in bundle_dir.iterdir() if p.is_file() and p.name != "robot.yaml")
-    meta = {**meta, "files": {p.name: {"sha256": sha256(p)} for p in files}}
+    files = sorted(p for p in bundle_dir.rglob("*") if p.is_file() and p != bundle_dir / "robot.yaml")
+    meta = {**meta, "files": {p.relative_to(bundle_dir).as_posix(): {"sha256": sha256(p)} for p in files}}
     meta["metadata_sha256"] = metadata_digest(meta)
     out = bundle_dir / "robot.yaml"
     tmp = out.with_name(out.name + ".tmp")

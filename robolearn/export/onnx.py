@@ -18,6 +18,8 @@ from robolearn.rl.models import InferencePolicy
 
 INPUT_NAME = "obs"
 OUTPUT_NAME = "actions"
+PROBE_BATCH = 256
+"""Parity probes go through the engine in batches of this size (engines have a maximum batch)."""
 TOLERANCE = {"fp32": 1e-5, "fp16": 1e-2}
 """Largest |artifact - torch| allowed for actions up to magnitude 1 (see ParityReport.tolerance)."""
 
@@ -118,7 +120,7 @@ def check_parity(policy: InferencePolicy, run: Callable[[np.ndarray], np.ndarray
         nonlocal largest
         with torch.no_grad():
             expected = policy(obs).numpy()
-        got = run(obs.numpy())
+        got = np.concatenate([run(chunk) for chunk in np.split(obs.numpy(), range(PROBE_BATCH, len(obs), PROBE_BATCH))])
         largest = max(largest, float(np.abs(expected).max()))
         return float(np.abs(got - expected).max())
 

@@ -38,3 +38,23 @@ def _bundle_template(tmp_path_factory):
 def cartpole_bundle(_bundle_template, tmp_path):
     """A fresh copy of an exported cartpole bundle that a test may damage."""
     return shutil.copytree(_bundle_template, tmp_path / "bundle")
+
+
+SERVO_PENDULUM = """<mujoco model="servo_pendulum">
+  <compiler angle="radian"/>
+  <option timestep="0.01" integrator="implicitfast"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="pole"><joint name="hinge" type="hinge" axis="0 1 0" damping="0.05" range="-3.5 3.5"/>
+      <geom name="pole" type="capsule" fromto="0 0 0 0 0 0.5" size="0.03" mass="1.0"/></body>
+  </worldbody>
+  <actuator><position name="torque" joint="hinge" kp="8" kv="0.4" ctrlrange="-3 3" forcerange="-2 2"/></actuator>
+</mujoco>"""
+
+
+@pytest.fixture
+def servo_pendulum(tmp_path):
+    """The pendulum task with a position servo (kp 8, kv 0.4, force limit 2 N m) instead of its motor."""
+    path = tmp_path / "servo_pendulum.xml"
+    path.write_text(SERVO_PENDULUM)
+    return [f"task.asset={path}"]

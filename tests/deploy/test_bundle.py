@@ -119,3 +119,30 @@ def test_deploy_runs_without_torch_or_robolearn(cartpole_bundle):
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m["observation"]["terms"][0].pop("source"),
+    lambda m: m["actuators"][0].pop("joint"),
+    lambda m: m["actuators"][0].update(action_scale="big"),
+    lambda m: m["artifacts"][0].pop("precision"),
+    lambda m: m.update(default_pose=[0.0, 0.0]),
+])  # fmt: skip
+def test_malformed_robot_yaml_is_one_line(cartpole_bundle, edit):
+    rewrite(cartpole_bundle, edit)
+    refused(cartpole_bundle, "robot.yaml is malformed", "re-export")
+
+
+def test_every_artifact_must_carry_a_checksum(cartpole_bundle):
+    rewrite(cartpole_bundle, lambda m: m["files"].pop("policy.onnx"))
+    refused(cartpole_bundle, "no checksum for policy.onnx")
+    rewrite(cartpole_bundle, lambda m: m.update(files=[]))
+    refused(cartpole_bundle, "'files' must map")
+
+
+def test_term_width_must_match_its_source(cartpole_bundle):
+    from robolearn_deploy import ObservationBuilder
+
+    rewrite(cartpole_bundle, lambda m: m["observation"]["terms"][0]["params"].update(joints=["slider", "hinge"]))
+    with pytest.raises(DeployError, match="'cart_pos' .* has 1 values in robot.yaml but its source gives 2"):
+        ObservationBuilder(Policy(cartpole_bundle).bundle, ["slider", "hinge"])

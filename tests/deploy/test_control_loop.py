@@ -134,3 +134,54 @@ def test_every_step_is_logged(cartpole_bundle, tmp_path):
     assert [r["step"] for r in rows] == [0, 1, 2, 3, 4]
     assert len(rows[0]["obs"]) == 4 and len(rows[0]["action"]) == 1 and rows[0]["tripped"] is None
     assert "finished" in rows[3]["tripped"] and rows[3]["action"] is None and rows[4]["tripped"] is None
+
+
+def test_position_servo_commands_and_hold(servo_pendulum, tmp_path):
+    from .conftest import make_bundle
+
+    make_bundle(tmp_path / "b", "pendulum", servo_pendulum)
+    policy = Policy(tmp_path / "b")
+    [servo] = policy.bundle.actuators
+    assert (servo.kind, servo.kp, servo.kd, servo.effort_range) == ("position", 8.0, 0.4, (-2.0, 2.0))
+
+    class Servo(ScriptedRobot):
+        joint_names = ["hinge"]
+
+        def __init__(self):
+            super().__init__()
+            self.q, self.qd = np.array([0.3]), np.array([0.1])
+
+    robot = Servo()
+    loop = ControlLoop(policy, robot, Safety(safe_mode="hold"))
+    loop.policy.act = lambda obs=None: np.array([5.0], np.float32)  # beyond ctrlrange: clipped to 3
+    robot.step_delay = {1: 1.0}
+    loop.run(3)
+    first, held = robot.commands[0], robot.commands[-1]
+    assert (first.position[0], first.kp[0], first.kd[0], first.effort[0]) == (3.0, 8.0, 0.4, 0.0)
+    assert (held.position[0], held.kp[0], held.kd[0]) == (0.3, 8.0, 0.4)  # the pose at the trip, own gains
+
+
+def test_safe_command_has_no_target_on_a_broken_sensor(servo_pendulum, tmp_path):
+    from .conftest import make_bundle
+
+    make_bundle(tmp_path / "b", "pendulum", servo_pendulum)
+    robot = ScriptedRobot()
+    robot.joint_names = ["hinge"]
+    robot.q, robot.qd = np.array([np.nan]), np.array([0.0])
+    loop = ControlLoop(Policy(tmp_path / "b"), robot, Safety(safe_mode="hold"))
+    assert "not finite" in loop.run(1).tripped
+    cmd = robot.commands[0]
+    assert cmd.kp[0] == 0.0 and np.isfinite(cmd.position).all() and cmd.kd[0] == 0.4
+
+
+def test_damping_falls_back_to_damping_kd_where_the_servo_has_no_kd(servo_pendulum, tmp_path):
+    from .conftest import make_bundle
+    from .test_bundle import rewrite
+
+    make_bundle(tmp_path / "b", "pendulum", servo_pendulum)
+    rewrite(tmp_path / "b", lambda meta: meta["actuators"][0].update(kd=0.0))
+    robot = ScriptedRobot()
+    robot.joint_names = ["hinge"]
+    robot.q, robot.qd, robot.step_delay = np.array([0.3]), np.array([0.0]), {0: 1.0}
+    ControlLoop(Policy(tmp_path / "b"), robot, Safety(damping_kd=2.5)).run(1)
+    assert robot.commands[0].kd[0] == 2.5 and robot.commands[0].kp[0] == 0.0

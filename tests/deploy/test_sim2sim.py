@@ -1,5 +1,7 @@
 """The deploy path reproduces training: same observations, same controls, same trajectory."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -43,15 +45,17 @@ def test_observations_and_controls_match_the_training_env(make_env, tmp_path, ta
                 assert effort[robot_joints.index(a.joint)] == pytest.approx(ctrl * a.effort_per_ctrl, rel=1e-6)
 
 
-@pytest.mark.parametrize("task", ["cartpole", "pendulum"])
-def test_stand_in_robot_follows_the_training_physics(make_env, tmp_path, task):
+@pytest.mark.parametrize("task,variant", [("cartpole", None), ("pendulum", None), ("pendulum", "servo")])
+def test_stand_in_robot_follows_the_training_physics(make_env, tmp_path, task, variant, request):
     """Same start, same policy, same timestep and integrator: the deploy loop against MujocoRobot
-    visits the states the training env visits (float32 observations are the only difference)."""
-    make_bundle(tmp_path / "b", task, NO_NOISE, seed=3)
+    visits the states the training env visits (float32 observations are the only difference).
+    The servo variant drives the pendulum with a force-limited position servo."""
+    asset = request.getfixturevalue("servo_pendulum") if variant else []
+    make_bundle(tmp_path / "b", task, NO_NOISE + asset, seed=3)
     policy = Policy(tmp_path / "b")
-    env = make_env(task, NO_NOISE + NOMINAL[task], num_envs=1)
+    env = make_env(task, NO_NOISE + NOMINAL[task] + asset, num_envs=1)
     env.reset(spread_timeouts=False)
-    robot = MujocoRobot(tmp_path / "b" / f"{task}.xml")
+    robot = MujocoRobot(tmp_path / "b" / policy.bundle.meta["model_file"])
     robot.reset(env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
     loop = ControlLoop(policy, robot)
     sim_states, env_states = [], []
@@ -92,3 +96,45 @@ def test_stand_in_servo_takes_the_commanded_gains(tmp_path):
     state = robot.read_state()
     # no pull back to the target: it coasts I * v / kd = (1 * 0.3^2 / 3) * 1 / 0.1 = 0.3 rad and stops
     assert abs(state.joint_vel[0]) < 1e-3 and state.joint_pos[0] == pytest.approx(0.5 + 0.3, abs=0.02)
+
+
+def test_motor_effort_matches_mujoco_including_its_force_limit(tmp_path):
+    """Deploy effort = the joint torque MuJoCo applied in training for the same ctrl, including
+    forcerange clamping (the pendulum motor limited to 0.5 N m here) and ctrlrange clamping with
+    the action manager's own clip switched off."""
+    import mujoco
+
+    xml = (Path(__file__).parents[2] / "assets" / "pendulum.xml").read_text()
+    xml = xml.replace('ctrlrange="-1 1"/>', 'ctrlrange="-1 1" forcelimited="true" forcerange="-0.5 0.5"/>')
+    (tmp_path / "p.xml").write_text(xml)
+    make_bundle(tmp_path / "b", "pendulum", [f"task.asset={tmp_path / 'p.xml'}", "task.action.clip_to_ctrlrange=false"])
+    bundle = Policy(tmp_path / "b").bundle
+    assert (bundle.actuators[0].ctrl_min, bundle.actuators[0].ctrl_max) == (-1.0, 1.0)  # MuJoCo clamps ctrl anyway
+    mapper = ActionMapper(bundle, ["hinge"])
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "p.xml"))
+    data = mujoco.MjData(model)
+    for action in (-3.0, -0.7, -0.2, 0.0, 0.3, 0.6, 2.0):
+        data.ctrl[0] = action  # what training sends: scale 1, offset 0, no clip of its own
+        mujoco.mj_forward(model, data)
+        assert mapper.map(np.array([action])).effort[0] == pytest.approx(data.qfrc_actuator[0], abs=1e-12)
+
+
+def test_referee_scores_the_terminal_step_like_training(make_env, tmp_path):
+    """The pole past 0.4 rad ends a cartpole episode; the referee's reward for that step equals
+    the training env's (is_alive is 0 on it)."""
+    from robolearn.sim2sim import Referee
+
+    make_bundle(tmp_path / "b", "cartpole", NO_NOISE)
+    env = make_env("cartpole", NO_NOISE + NOMINAL["cartpole"], num_envs=1)
+    env.reset(spread_timeouts=False)
+    qpos = torch.tensor([[0.1, 0.6]])
+    env.physics.reset(torch.ones(1, dtype=torch.bool), qpos, torch.zeros(1, 2))
+    env.actions.process(torch.tensor([[0.3]]))
+    env.terminated = env.terminations.compute()
+    expected = env.rewards.compute()[0].item()
+
+    referee = Referee(tmp_path / "b", "cartpole.xml", seed=0)
+    referee.initial_state()
+    reward, fired = referee.score(np.array([0.1, 0.6]), np.zeros(2), np.array([0.3]))
+    referee.close()
+    assert fired == ["pole_fell"] and reward == pytest.approx(expected) and expected < 0.9
