@@ -93,13 +93,24 @@ class EventTermCfg:
 
 
 @dataclass
+class CommandCfg:
+    ranges: Dict[str, List[float]] = MISSING
+    """Components in order, each drawn uniformly from its [low, high] (e.g. lin_vel_x: [-1, 1])."""
+    resampling_time_s: List[float] = field(default_factory=lambda: [10.0, 10.0])
+    """Each env draws a new command after a period drawn uniformly from [low, high] seconds."""
+    standing_probability: float = 0.0
+    """Probability that a drawn command is all zeros (stand still)."""
+
+
+@dataclass
 class ActionCfg:
     actuators: List[str] = field(default_factory=list)
     """Actuators driven by the policy, in action order; empty means all, in model order."""
     scale: float = 1.0
     """ctrl = offset + scale * action."""
     use_default_offset: bool = False
-    """Offset each position actuator by its joint's default position (qpos0); else offset 0."""
+    """Offset each position actuator by its joint's default position (the `home` keyframe, else
+    qpos0); else offset 0."""
     clip_to_ctrlrange: bool = True
     """Clip ctrl to each actuator's ctrlrange (when the actuator is ctrl-limited)."""
 
@@ -128,6 +139,8 @@ class TaskCfg:
     """Termination terms (true terminations; time-outs are separate)."""
     events: Dict[str, EventTermCfg] = field(default_factory=dict)
     """Reset and domain-randomization events."""
+    commands: Dict[str, CommandCfg] = field(default_factory=dict)
+    """Commands the policy is asked to follow (e.g. a base velocity), resampled per env."""
 
 
 @dataclass

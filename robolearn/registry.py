@@ -30,6 +30,9 @@ class TaskPlugin:
     """The task YAML (validated against robolearn.config.TaskCfg)."""
     terms: Mapping[str, Callable] = field(default_factory=dict)
     """Task-specific term functions by name; robolearn.mdp's generic terms are always available."""
+    edit_spec: Callable | None = None
+    """edit_spec(mujoco.MjSpec): changes the MJCF before it is compiled (robot constants kept in
+    Python, generated terrain, ...). The exported bundle carries the edited model."""
 
     @property
     def folder(self) -> Path:

@@ -12,7 +12,8 @@ from robolearn.envs.scene import entity_ids, names
 class ActionManager:
     """Holds the current and previous action and the ctrl tensor handed to the physics backend."""
 
-    def __init__(self, cfg: ActionCfg, model: mujoco.MjModel, num_envs: int, device: torch.device):
+    def __init__(self, cfg: ActionCfg, model: mujoco.MjModel, num_envs: int, device: torch.device,
+                 default_qpos: torch.Tensor):  # fmt: skip
         ids = entity_ids(model, mujoco.mjtObj.mjOBJ_ACTUATOR, list(cfg.actuators) or None)
         self.actuator_ids = torch.tensor(ids, dtype=torch.long, device=device)
         self.actuator_names = [names(model, mujoco.mjtObj.mjOBJ_ACTUATOR)[i] for i in ids]
@@ -22,7 +23,7 @@ class ActionManager:
         if cfg.use_default_offset:
             for k, a in enumerate(ids):
                 if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT):
-                    self.offset[k] = float(model.qpos0[model.jnt_qposadr[model.actuator_trnid[a, 0]]])
+                    self.offset[k] = float(default_qpos[model.jnt_qposadr[model.actuator_trnid[a, 0]]])
         low = torch.full((len(ids),), -torch.inf, device=device)
         high = torch.full((len(ids),), torch.inf, device=device)
         if cfg.clip_to_ctrlrange:

@@ -15,11 +15,13 @@ import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import mujoco
 import torch
 
 from robolearn import mdp
 from robolearn.config import EventMode, TaskCfg
 from robolearn.envs.actions import ActionManager
+from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep
 from robolearn.envs.managers import EventManager, ObservationManager, RewardManager, TerminationManager
 from robolearn.envs.scene import field_rows, single_dof_joints
@@ -38,6 +40,13 @@ def resolve_asset(asset: str, task_folder: Path) -> Path:
         if (base / path).is_file():
             return base / path
     return assets_dir() / path
+
+
+def default_pose(model: mujoco.MjModel):
+    """The model's keyframe named `home` if it has one, else qpos0: where episodes start from,
+    what relative joint observations and default action offsets refer to."""
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
+    return model.key_qpos[key] if key >= 0 else model.qpos0
 
 
 def term_namespace(plugin: TaskPlugin) -> dict[str, Callable]:
@@ -63,7 +72,8 @@ class BatchedEnv:
         self.device = torch.device(device)
         self.num_envs = num_envs
         self.asset_path = resolve_asset(cfg.asset, plugin.folder)
-        model = load_model(self.asset_path, cfg.sim_dt)
+        self.edit_spec = plugin.edit_spec
+        model = load_model(self.asset_path, cfg.sim_dt, plugin.edit_spec)
         if cfg.decimation < 1:
             raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
         self.physics = make_backend(physics, model, num_envs, self.device, physics_settings)
@@ -78,17 +88,20 @@ class BatchedEnv:
         """Control steps counted toward the time-out (starts at a random value, see reset())."""
         self.episode_steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         """Control steps actually taken in the running episode (what episode statistics report)."""
-        self.default_qpos = torch.as_tensor(model.qpos0, dtype=torch.float32, device=self.device).repeat(num_envs, 1)
+        self.default_qpos = torch.as_tensor(default_pose(model), dtype=torch.float32, device=self.device).repeat(num_envs, 1)
         self.default_qvel = torch.zeros(num_envs, model.nv, device=self.device)
         self.reset_qpos = self.default_qpos.clone()
         """Reset events write the next episode's initial state here (for the masked envs)."""
         self.reset_qvel = self.default_qvel.clone()
 
         namespace = term_namespace(plugin)
-        self.actions = ActionManager(cfg.action, model, num_envs, self.device)
+        self.actions = ActionManager(cfg.action, model, num_envs, self.device, self.default_qpos[0])
         self.num_actions = self.actions.num_actions
         self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         self.truncated = torch.zeros_like(self.terminated)
+        self.prev_qvel = self.default_qvel.clone()
+        """Joint velocities before the last step's physics (joint accelerations)."""
+        self.commands = CommandManager(cfg.commands, self)
         self.events = EventManager(cfg.events, namespace, self)
         self.terminations = TerminationManager(cfg.terminations, namespace, self)
         self.rewards = RewardManager(cfg.rewards, namespace, self)
@@ -149,6 +162,7 @@ class BatchedEnv:
 
     def _apply_action(self, action: torch.Tensor) -> None:
         self.actions.process(action)
+        self.prev_qvel.copy_(self.physics.qvel)
 
     def _after_physics(self):
         self.episode_length += 1
@@ -158,6 +172,7 @@ class BatchedEnv:
         reward = self.rewards.compute()
         self._reset_envs(self.terminated | self.truncated)
         self.events.step_interval(self.dt)
+        self.commands.step(self.dt)
         return self.observations.compute(), reward, self.terminated, self.truncated
 
     def _reset_envs(self, mask: torch.Tensor, record: bool = True) -> None:
@@ -171,7 +186,11 @@ class BatchedEnv:
         self.reset_qvel.copy_(self.default_qvel)
         self.events.apply(EventMode.reset, mask)
         self.physics.reset(mask, self.reset_qpos, self.reset_qvel)
+        self.prev_qvel.copy_(torch.where(mask.unsqueeze(1), self.physics.qvel, self.prev_qvel))
         self.actions.reset(mask)
+        self.commands.resample(mask)
+        for manager in (self.observations, self.rewards, self.terminations):
+            manager.reset(mask)
         self.episode_length.masked_fill_(mask, 0)
         self.episode_steps.masked_fill_(mask, 0)
         self.rewards.episode_sums.masked_fill_(mask, 0.0)
@@ -218,6 +237,8 @@ class BatchedEnv:
             "event_time_left": self.events.time_left.clone(),
             "stats": self._stats.clone(),
             "obs": {k: v.clone() for k, v in self.observations.buffers.items()},
+            "prev_qvel": self.prev_qvel.clone(),
+            "commands": self.commands.state_dict(),
         }
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -237,6 +258,8 @@ class BatchedEnv:
         self._stats.copy_(state["stats"])
         for k, v in state["obs"].items():
             self.observations.buffers[k].copy_(v)
+        self.prev_qvel.copy_(state["prev_qvel"])
+        self.commands.load_state_dict(state["commands"])
 
     def close(self) -> None:
         self.physics.close()

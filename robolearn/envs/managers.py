@@ -34,12 +34,28 @@ def plain(params: Any) -> dict[str, Any]:
     return dict(params)
 
 
-def check_params(kind: str, name: str, func: Callable, *args: Any, **params: Any) -> None:
+def check_params(kind: str, name: str, func: Callable, /, *args: Any, **params: Any) -> None:
     """Wrong or missing YAML params are a UserError at build time; the step then calls terms directly."""
     try:
         inspect.signature(func).bind(*args, **params)
     except TypeError as exc:
         raise UserError(f"{kind} term '{name}' ({func.__name__}): {exc}") from None
+
+
+def build_term(kind: str, name: str, func: Callable, params: dict, env: BatchedEnv, /) -> tuple[Callable, dict]:
+    """(callable, params) for a term. A term that keeps state across steps (per-foot timers, ...)
+    is a class: it is built here once with its params, then called as term(env); its optional
+    `reset(mask)` runs when environments reset."""
+    check_params(kind, name, func, env, **params)
+    if inspect.isclass(func):
+        return func(env, **params), {}
+    return func, params
+
+
+def reset_terms(terms, mask: torch.Tensor) -> None:
+    for term in terms:
+        if hasattr(term, "reset"):
+            term.reset(mask)
 
 
 @dataclass(frozen=True)
@@ -73,14 +89,13 @@ class ObservationManager:
         for group, gcfg in groups.items():
             start, terms, columns = 0, [], []
             for name, tcfg in gcfg["terms"].items():
-                func = resolve_term("observation", name, tcfg.func, namespace)
-                params = plain(tcfg.params)
-                check_params("observation", name, func, env, **params)
+                func, params = build_term("observation", name, resolve_term("observation", name, tcfg.func, namespace),
+                                          plain(tcfg.params), env)  # fmt: skip
                 value = func(env, **params)
                 if value.dim() != 2 or value.shape[0] != env.num_envs:
                     raise UserError(f"observation term '{name}' must return [num_envs, k], got {tuple(value.shape)}")
                 dim = value.shape[1]
-                sl = ObsSlice(name, start, start + dim, float(tcfg.scale), tcfg.clip, tcfg.units, tcfg.func, params)
+                sl = ObsSlice(name, start, start + dim, float(tcfg.scale), tcfg.clip, tcfg.units, tcfg.func, plain(tcfg.params))
                 terms.append((sl, func, params))
                 clip = float("inf") if tcfg.clip is None else float(tcfg.clip)
                 noisy = bool(gcfg["enable_noise"])
@@ -99,6 +114,9 @@ class ObservationManager:
                 "scale": scale if (scale != 1).any() else None,
                 "clip": clip if torch.isfinite(clip).any() else None,
             }
+
+    def reset(self, mask: torch.Tensor) -> None:
+        reset_terms([func for terms in self._terms.values() for _, func, _ in terms], mask)
 
     def functions(self, group: str) -> list[tuple[ObsSlice, Callable]]:
         """Each term's slice and the function computing it (export describes terms from these)."""
@@ -127,9 +145,10 @@ class RewardManager:
 
     def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
         self._env = env
-        self._terms = [(name, resolve_term("reward", name, t.func, namespace), plain(t.params)) for name, t in terms.items()]
-        for name, func, params in self._terms:
-            check_params("reward", name, func, env, **params)
+        self._terms = [
+            (name, *build_term("reward", name, resolve_term("reward", name, t.func, namespace), plain(t.params), env))
+            for name, t in terms.items()
+        ]
         self.names = [t[0] for t in self._terms]
         self.weights = torch.tensor([float(t.weight) for t in terms.values()], device=env.device)
         self.values = torch.zeros(len(self._terms), env.num_envs, device=env.device)
@@ -137,6 +156,9 @@ class RewardManager:
         self.reward = torch.zeros(env.num_envs, device=env.device)
         self.episode_sums = torch.zeros(len(self._terms), env.num_envs, device=env.device)
         """Weighted term sums of the running episodes, [K, N]."""
+
+    def reset(self, mask: torch.Tensor) -> None:
+        reset_terms([t[1] for t in self._terms], mask)
 
     def compute(self) -> torch.Tensor:
         for k, (name, func, params) in enumerate(self._terms):
@@ -152,13 +174,15 @@ class TerminationManager:
     def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
         self._env = env
         self._terms = [
-            (name, resolve_term("termination", name, t.func, namespace), plain(t.params)) for name, t in terms.items()
+            (name, *build_term("termination", name, resolve_term("termination", name, t.func, namespace), plain(t.params), env))
+            for name, t in terms.items()
         ]
-        for name, func, params in self._terms:
-            check_params("termination", name, func, env, **params)
         self.names = [t[0] for t in self._terms]
         self.fired = torch.zeros(len(self._terms), env.num_envs, dtype=torch.bool, device=env.device)
         self.terminated = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
+
+    def reset(self, mask: torch.Tensor) -> None:
+        reset_terms([t[1] for t in self._terms], mask)
 
     def compute(self) -> torch.Tensor:
         for k, (name, func, params) in enumerate(self._terms):

@@ -85,10 +85,19 @@ def _model_files(asset: Path) -> list[Path]:
     return sorted(set(found))
 
 
-def _copy_model(asset: Path, staging: Path) -> None:
+def _copy_model(asset: Path, staging: Path, edit=None) -> None:
+    """Copy the MJCF and its files; a task that edits the spec (robot constants, generated terrain)
+    gets the edited model written out instead of the file it started from."""
+    import mujoco
+
     for rel in _model_files(asset):
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(asset.parent / rel, staging / rel)
+    if edit is not None:
+        spec = mujoco.MjSpec.from_file(str(asset))
+        edit(spec)
+        spec.compile()
+        (staging / asset.name).write_text(spec.to_xml())
 
 
 def check_options(fmt: str, precision: str) -> None:
@@ -154,7 +163,7 @@ def export_bundle(
                 f"{failed[0].file} parity check failed: max abs difference {p.max_abs_diff:.3g} >= tolerance "
                 f"{p.tolerance:.3g} (actions up to {p.max_abs_output:.3g}); {out_dir} left as it was"
             )
-        _copy_model(env.asset_path, staging)
+        _copy_model(env.asset_path, staging, env.edit_spec)
         task = OmegaConf.to_container(env.cfg, resolve=True)
         task["asset"] = env.asset_path.name  # the bundle's own copy
         (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))

@@ -86,7 +86,7 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
         "physics_dt_s": float(model.opt.timestep),
         "decimation": env.decimation,
         "actuators": actuators,
-        "default_pose": {joint_names[j]: float(model.qpos0[model.jnt_qposadr[j]]) for j in one_dof},
+        "default_pose": {joint_names[j]: float(env.default_qpos[0, model.jnt_qposadr[j]]) for j in one_dof},
         "joint_limits": {joint_names[j]: [float(v) for v in model.jnt_range[j]] for j in one_dof if model.jnt_limited[j]},
         "observation": {
             "input": INPUT_NAME,

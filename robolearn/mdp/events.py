@@ -76,3 +76,27 @@ def randomize_model_field(
     else:
         new[:, rows, element] = values
     env.physics.set_model_field(field, new, mask)
+
+
+def reset_root_state(
+    env,
+    mask: torch.Tensor,
+    xy_range: list[float] = (0.0, 0.0),
+    yaw_range: list[float] = (-math.pi, math.pi),
+    velocity_range: list[float] = (0.0, 0.0),
+) -> None:
+    """Floating base at its default pose shifted by U(xy_range) in x and y, turned by U(yaw_range),
+    with every base velocity component drawn from U(velocity_range)."""
+    from robolearn.mdp.state import _root
+
+    q, d = _root(env)
+    n = env.num_envs
+    env.reset_qpos[:, q : q + 2] += _uniform(env, (n, 2), *xy_range)
+    half_yaw = 0.5 * _uniform(env, (n,), *yaw_range)
+    w, z = torch.cos(half_yaw), torch.sin(half_yaw)  # yaw about the world z axis, composed with the default
+    q0 = env.reset_qpos[:, q + 3 : q + 7].clone()
+    env.reset_qpos[:, q + 3] = w * q0[:, 0] - z * q0[:, 3]
+    env.reset_qpos[:, q + 4] = w * q0[:, 1] - z * q0[:, 2]
+    env.reset_qpos[:, q + 5] = w * q0[:, 2] + z * q0[:, 1]
+    env.reset_qpos[:, q + 6] = w * q0[:, 3] + z * q0[:, 0]
+    env.reset_qvel[:, d : d + 6] = _uniform(env, (n, 6), *velocity_range)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from robolearn.mdp import state
+
 
 def joint_pos(env, joints: list[str] | None = None, relative: bool = False) -> torch.Tensor:
     """Positions of hinge/slide joints [rad or m]; relative=True subtracts the default pose."""
@@ -36,3 +38,28 @@ def model_field(env, field: str, names: list[str] | None = None, element: int | 
     if element is not None:
         values = values[..., element]
     return values.reshape(env.num_envs, -1).float()
+
+
+def base_lin_vel(env) -> torch.Tensor:
+    """Floating-base linear velocity in the base frame [m/s] (privileged: robots estimate it)."""
+    return state.root_lin_vel_b(env)
+
+
+def base_ang_vel(env) -> torch.Tensor:
+    """Floating-base angular velocity in the base frame [rad/s]: the IMU gyro."""
+    return state.root_ang_vel_b(env)
+
+
+def projected_gravity(env) -> torch.Tensor:
+    """Unit gravity direction in the base frame: the IMU's orientation estimate, less yaw."""
+    return state.gravity_b(env)
+
+
+def command(env, name: str) -> torch.Tensor:
+    """The env's current command `name` (e.g. a base velocity target)."""
+    return env.commands.get(name)
+
+
+def sensor(env, names: list[str]) -> torch.Tensor:
+    """Readings of the named MJCF sensors, concatenated (e.g. foot touch forces)."""
+    return env.physics.sensordata[:, state.sensor_columns(env, names)]

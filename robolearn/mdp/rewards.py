@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import mujoco
 import torch
 
+from robolearn.mdp import state
 from robolearn.mdp.observations import joint_pos, joint_vel
 
 
@@ -40,3 +42,87 @@ def action_l2(env) -> torch.Tensor:
 def action_rate_l2(env) -> torch.Tensor:
     """Sum of squared action changes since the previous step (smoothness)."""
     return (env.actions.action - env.actions.last_action).square().sum(dim=1)
+
+
+def track_lin_vel_xy_exp(env, command: str, std: float) -> torch.Tensor:
+    """exp(-|v_xy - command_xy|^2 / std^2): 1 when the base moves at the commanded planar velocity
+    (base frame; the command's first two components)."""
+    error = (env.commands.get(command)[:, :2] - state.root_lin_vel_b(env)[:, :2]).square().sum(dim=1)
+    return torch.exp(-error / std**2)
+
+
+def track_ang_vel_z_exp(env, command: str, std: float) -> torch.Tensor:
+    """exp(-(w_z - command_yaw_rate)^2 / std^2), the yaw rate being the command's third component."""
+    error = (env.commands.get(command)[:, 2] - state.root_ang_vel_b(env)[:, 2]).square()
+    return torch.exp(-error / std**2)
+
+
+def lin_vel_z_l2(env) -> torch.Tensor:
+    """Squared vertical base velocity (bouncing)."""
+    return state.root_lin_vel_b(env)[:, 2].square()
+
+
+def ang_vel_xy_l2(env) -> torch.Tensor:
+    """Squared roll and pitch rates (wobbling)."""
+    return state.root_ang_vel_b(env)[:, :2].square().sum(dim=1)
+
+
+def flat_orientation_l2(env) -> torch.Tensor:
+    """Squared horizontal components of gravity in the base frame: 0 when the base is level."""
+    return state.gravity_b(env)[:, :2].square().sum(dim=1)
+
+
+def joint_torques_l2(env) -> torch.Tensor:
+    """Sum of squared actuator forces [(N m)^2]."""
+    return state.actuator_force(env).square().sum(dim=1)
+
+
+def joint_acc_l2(env) -> torch.Tensor:
+    """Sum of squared joint accelerations over the control step [(rad/s^2)^2] (1-DoF joints)."""
+    _, dadr = env.joint_ids(None)
+    return ((env.physics.qvel[:, dadr] - env.prev_qvel[:, dadr]) / env.dt).square().sum(dim=1)
+
+
+def joint_pos_limits(env, soft_ratio: float = 0.9) -> torch.Tensor:
+    """How far limited 1-DoF joints are past the middle `soft_ratio` of their range [rad], summed."""
+    key = ("soft_limits", soft_ratio)
+    if key not in env._id_cache:
+        m = env.model
+        one_dof = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) in one_dof and m.jnt_limited[j]]
+        ranges = torch.tensor(m.jnt_range[joints], dtype=torch.float32, device=env.device).reshape(-1, 2)
+        mid, half = ranges.mean(dim=1), (ranges[:, 1] - ranges[:, 0]) / 2 * soft_ratio
+        env._id_cache[key] = (env._index([int(m.jnt_qposadr[j]) for j in joints]), mid - half, mid + half)
+    qadr, low, high = env._id_cache[key]
+    q = env.physics.qpos[:, qadr]
+    return ((low - q).clamp(min=0) + (q - high).clamp(min=0)).sum(dim=1)
+
+
+def undesired_contacts(env, sensors: list[str], threshold: float = 1.0) -> torch.Tensor:
+    """How many of the named touch sensors read more than `threshold` [N] (e.g. knees on the ground)."""
+    return (env.physics.sensordata[:, state.sensor_columns(env, sensors)] > threshold).float().sum(dim=1)
+
+
+class feet_air_time:
+    """On each foot's touchdown, (time it was in the air - target) [s]: rewards long steps, and is
+    zero while the command asks to stand still. Keeps per-foot timers, reset with the episode."""
+
+    def __init__(self, env, sensors: list[str], command: str, target: float = 0.5, threshold: float = 1.0):
+        self.columns = state.sensor_columns(env, sensors)
+        self.command, self.target, self.threshold = command, target, threshold
+        self.air_time = torch.zeros(env.num_envs, len(sensors), device=env.device)
+        self.was_in_contact = torch.ones(env.num_envs, len(sensors), dtype=torch.bool, device=env.device)
+
+    def __call__(self, env) -> torch.Tensor:
+        contact = env.physics.sensordata[:, self.columns] > self.threshold
+        touchdown = contact & ~self.was_in_contact
+        self.air_time += env.dt
+        reward = ((self.air_time - self.target) * touchdown).sum(dim=1)
+        self.air_time *= ~contact
+        self.was_in_contact.copy_(contact)
+        moving = env.commands.get(self.command)[:, :2].norm(dim=1) > 0.1
+        return reward * moving
+
+    def reset(self, mask: torch.Tensor) -> None:
+        self.air_time.masked_fill_(mask.unsqueeze(1), 0.0)  # masked writes: no host sync (CUDA graphs)
+        self.was_in_contact.masked_fill_(mask.unsqueeze(1), True)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
+from robolearn.mdp import state
 from robolearn.mdp.observations import joint_pos
 
 
@@ -17,3 +20,13 @@ def joint_pos_out_of_bounds(env, joints: list[str], bounds: list[float]) -> torc
 def state_not_finite(env) -> torch.Tensor:
     """The physics state holds NaN or inf (a diverged simulation): end and reset that episode."""
     return ~(torch.isfinite(env.physics.qpos).all(dim=1) & torch.isfinite(env.physics.qvel).all(dim=1))
+
+
+def sensor_above(env, sensors: list[str], threshold: float) -> torch.Tensor:
+    """Any named sensor reads more than `threshold` (e.g. the trunk's touch sensor: a fall)."""
+    return (env.physics.sensordata[:, state.sensor_columns(env, sensors)] > threshold).any(dim=1)
+
+
+def bad_orientation(env, limit_angle: float) -> torch.Tensor:
+    """The base is tilted more than `limit_angle` [rad] from upright."""
+    return state.gravity_b(env)[:, 2] > -math.cos(limit_angle)

@@ -108,12 +108,18 @@ def make_backend(
     return BACKENDS[resolved].build(model, num_envs, device, dict(settings or {}))
 
 
-def load_model(path: Path, sim_dt: float | None = None) -> mujoco.MjModel:
-    """Compile an MJCF file; a missing or broken file is a UserError naming the file."""
+def load_model(path: Path, sim_dt: float | None = None, edit: Callable[[mujoco.MjSpec], None] | None = None) -> mujoco.MjModel:
+    """Compile an MJCF file, after `edit` changed its spec (a task plugin's edit_spec); a missing
+    or broken file is a UserError naming the file."""
     if not path.is_file():
         raise UserError(f"MJCF file not found: {path}")
     try:
-        model = mujoco.MjModel.from_xml_path(str(path))
+        if edit is None:
+            model = mujoco.MjModel.from_xml_path(str(path))
+        else:
+            spec = mujoco.MjSpec.from_file(str(path))
+            edit(spec)
+            model = spec.compile()
     except ValueError as exc:
         raise UserError(f"cannot load MJCF {path}: {one_line(exc)}") from None
     if sim_dt is not None:

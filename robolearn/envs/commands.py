@@ -1,0 +1,82 @@
+"""Commands: targets the policy must follow (a base velocity, ...), one per env, resampled on
+reset and after a random per-env period; a fraction of them are all-zero (stand still)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from robolearn.errors import UserError
+
+if TYPE_CHECKING:
+    from robolearn.envs.batched_env import BatchedEnv
+
+
+class CommandManager:
+    def __init__(self, cfgs: Mapping[str, Any], env: BatchedEnv):
+        self._env = env
+        self.names = list(cfgs)
+        self.components: dict[str, list[str]] = {}
+        self.ranges: dict[str, torch.Tensor] = {}
+        """[k, 2] low/high per component; a curriculum may widen or narrow them in place."""
+        self.values: dict[str, torch.Tensor] = {}
+        self._period: dict[str, tuple[float, float]] = {}
+        self._standing: dict[str, float] = {}
+        self.time_left = torch.zeros(len(cfgs), env.num_envs, device=env.device)
+        for name, cfg in cfgs.items():
+            ranges = {k: [float(x) for x in v] for k, v in cfg.ranges.items()}
+            bad = [k for k, (lo, hi) in ranges.items() if lo > hi]
+            if bad:
+                raise UserError(f"command '{name}': range of {bad[0]} must be [low, high], got {ranges[bad[0]]}")
+            low, high = (float(v) for v in cfg.resampling_time_s)
+            if not 0 < low <= high:
+                raise UserError(f"command '{name}': resampling_time_s must be 0 < low <= high, got {[low, high]}")
+            self.components[name] = list(ranges)
+            self.ranges[name] = torch.tensor(list(ranges.values()), device=env.device)
+            self.values[name] = torch.zeros(env.num_envs, len(ranges), device=env.device)
+            self._period[name] = (low, high)
+            self._standing[name] = float(cfg.standing_probability)
+
+    def get(self, name: str) -> torch.Tensor:
+        if name not in self.values:
+            raise UserError(f"no command named '{name}'; the task defines: {', '.join(self.names) or 'none'}")
+        return self.values[name]
+
+    def resample(self, mask: torch.Tensor) -> None:
+        """New commands (and new periods) for the masked envs: at their reset."""
+        for k in range(len(self.names)):
+            self._draw(k, mask)
+
+    def _draw(self, k: int, mask: torch.Tensor) -> None:
+        gen, env, name = self._env.generator, self._env, self.names[k]
+        low, high = self.ranges[name][:, 0], self.ranges[name][:, 1]
+        u = torch.rand(self.values[name].shape, generator=gen, device=env.device)
+        drawn = low + (high - low) * u
+        if self._standing[name] > 0:
+            moving = torch.rand(env.num_envs, 1, generator=gen, device=env.device) >= self._standing[name]
+            drawn = drawn * moving
+        self.values[name].copy_(torch.where(mask.unsqueeze(1), drawn, self.values[name]))
+        p_low, p_high = self._period[name]
+        period = p_low + (p_high - p_low) * torch.rand(env.num_envs, generator=gen, device=env.device)
+        self.time_left[k] = torch.where(mask, period, self.time_left[k])
+
+    def step(self, dt: float) -> None:
+        if not self.names:
+            return
+        self.time_left -= dt
+        due = self.time_left <= 0
+        for k in range(len(self.names)):
+            self._draw(k, due[k])
+
+    def state_dict(self) -> dict:
+        return {"values": {k: v.clone() for k, v in self.values.items()}, "time_left": self.time_left.clone(),
+                "ranges": {k: v.clone() for k, v in self.ranges.items()}}  # fmt: skip
+
+    def load_state_dict(self, state: Mapping) -> None:
+        for k, v in state["values"].items():
+            self.values[k] = v.clone()
+        for k, v in state["ranges"].items():
+            self.ranges[k].copy_(v)
+        self.time_left.copy_(state["time_left"])

@@ -1,0 +1,10 @@
+"""Quadruped velocity tracking: a 12-joint robot follows a commanded base velocity (forward,
+lateral, yaw rate). Robot constants: robot.py; flat ground: flat.yaml."""
+
+from pathlib import Path
+
+from robolearn.registry import TaskPlugin
+
+from . import robot
+
+FLAT = TaskPlugin(name="quadruped_flat", config=Path(__file__).with_name("flat.yaml"), edit_spec=robot.apply)

@@ -1,0 +1,89 @@
+"""The quadruped: robot constants reach the model and the bundle, the task builds and steps on
+every backend, and the base-state terms agree with MuJoCo's own sensors."""
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from robolearn.export.bundle import export_bundle
+from robolearn.mdp import state
+from robolearn.rl.models import ActorCritic
+from robolearn.config import AlgoCfg
+from robolearn_tasks.quadruped import robot
+
+
+def test_constants_reach_the_model_and_the_bundle(make_env, tmp_path):
+    env = make_env("quadruped_flat", num_envs=2)
+    m = env.model
+    assert 12.0 <= m.body_mass.sum() <= 15.0
+    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(1, m.njnt)]
+    assert names == list(robot.JOINTS) and env.actions.joint_names == list(robot.JOINTS)
+    for k, joint in enumerate(robot.JOINTS):
+        assert tuple(m.jnt_range[k + 1]) == robot.joint_range(joint)
+        assert (m.actuator_gainprm[k, 0], m.actuator_biasprm[k, 2]) == (robot.KP, -robot.KD)
+        assert m.actuator_forcerange[k, 1] == robot.EFFORT_LIMIT[joint.split("_")[1]]
+    q0 = env.default_qpos[0, 7:].tolist()
+    assert q0 == pytest.approx([robot.DEFAULT_POSE[j] for j in robot.JOINTS])
+
+    ac = ActorCritic.from_config(AlgoCfg(actor_hidden_dims=[32], critic_hidden_dims=[32]), env.observation_dims(), 12)
+    export_bundle(ac, env, tmp_path / "b")
+    meta = yaml.safe_load((tmp_path / "b" / "robot.yaml").read_text())
+    assert [a["joint"] for a in meta["actuators"]] == list(robot.JOINTS)
+    assert {(a["kind"], a["kp"], a["kd"]) for a in meta["actuators"]} == {("position", robot.KP, robot.KD)}
+    assert meta["default_pose"] == pytest.approx(robot.DEFAULT_POSE)
+    assert [a["action_offset"] for a in meta["actuators"]] == pytest.approx([robot.DEFAULT_POSE[j] for j in robot.JOINTS])
+    assert [t["name"] for t in meta["observation"]["terms"]] == [
+        "base_ang_vel", "projected_gravity", "velocity_command", "joint_pos", "joint_vel", "last_action"]
+    # the bundle's MJCF is the edited model: the gains are in it, not only in robot.py
+    bundled = mujoco.MjModel.from_xml_path(str(tmp_path / "b" / "quadruped.xml"))
+    assert bundled.actuator_gainprm[0, 0] == robot.KP and bundled.nkey == 1
+
+
+def test_it_stands_on_its_default_pose(make_env):
+    env = make_env("quadruped_flat", ["~task.events.reset_base", "~task.events.reset_joints"], num_envs=2)
+    env.reset()
+    with torch.inference_mode():
+        for _ in range(100):  # 2 s with zero actions: joint targets = the default pose
+            _, _, terminated, _ = env.step(torch.zeros(2, 12))
+            assert not terminated.any()
+    assert (env.physics.qpos[:, 2] > 0.22).all() and state.gravity_b(env)[:, 2].max() < -0.99
+    feet = env.physics.sensordata[:, state.sensor_columns(env, [f"{leg}_foot_contact" for leg in robot.LEGS])]
+    weight = env.model.body_mass.sum() * 9.81  # (trunk mass randomized by +-2 kg at startup: loose bound)
+    assert feet.sum(dim=1).numpy() == pytest.approx(np.full(2, weight), rel=0.2)
+
+
+def test_base_state_terms_agree_with_mujoco_sensors(make_env):
+    env = make_env("quadruped_flat", num_envs=3)
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(30):
+        env.step(torch.randn(3, 12, generator=gen))
+    model = env.model
+    data = mujoco.MjData(model)
+    for i in range(3):
+        data.qpos[:], data.qvel[:] = env.physics.qpos[i].double().numpy(), env.physics.qvel[i].double().numpy()
+        mujoco.mj_forward(model, data)
+        gyro = data.sensor("imu_gyro").data
+        quat = data.sensor("imu_quat").data
+        gravity = np.zeros(3)
+        mujoco.mju_rotVecQuat(gravity, np.array([0.0, 0.0, -1.0]), quat * np.array([1, -1, -1, -1]))
+        np.testing.assert_allclose(state.root_ang_vel_b(env)[i].numpy(), gyro, atol=1e-5)
+        np.testing.assert_allclose(state.gravity_b(env)[i].numpy(), gravity, atol=1e-5)
+        lin = np.zeros(6)
+        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, 1, lin, 1)  # body frame, at its origin
+        np.testing.assert_allclose(state.root_lin_vel_b(env)[i].numpy(), lin[3:], atol=1e-4)
+
+
+@pytest.mark.parametrize("backend,num_envs", [("mujoco", 16), ("warp", 4), ("mjx", 2)])
+def test_steps_500_times_without_nan_on_every_backend(make_env, backend, num_envs):
+    env = make_env("quadruped_flat", num_envs=num_envs, physics=backend)
+    obs = env.reset()
+    gen = torch.Generator().manual_seed(1)
+    with torch.inference_mode():
+        for _ in range(500):
+            obs, reward, _, _ = env.step(torch.randn(num_envs, 12, generator=gen))
+            assert torch.isfinite(obs["policy"]).all() and torch.isfinite(obs["critic"]).all()
+            assert torch.isfinite(reward).all()
+    assert env.pop_episode_stats()["episodes"] >= 0 and env.physics.health() is None
