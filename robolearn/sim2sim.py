@@ -10,6 +10,7 @@ the training evaluation stored in the bundle.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,27 +35,42 @@ class Referee:
     def __init__(self, bundle_dir: Path, model_file: str, seed: int):
         cfg = OmegaConf.merge(OmegaConf.structured(TaskCfg), OmegaConf.load(bundle_dir / "task.yaml"))
         cfg.asset = str((bundle_dir / model_file).resolve())  # the bundle's copy of the MJCF
-        self.env = BatchedEnv(cfg, get_task(cfg.name), 1, physics="mujoco", device="cpu", seed=seed,
-                              physics_settings={"num_threads": 1})  # fmt: skip
+        plugin = dataclasses.replace(get_task(cfg.name), edit_spec=None)  # the bundled MJCF is already edited
+        self.env = BatchedEnv(cfg, plugin, 1, physics="mujoco", device="cpu", seed=seed, physics_settings={"num_threads": 1})
         self.names = self.env.terminations.names
         self._all = torch.ones(1, dtype=torch.bool)
 
     def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """A start state drawn by the task's reset events, as a training episode starts."""
+        """A start state drawn by the task's reset events, as a training episode starts (with
+        freshly drawn commands, see commands())."""
         self.env.reset(spread_timeouts=False)
         physics = self.env.physics
         return physics.qpos[0].double().numpy(), physics.qvel[0].double().numpy()
 
-    def score(self, qpos: np.ndarray, qvel: np.ndarray, action: np.ndarray) -> tuple[float, list[str]]:
-        """Reward of the transition that `action` caused, ending in (qpos, qvel); the termination
-        terms that fire there."""
+    def commands(self) -> dict[str, np.ndarray]:
+        """The task's current commands: the operator inputs the robot gets."""
+        return {name: value[0].numpy().copy() for name, value in self.env.commands.values.items()}
+
+    def advance_commands(self) -> dict[str, np.ndarray]:
+        """One control period of the task's command schedule (resampling on its timers)."""
+        self.env.commands.step(self.env.dt)
+        return self.commands()
+
+    def score(self, qpos: np.ndarray, qvel: np.ndarray, action: np.ndarray, seen: dict[str, np.ndarray]) -> tuple[float, list[str]]:
+        """Reward of the transition that `action` caused, ending in (qpos, qvel), under the
+        commands the robot `seen` when it chose that action; the termination terms that fire."""
         env = self.env
         env.actions.process(torch.as_tensor(action, dtype=torch.float32).unsqueeze(0))
         env.physics.reset(self._all, torch.from_numpy(qpos).unsqueeze(0), torch.from_numpy(qvel).unsqueeze(0))
         env.episode_length += 1
         env.episode_steps += 1
+        schedule = {name: value.clone() for name, value in env.commands.values.items()}
+        for name, value in seen.items():
+            env.commands.values[name][0] = torch.as_tensor(value)
         env.terminated = env.terminations.compute()  # reward terms such as is_alive read it
         reward = float(env.rewards.compute()[0])
+        for name, value in schedule.items():
+            env.commands.values[name].copy_(value)
         return reward, [n for n, f in zip(self.names, env.terminations.fired[:, 0].tolist()) if f]
 
     def close(self) -> None:
@@ -72,13 +88,14 @@ class Episode:
 def run_episode(loop: ControlLoop, robot: MujocoRobot, referee: Referee, max_length: int) -> tuple[Episode, list[float]]:
     qpos, qvel = referee.initial_state()
     robot.reset(qpos, qvel)
+    robot.inputs = referee.commands()
     loop.reset()
     episode = Episode()
-    previous: list[np.ndarray | None] = [None]
+    previous: list[tuple | None] = [None]  # (action, the commands it was chosen under)
 
     def on_step(step: Step) -> bool:
         if previous[0] is not None:  # this tick's state is the outcome of the previous action
-            reward, fired = referee.score(robot.data.qpos.copy(), robot.data.qvel.copy(), previous[0])
+            reward, fired = referee.score(robot.data.qpos.copy(), robot.data.qvel.copy(), *previous[0])
             episode.ret += reward
             episode.length += 1
             if fired:
@@ -87,7 +104,8 @@ def run_episode(loop: ControlLoop, robot: MujocoRobot, referee: Referee, max_len
         if step.tripped is not None:
             episode.tripped = step.tripped
             return True
-        previous[0] = step.action.copy()
+        previous[0] = (step.action.copy(), robot.inputs)
+        robot.inputs = referee.advance_commands()  # what the operator asks for at the next tick
         return episode.length >= max_length
 
     report = loop.run(max_length + 1, on_step)

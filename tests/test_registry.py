@@ -34,5 +34,5 @@ def test_entry_point_name_must_match_task_name(monkeypatch):
 
 
 def test_unknown_task_lists_valid_ones():
-    with pytest.raises(UserError, match="unknown task 'nope'; valid tasks: cartpole, pendulum"):
+    with pytest.raises(UserError, match="unknown task 'nope'; valid tasks: cartpole, pendulum, quadruped_flat"):
         registry.get_task("nope")

@@ -111,12 +111,23 @@ def _last_action(term: ObsTerm, ctx: SourceContext) -> Writer:
     return write
 
 
-def _signal(name: str, size: int | None = None) -> SourceFactory:
-    """A source read straight from `state.signals[name]` (e.g. an IMU or an operator command)."""
+def _signal(name: str | None, size: int | None = None) -> SourceFactory:
+    """A source read straight from `state.signals[name]` (e.g. an IMU or an operator command);
+    name None: the term's `name` param (a command: `state.signals["base_velocity"]`)."""
 
     def factory(term: ObsTerm, ctx: SourceContext) -> Writer:
+        key = name or term.params.get("name")
+        width = size
+        if width is None and name is None:  # a command: as many values as it has components
+            commands = ctx.bundle.meta.get("commands") or {}
+            if key not in commands:
+                raise DeployError(f"observation '{term.name}' reads command {key!r}, which robot.yaml does not describe")
+            width = len(commands[key]["components"])
+        if width is not None:
+            ctx.expect_width(term, width)
+
         def write(state, last_action, out):
-            out[:] = state.signals[name]
+            out[:] = state.signals[key]
 
         return write
 
@@ -128,6 +139,11 @@ SOURCES: dict[str, SourceFactory] = {
     "joint_vel": _joint_vel,
     "joint_pos_cos_sin": _joint_pos_cos_sin,
     "last_action": _last_action,
+    # The floating base, as the robot's IMU/state estimator reports it, in the base frame:
+    "base_ang_vel": _signal("base_ang_vel", 3),  # gyro [rad/s]
+    "projected_gravity": _signal("projected_gravity", 3),  # unit gravity direction
+    "base_lin_vel": _signal("base_lin_vel", 3),  # [m/s], from an estimator
+    "command": _signal(None),  # an operator command, e.g. signals["base_velocity"] = (vx, vy, yaw rate)
 }
 
 

@@ -50,6 +50,10 @@ class MujocoRobot(RobotInterface):
         self._qadr = np.array([m.jnt_qposadr[j] for j in joints], dtype=np.intp)
         self._dadr = np.array([m.jnt_dofadr[j] for j in joints], dtype=np.intp)
         self._drivers(joints)
+        free = [j for j in range(m.njnt) if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
+        self._base = (int(m.jnt_qposadr[free[0]]), int(m.jnt_dofadr[free[0]])) if free else None
+        self.inputs: dict[str, np.ndarray] = {}
+        """Signals from outside the robot, passed through with every reading (an operator's command)."""
         self.command = JointCommand.zeros(len(joints))
         self.reset()
 
@@ -122,7 +126,19 @@ class MujocoRobot(RobotInterface):
         if self.realtime:
             self._advance_to(self.now())
         d = self.data
-        return RobotState(d.qpos[self._qadr].copy(), d.qvel[self._dadr].copy())
+        return RobotState(d.qpos[self._qadr].copy(), d.qvel[self._dadr].copy(), {**self._base_signals(), **self.inputs})
+
+    def _base_signals(self) -> dict[str, np.ndarray]:
+        """What an IMU and a state estimator on the floating base report, in the base frame."""
+        if self._base is None:
+            return {}
+        q, v = self._base
+        quat, inverse = self.data.qpos[q + 3 : q + 7], np.empty(4)
+        self._mj.mju_negQuat(inverse, quat)
+        gravity, lin_vel = np.empty(3), np.empty(3)
+        self._mj.mju_rotVecQuat(gravity, np.array([0.0, 0.0, -1.0]), inverse)
+        self._mj.mju_rotVecQuat(lin_vel, self.data.qvel[v : v + 3], inverse)
+        return {"base_ang_vel": self.data.qvel[v + 3 : v + 6].copy(), "projected_gravity": gravity, "base_lin_vel": lin_vel}
 
     def write_command(self, command: JointCommand) -> None:
         if self.realtime:

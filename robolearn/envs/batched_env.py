@@ -23,7 +23,9 @@ from robolearn.config import EventMode, TaskCfg
 from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep
-from robolearn.envs.managers import EventManager, ObservationManager, RewardManager, TerminationManager
+from robolearn.envs.managers import (
+    EventManager, ObservationManager, RewardManager, TerminationManager, load_term_state, term_state,
+)  # fmt: skip
 from robolearn.envs.scene import field_rows, single_dof_joints
 from robolearn.errors import UserError
 from robolearn.paths import assets_dir
@@ -189,7 +191,7 @@ class BatchedEnv:
         self.prev_qvel.copy_(torch.where(mask.unsqueeze(1), self.physics.qvel, self.prev_qvel))
         self.actions.reset(mask)
         self.commands.resample(mask)
-        for manager in (self.observations, self.rewards, self.terminations):
+        for manager in self._term_managers().values():
             manager.reset(mask)
         self.episode_length.masked_fill_(mask, 0)
         self.episode_steps.masked_fill_(mask, 0)
@@ -239,6 +241,7 @@ class BatchedEnv:
             "obs": {k: v.clone() for k, v in self.observations.buffers.items()},
             "prev_qvel": self.prev_qvel.clone(),
             "commands": self.commands.state_dict(),
+            "terms": {kind: term_state(m.named_terms()) for kind, m in self._term_managers().items()},
         }
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -260,6 +263,11 @@ class BatchedEnv:
             self.observations.buffers[k].copy_(v)
         self.prev_qvel.copy_(state["prev_qvel"])
         self.commands.load_state_dict(state["commands"])
+        for kind, manager in self._term_managers().items():
+            load_term_state(manager.named_terms(), state["terms"][kind])
+
+    def _term_managers(self) -> dict:
+        return {"observations": self.observations, "rewards": self.rewards, "terminations": self.terminations}
 
     def close(self) -> None:
         self.physics.close()

@@ -58,6 +58,22 @@ def reset_terms(terms, mask: torch.Tensor) -> None:
             term.reset(mask)
 
 
+def term_state(named_terms) -> dict[str, dict[str, torch.Tensor]]:
+    """The tensors stateful terms keep (per-foot timers, ...), by term name: checkpoints hold them
+    so a resumed run continues exactly."""
+    return {
+        name: {k: v.clone() for k, v in vars(term).items() if isinstance(v, torch.Tensor)}
+        for name, term in named_terms
+        if not inspect.isfunction(term)
+    }
+
+
+def load_term_state(named_terms, state: Mapping[str, Mapping[str, torch.Tensor]]) -> None:
+    for name, term in named_terms:
+        for key, value in state.get(name, {}).items():
+            getattr(term, key).copy_(value)
+
+
 @dataclass(frozen=True)
 class ObsSlice:
     """Where one observation term sits in its group's vector (this goes to robot.yaml)."""
@@ -118,6 +134,9 @@ class ObservationManager:
     def reset(self, mask: torch.Tensor) -> None:
         reset_terms([func for terms in self._terms.values() for _, func, _ in terms], mask)
 
+    def named_terms(self) -> list[tuple[str, Callable]]:
+        return [(f"{group}/{sl.name}", func) for group, terms in self._terms.items() for sl, func, _ in terms]
+
     def functions(self, group: str) -> list[tuple[ObsSlice, Callable]]:
         """Each term's slice and the function computing it (export describes terms from these)."""
         return [(sl, func) for sl, func, _ in self._terms[group]]
@@ -160,6 +179,9 @@ class RewardManager:
     def reset(self, mask: torch.Tensor) -> None:
         reset_terms([t[1] for t in self._terms], mask)
 
+    def named_terms(self) -> list[tuple[str, Callable]]:
+        return [(name, func) for name, func, _ in self._terms]
+
     def compute(self) -> torch.Tensor:
         for k, (name, func, params) in enumerate(self._terms):
             self.values[k] = func(self._env, **params)
@@ -183,6 +205,9 @@ class TerminationManager:
 
     def reset(self, mask: torch.Tensor) -> None:
         reset_terms([t[1] for t in self._terms], mask)
+
+    def named_terms(self) -> list[tuple[str, Callable]]:
+        return [(name, func) for name, func, _ in self._terms]
 
     def compute(self) -> torch.Tensor:
         for k, (name, func, params) in enumerate(self._terms):

@@ -98,6 +98,10 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
             ],
         },
         "action": {"output": OUTPUT_NAME, "size": env.num_actions, "ctrl": "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"},
+        "commands": {
+            name: {"components": comps, "ranges": {c: [float(v) for v in r] for c, r in zip(comps, env.commands.ranges[name].tolist())}}
+            for name, comps in env.commands.components.items()
+        },
     }  # fmt: skip
 
 

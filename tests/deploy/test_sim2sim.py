@@ -135,6 +135,6 @@ def test_referee_scores_the_terminal_step_like_training(make_env, tmp_path):
 
     referee = Referee(tmp_path / "b", "cartpole.xml", seed=0)
     referee.initial_state()
-    reward, fired = referee.score(np.array([0.1, 0.6]), np.zeros(2), np.array([0.3]))
+    reward, fired = referee.score(np.array([0.1, 0.6]), np.zeros(2), np.array([0.3]), {})
     referee.close()
     assert fired == ["pole_fell"] and reward == pytest.approx(expected) and expected < 0.9

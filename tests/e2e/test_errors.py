@@ -20,7 +20,7 @@ def one_line_error(result, *expected):
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (["task=nope"], ["unknown task 'nope'", "cartpole, pendulum"]),
+    (["task=nope"], ["unknown task 'nope'", "cartpole, pendulum, quadruped_flat"]),
     (["physics=bullet"], ["unknown physics backend 'bullet'", "auto, mjx, mujoco, warp"]),
     (["physics.backend=bullet"], ["unknown physics backend 'bullet'", "auto, warp, mjx, mujoco"]),
     (["algo.learning_rat=1"], ["learning_rat"]),

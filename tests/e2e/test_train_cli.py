@@ -128,3 +128,17 @@ def test_list_prints_tasks_and_backends(tmp_path):
     assert result.returncode == 0
     for word in ("cartpole", "pendulum", "mujoco", "auto"):
         assert word in result.stdout
+
+
+def test_quadruped_trains_exports_and_runs_sim2sim_through_the_cli(tmp_path):
+    run = tmp_path / "quad"
+    result = robolearn("train", "task=quadruped_flat", "env.num_envs=16", "runner.max_iterations=3",
+                       "runner.num_steps_per_env=8", "algo.num_mini_batches=1", f"hydra.run.dir={run}", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = metrics(run)
+    assert [r["iteration"] for r in rows] == [1, 2, 3] and rows[-1]["env_steps"] == 3 * 16 * 8
+    report = tmp_path / "s.json"
+    result = robolearn("sim2sim", f"bundle={run / 'export'}", "episodes=1", f"report={report}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(report.read_text())
+    assert summary["task"] == "quadruped_flat" and 0 < summary["episode_length_mean"] <= 1000

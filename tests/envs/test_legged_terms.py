@@ -1,0 +1,90 @@
+"""Commands and legged-robot terms against hand-computed values."""
+
+import math
+
+import pytest
+import torch
+
+from robolearn.mdp import rewards, state, terminations
+
+FLAT = "quadruped_flat"
+
+
+def set_base(env, quat=(1.0, 0.0, 0.0, 0.0), lin_vel=(0.0, 0.0, 0.0), ang_vel=(0.0, 0.0, 0.0)):
+    qpos, qvel = env.default_qpos.clone(), torch.zeros_like(env.default_qvel)
+    qpos[:, 3:7] = torch.tensor(quat)
+    qvel[:, 0:3], qvel[:, 3:6] = torch.tensor(lin_vel), torch.tensor(ang_vel)
+    env.physics.reset(torch.ones(env.num_envs, dtype=torch.bool), qpos, qvel)
+
+
+def test_commands_stay_in_range_and_resample_on_their_period(make_env):
+    env = make_env(FLAT, ["task.commands.base_velocity.standing_probability=0.25"], num_envs=400)
+    env.reset()
+    cmd = env.commands.get("base_velocity").clone()
+    assert (cmd[:, 0].abs() <= 1.0).all() and (cmd[:, 1].abs() <= 0.5).all() and (cmd[:, 2].abs() <= 1.0).all()
+    standing = (cmd == 0).all(dim=1).float().mean().item()
+    assert 0.15 < standing < 0.35  # 25 % asked to stand still
+    assert cmd[:, 0].std() > 0.4  # spread over the range, not constant
+    period = env.commands.time_left[0].clone()
+    assert ((period >= 4.0) & (period <= 6.0)).all()
+    env.commands.step(3.9)
+    assert torch.equal(env.commands.get("base_velocity"), cmd)  # nobody due before 4 s
+    env.commands.step(2.2)  # everyone due by 6.1 s: all drew new commands (ties at exactly 0 aside)
+    changed = (env.commands.get("base_velocity") != cmd).any(dim=1).float().mean().item()
+    assert changed > 0.9
+
+
+def test_tracking_rewards(make_env):
+    env = make_env(FLAT, num_envs=1)
+    env.reset()
+    env.commands.get("base_velocity")[:] = torch.tensor([1.0, 0.0, 0.5])
+    yaw = math.pi / 2  # base turned 90 degrees: world +y is its forward axis
+    set_base(env, quat=(math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)), lin_vel=(0.0, 0.8, 0.0), ang_vel=(0.0, 0.0, 0.5))
+    # body-frame velocity (0.8, 0, 0): error 0.2 m/s -> exp(-0.04 / 0.25)
+    assert rewards.track_lin_vel_xy_exp(env, "base_velocity", 0.5).item() == pytest.approx(math.exp(-0.16), rel=1e-5)
+    assert rewards.track_ang_vel_z_exp(env, "base_velocity", 0.5).item() == pytest.approx(1.0)
+    assert rewards.lin_vel_z_l2(env).item() == pytest.approx(0.0, abs=1e-10)
+
+
+def test_orientation_terms(make_env):
+    env = make_env(FLAT, num_envs=1)
+    env.reset()
+    roll = 0.3
+    set_base(env, quat=(math.cos(roll / 2), math.sin(roll / 2), 0.0, 0.0), ang_vel=(0.2, -0.1, 0.7))
+    assert state.gravity_b(env)[0].tolist() == pytest.approx([0.0, -math.sin(roll), -math.cos(roll)], abs=1e-6)
+    assert rewards.flat_orientation_l2(env).item() == pytest.approx(math.sin(roll) ** 2, rel=1e-5)
+    assert rewards.ang_vel_xy_l2(env).item() == pytest.approx(0.05, rel=1e-5)
+    assert not terminations.bad_orientation(env, 0.31).item() and terminations.bad_orientation(env, 0.29).item()
+
+
+def test_joint_limit_and_torque_terms(make_env):
+    env = make_env(FLAT, ["~task.events.trunk_mass"], num_envs=1)
+    env.reset()
+    qpos = env.default_qpos.clone()
+    qpos[0, 7] = 1.0  # FL hip: range +-1.047, soft (90 %) limit 0.9423
+    env.physics.reset(torch.ones(1, dtype=torch.bool), qpos, torch.zeros_like(env.default_qvel))
+    assert rewards.joint_pos_limits(env, 0.9).item() == pytest.approx(1.0 - 0.9 * 1.047, rel=1e-5)
+    env.actions.process(torch.zeros(1, 12))  # targets = default pose; FL hip is 1.0 - 0.1 = 0.9 rad off
+    force = state.actuator_force(env)[0]
+    assert force[0].item() == pytest.approx(-25.0 * 0.9, rel=1e-5) and force[1:].abs().max() < 1e-5
+    assert rewards.joint_torques_l2(env).item() == pytest.approx(22.5**2, rel=1e-5)
+
+
+def test_feet_air_time_rewards_long_steps_on_touchdown(make_env):
+    env = make_env(FLAT, num_envs=1)
+    env.reset()
+    env.commands.get("base_velocity")[:] = torch.tensor([0.5, 0.0, 0.0])
+    term = rewards.feet_air_time(env, ["FL_foot_contact", "FR_foot_contact"], "base_velocity", target=0.5)
+    contact = state.sensor_columns(env, ["FL_foot_contact", "FR_foot_contact"])
+    readings = [(0, 0)] * 30 + [(50, 0)] + [(50, 50)]  # FL lands after 31 steps (0.62 s), FR after 32
+    got = []
+    for fl, fr in readings:
+        env.physics.sensordata[:, contact] = torch.tensor([[float(fl), float(fr)]])
+        got.append(term(env).item())
+    assert got[:30] == [0.0] * 30
+    assert got[30] == pytest.approx(31 * 0.02 - 0.5) and got[31] == pytest.approx(32 * 0.02 - 0.5)
+    env.commands.get("base_velocity")[:] = 0.0  # standing still: no reward for stepping
+    env.physics.sensordata[:, contact] = 0.0
+    term(env)
+    env.physics.sensordata[:, contact] = 50.0
+    assert term(env).item() == 0.0
