@@ -93,6 +93,19 @@ class EventTermCfg:
 
 
 @dataclass
+class MetricCfg:
+    func: str = MISSING
+    """Name of a function returning a [num_envs] value per control step (robolearn.mdp.metrics)."""
+    params: Dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments passed to the function."""
+    per: str = "step"
+    """'step': the value's mean over the episode's steps; 'meter': its time integral divided by
+    the distance the floating base travelled (e.g. power -> energy per meter)."""
+    units: str = ""
+    """Units of the reported number (documentation)."""
+
+
+@dataclass
 class CommandCfg:
     ranges: Dict[str, List[float]] = MISSING
     """Components in order, each drawn uniformly from its [low, high] (e.g. lin_vel_x: [-1, 1])."""
@@ -141,6 +154,8 @@ class TaskCfg:
     """Reset and domain-randomization events."""
     commands: Dict[str, CommandCfg] = field(default_factory=dict)
     """Commands the policy is asked to follow (e.g. a base velocity), resampled per env."""
+    metrics: Dict[str, MetricCfg] = field(default_factory=dict)
+    """Task metrics `robolearn eval` and `sim2sim` report (tracking error, energy per meter, ...)."""
 
 
 @dataclass

@@ -24,7 +24,10 @@ def evaluate(
     returns = torch.zeros(n, device=device)
     lengths = torch.zeros(n, device=device)
     fired = torch.zeros(len(env.terminations.names), n, device=device)
+    metric_sums = torch.zeros(len(env.metrics.names), n, device=device)
+    distance = torch.zeros(n, device=device)
     recorded = []
+    env.track_metrics(True)
     with torch.inference_mode():
         obs = env.reset(spread_timeouts=False)
         for step in range(env.max_episode_length):
@@ -34,9 +37,12 @@ def evaluate(
             running = ~ended
             returns += reward * running
             lengths += running
+            metric_sums += env.metrics.values * running
+            distance += env.metrics.distance * running
             done = (terminated | truncated) & running
             fired += env.terminations.fired * done
             ended |= done
+    env.track_metrics(False)
     metrics = {
         "episodes": n,
         "return_mean": returns.mean().item(),
@@ -47,5 +53,18 @@ def evaluate(
     }
     for name, count in zip(env.terminations.names, fired.sum(1).tolist()):
         metrics[f"termination/{name}"] = count / n
+    metrics.update(summarize_metrics(env, metric_sums.sum(1), lengths.sum(), distance.sum()))
     empty = torch.zeros(0, env.observation_dims()["policy"], device=device)
     return metrics, torch.cat(recorded) if recorded else empty
+
+
+def summarize_metrics(env: BatchedEnv, sums: torch.Tensor, steps: torch.Tensor, distance: torch.Tensor) -> dict[str, float]:
+    """Task metrics over all evaluated steps: per-step means, or (per meter) time integrals over
+    the distance the base travelled. sums [K]: each metric's sum over the steps."""
+    out = {}
+    for k, name in enumerate(env.metrics.names):
+        if env.metrics.per_meter[k]:
+            out[name] = (sums[k] * env.dt / distance.clamp(min=1e-9)).item()
+        else:
+            out[name] = (sums[k] / steps.clamp(min=1)).item()
+    return out

@@ -23,6 +23,7 @@ from omegaconf import OmegaConf
 from robolearn.config import TaskCfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
+from robolearn.evaluate import summarize_metrics
 from robolearn.registry import get_task
 from robolearn_deploy import ControlLoop, Policy, Safety, Step
 from robolearn_deploy.sim import MujocoRobot
@@ -38,6 +39,10 @@ class Referee:
         plugin = dataclasses.replace(get_task(cfg.name), edit_spec=None)  # the bundled MJCF is already edited
         self.env = BatchedEnv(cfg, plugin, 1, physics="mujoco", device="cpu", seed=seed, physics_settings={"num_threads": 1})
         self.names = self.env.terminations.names
+        self.env.track_metrics(True)
+        self.metric_sums = torch.zeros(len(self.env.metrics.names))
+        """Each task metric summed over every scored step (with steps and distance: summarize_metrics)."""
+        self.steps, self.distance = torch.zeros(()), torch.zeros(())
         self._all = torch.ones(1, dtype=torch.bool)
 
     def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
@@ -61,6 +66,7 @@ class Referee:
         commands the robot `seen` when it chose that action; the termination terms that fire."""
         env = self.env
         env.actions.process(torch.as_tensor(action, dtype=torch.float32).unsqueeze(0))
+        env.metrics.before_physics()  # the env still holds the previous state
         env.physics.reset(self._all, torch.from_numpy(qpos).unsqueeze(0), torch.from_numpy(qvel).unsqueeze(0))
         env.episode_length += 1
         env.episode_steps += 1
@@ -69,6 +75,10 @@ class Referee:
             env.commands.values[name][0] = torch.as_tensor(value)
         env.terminated = env.terminations.compute()  # reward terms such as is_alive read it
         reward = float(env.rewards.compute()[0])
+        env.metrics.after_physics()
+        self.metric_sums += env.metrics.values[:, 0]
+        self.steps += 1
+        self.distance += env.metrics.distance[0]
         for name, value in schedule.items():
             env.commands.values[name].copy_(value)
         return reward, [n for n, f in zip(self.names, env.terminations.fired[:, 0].tolist()) if f]
@@ -131,12 +141,14 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
     compute_ms = np.concatenate([np.asarray(c) for _, c in runs]) * 1e3
     result = {
         "task": meta["task"],
+        "metric_names": referee.env.metrics.names,
         "episodes": episodes,
         "return_mean": float(returns.mean()),
         "return_std": float(returns.std()),
         "episode_length_mean": float(np.mean([e.length for e, _ in runs])),
         "terminated_fraction": float(np.mean([bool(e.terminations) for e, _ in runs])),
         **{f"termination/{n}": float(np.mean([n in e.terminations for e, _ in runs])) for n in referee.names},
+        **summarize_metrics(referee.env, referee.metric_sums, referee.steps, referee.distance),
         "watchdog_trips": sum(e.tripped is not None for e, _ in runs),
         "trip_reasons": sorted({e.tripped for e, _ in runs if e.tripped}),
         "control_step_ms": {"median": float(np.median(compute_ms)), "p99": float(np.percentile(compute_ms, 99))},
@@ -159,7 +171,7 @@ def print_report(result: dict) -> None:
           f"realtime {'on' if phys['realtime'] else 'off'}")  # fmt: skip
     print(f"  {'metric':<28} {'training eval':>14} {'sim2sim':>10}")
     keys = ["return_mean", "return_std", "episode_length_mean", "terminated_fraction"]
-    keys += [k for k in result if k.startswith("termination/")]
+    keys += [k for k in result if k.startswith("termination/")] + list(result["metric_names"])
     for key in keys:
         print(f"  {key:<28} {training.get(key, float('nan')):>14.4g} {result[key]:>10.4g}")
     if "return_vs_training" in result:

@@ -24,7 +24,7 @@ from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep
 from robolearn.envs.managers import (
-    EventManager, ObservationManager, RewardManager, TerminationManager, load_term_state, term_state,
+    EventManager, MetricManager, ObservationManager, RewardManager, TerminationManager, load_term_state, term_state,
 )  # fmt: skip
 from robolearn.envs.scene import field_rows, single_dof_joints
 from robolearn.errors import UserError
@@ -108,6 +108,7 @@ class BatchedEnv:
         self.terminations = TerminationManager(cfg.terminations, namespace, self)
         self.rewards = RewardManager(cfg.rewards, namespace, self)
         self.observations = ObservationManager(cfg.observations, namespace, self)
+        self.metrics = MetricManager(cfg.metrics, namespace, self)
         self._stats = torch.zeros(3 + len(self.rewards.names) + len(self.terminations.names), device=self.device)
         self._use_graphs = cuda_graph and self.device.type == "cuda" and self.physics.graph_safe
         self._graphed: GraphedStep | None = None
@@ -153,6 +154,12 @@ class BatchedEnv:
             self.episode_length.random_(0, self.max_episode_length, generator=self.generator)
         return self.observations.compute()
 
+    def track_metrics(self, enabled: bool) -> None:
+        """Compute the task's metrics every step (evaluation) or not (training)."""
+        if enabled != self.metrics.enabled:
+            self.metrics.enabled = enabled
+            self._graphed = None  # a captured step would replay the old choice
+
     def step(self, action: torch.Tensor):
         if self._use_graphs:
             if self._graphed is None:
@@ -165,6 +172,7 @@ class BatchedEnv:
     def _apply_action(self, action: torch.Tensor) -> None:
         self.actions.process(action)
         self.prev_qvel.copy_(self.physics.qvel)
+        self.metrics.before_physics()
 
     def _after_physics(self):
         self.episode_length += 1
@@ -172,6 +180,7 @@ class BatchedEnv:
         self.terminated = self.terminations.compute()
         self.truncated = (self.episode_length >= self.max_episode_length) & ~self.terminated
         reward = self.rewards.compute()
+        self.metrics.after_physics()
         self._reset_envs(self.terminated | self.truncated)
         self.events.step_interval(self.dt)
         self.commands.step(self.dt)
@@ -264,10 +273,11 @@ class BatchedEnv:
         self.prev_qvel.copy_(state["prev_qvel"])
         self.commands.load_state_dict(state["commands"])
         for kind, manager in self._term_managers().items():
-            load_term_state(manager.named_terms(), state["terms"][kind])
+            load_term_state(manager.named_terms(), state["terms"].get(kind, {}))
 
     def _term_managers(self) -> dict:
-        return {"observations": self.observations, "rewards": self.rewards, "terminations": self.terminations}
+        return {"observations": self.observations, "rewards": self.rewards, "terminations": self.terminations,
+                "metrics": self.metrics}  # fmt: skip
 
     def close(self) -> None:
         self.physics.close()

@@ -255,3 +255,47 @@ class EventManager:
         for k, (name, func, params) in enumerate(self._events[EventMode.interval]):
             func(self._env, due[k], **params)
         self._draw_intervals(due)
+
+
+class MetricManager:
+    """Task metrics for evaluation (not rewarded). Off during training; when `enabled`, each step
+    leaves every metric's value in `values` [K, N] and the base's planar travel in `distance` [N],
+    computed after the physics and before resets, like rewards."""
+
+    def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
+        self._env = env
+        self._terms = [
+            (name, *build_term("metric", name, resolve_term("metric", name, t.func, namespace), plain(t.params), env))
+            for name, t in terms.items()
+        ]
+        bad = [(name, t.per) for name, t in terms.items() if t.per not in ("step", "meter")]
+        if bad:
+            raise UserError(f"metric '{bad[0][0]}': per must be 'step' or 'meter', got '{bad[0][1]}'")
+        self.names = [t[0] for t in self._terms]
+        self.per_meter = torch.tensor([t.per == "meter" for t in terms.values()], dtype=torch.bool)
+        self.enabled = False
+        self.values = torch.zeros(len(self._terms), env.num_envs, device=env.device)
+        self.distance = torch.zeros(env.num_envs, device=env.device)
+        self._root_before = torch.zeros(env.num_envs, 2, device=env.device)
+
+    def before_physics(self) -> None:
+        if self.enabled and self.per_meter.any():
+            from robolearn.mdp.state import root_pos_w
+
+            self._root_before.copy_(root_pos_w(self._env)[:, :2])
+
+    def after_physics(self) -> None:
+        if not self.enabled:
+            return
+        for k, (name, func, params) in enumerate(self._terms):
+            self.values[k] = func(self._env, **params)
+        if self.per_meter.any():
+            from robolearn.mdp.state import root_pos_w
+
+            self.distance = (root_pos_w(self._env)[:, :2] - self._root_before).norm(dim=1)
+
+    def named_terms(self) -> list[tuple[str, Callable]]:
+        return [(name, func) for name, func, _ in self._terms]
+
+    def reset(self, mask: torch.Tensor) -> None:
+        reset_terms([t[1] for t in self._terms], mask)

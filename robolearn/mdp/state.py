@@ -73,21 +73,27 @@ def sensor_columns(env, names: list[str]) -> torch.Tensor | slice:
     return env._id_cache[key]
 
 
+def actuated_dofs(env) -> tuple[torch.Tensor | slice, torch.Tensor | slice]:
+    """(qpos, dof) addresses of the joints the policy's actuators drive, in action order."""
+    key = ("actuated",)
+    if key not in env._id_cache:
+        m = env.model
+        joints = [int(m.actuator_trnid[a, 0]) for a in env.actions.actuator_ids.tolist()]
+        env._id_cache[key] = (env._index([int(m.jnt_qposadr[j]) for j in joints]), env._index([int(m.jnt_dofadr[j]) for j in joints]))
+    return env._id_cache[key]
+
+
 def actuator_force(env) -> torch.Tensor:
     """Force of every policy actuator [N, A] as MuJoCo computes it for a fixed-gain, affine-bias
     actuator on a joint: clamp(gain * ctrl + b0 + b1 * q + b2 * qdot, forcerange), with each
     env's own (possibly randomized) gains."""
-    key = ("actuator_force",)
+    key = ("force_range",)
     if key not in env._id_cache:
         m, ids = env.model, env.actions.actuator_ids.tolist()
-        joints = [int(m.actuator_trnid[a, 0]) for a in ids]
         lo = torch.tensor([m.actuator_forcerange[a, 0] if m.actuator_forcelimited[a] else -torch.inf for a in ids])
         hi = torch.tensor([m.actuator_forcerange[a, 1] if m.actuator_forcelimited[a] else torch.inf for a in ids])
-        env._id_cache[key] = (
-            env._index([int(m.jnt_qposadr[j]) for j in joints]), env._index([int(m.jnt_dofadr[j]) for j in joints]),
-            lo.to(env.device), hi.to(env.device),
-        )  # fmt: skip
-    qadr, dadr, lo, hi = env._id_cache[key]
+        env._id_cache[key] = (lo.to(env.device), hi.to(env.device))
+    (qadr, dadr), (lo, hi) = actuated_dofs(env), env._id_cache[key]
     ids = env.actions.actuator_ids
     gain = env.physics.model_field("actuator_gainprm")[:, ids, 0].float()
     bias = env.physics.model_field("actuator_biasprm")[:, ids, :3].float()

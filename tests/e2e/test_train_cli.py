@@ -142,3 +142,9 @@ def test_quadruped_trains_exports_and_runs_sim2sim_through_the_cli(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(report.read_text())
     assert summary["task"] == "quadruped_flat" and 0 < summary["episode_length_mean"] <= 1000
+    for metric in ("lin_vel_error", "yaw_rate_error", "energy_per_meter"):  # next to the training evaluation's
+        assert summary[metric] > 0 and summary["training_evaluation"][metric] > 0
+    result = robolearn("eval", f"run={run}", "episodes=4", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics_ = json.loads((run / "eval.json").read_text())
+    assert metrics_["episodes"] == 4 and 0 <= metrics_["terminated_fraction"] <= 1 and metrics_["lin_vel_error"] > 0

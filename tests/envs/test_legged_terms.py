@@ -88,3 +88,28 @@ def test_feet_air_time_rewards_long_steps_on_touchdown(make_env):
     term(env)
     env.physics.sensordata[:, contact] = 50.0
     assert term(env).item() == 0.0
+
+
+def test_metric_summary_per_step_and_per_meter():
+    from types import SimpleNamespace
+
+    from robolearn.evaluate import summarize_metrics
+
+    env = SimpleNamespace(dt=0.02, metrics=SimpleNamespace(names=["error", "energy"], per_meter=torch.tensor([False, True])))
+    # 100 steps: error summed to 30 -> 0.3 per step; power summed to 5000 W -> 100 J over 4 m
+    out = summarize_metrics(env, torch.tensor([30.0, 5000.0]), torch.tensor(100.0), torch.tensor(4.0))
+    assert out == pytest.approx({"error": 0.3, "energy": 25.0})
+
+
+def test_evaluation_reports_the_quadruped_metrics(make_env):
+    from robolearn.evaluate import evaluate
+
+    zero = ["task.commands.base_velocity.ranges.lin_vel_x=[0.6,0.6]", "task.commands.base_velocity.ranges.lin_vel_y=[0,0]",
+            "task.commands.base_velocity.ranges.ang_vel_z=[0,0]", "task.commands.base_velocity.standing_probability=0",
+            "task.episode_length_s=1.0"]  # fmt: skip
+    env = make_env(FLAT, zero, num_envs=4)
+    metrics, _ = evaluate(env, lambda obs: torch.zeros(obs.shape[0], 12))
+    # standing still under a 0.6 m/s command: the error is about 0.6 m/s, the yaw-rate error small
+    assert metrics["lin_vel_error"] == pytest.approx(0.6, abs=0.15) and metrics["yaw_rate_error"] < 0.3
+    assert metrics["energy_per_meter"] > 0 and metrics["episodes"] == 4
+    assert not env.metrics.enabled  # back off for training

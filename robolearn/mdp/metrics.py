@@ -1,0 +1,24 @@
+"""Metric terms: f(env, **params) -> Tensor[num_envs], one value per control step, reported by
+evaluation (not rewarded). See MetricCfg.per for how they are aggregated."""
+
+from __future__ import annotations
+
+import torch
+
+from robolearn.mdp import state
+
+
+def lin_vel_error_xy(env, command: str) -> torch.Tensor:
+    """|commanded - actual| planar base velocity [m/s] (base frame)."""
+    return (env.commands.get(command)[:, :2] - state.root_lin_vel_b(env)[:, :2]).norm(dim=1)
+
+
+def ang_vel_error_z(env, command: str) -> torch.Tensor:
+    """|commanded - actual| yaw rate [rad/s]."""
+    return (env.commands.get(command)[:, 2] - state.root_ang_vel_b(env)[:, 2]).abs()
+
+
+def mechanical_power(env) -> torch.Tensor:
+    """Sum over actuated joints of |torque * joint velocity| [W]."""
+    _, dadr = state.actuated_dofs(env)
+    return (state.actuator_force(env) * env.physics.qvel[:, dadr]).abs().sum(dim=1)
