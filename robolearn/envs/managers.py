@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from robolearn.config import EventMode, NoiseType
 from robolearn.errors import UserError
+from robolearn.mdp.state import root_pos_w
 
 if TYPE_CHECKING:
     from robolearn.envs.batched_env import BatchedEnv
@@ -280,8 +281,6 @@ class MetricManager:
 
     def before_physics(self) -> None:
         if self.enabled and self.per_meter.any():
-            from robolearn.mdp.state import root_pos_w
-
             self._root_before.copy_(root_pos_w(self._env)[:, :2])
 
     def after_physics(self) -> None:
@@ -290,9 +289,7 @@ class MetricManager:
         for k, (name, func, params) in enumerate(self._terms):
             self.values[k] = func(self._env, **params)
         if self.per_meter.any():
-            from robolearn.mdp.state import root_pos_w
-
-            self.distance = (root_pos_w(self._env)[:, :2] - self._root_before).norm(dim=1)
+            torch.linalg.vector_norm(root_pos_w(self._env)[:, :2] - self._root_before, dim=1, out=self.distance)
 
     def named_terms(self) -> list[tuple[str, Callable]]:
         return [(name, func) for name, func, _ in self._terms]
