@@ -86,14 +86,16 @@ def actuated_dofs(env) -> tuple[torch.Tensor | slice, torch.Tensor | slice]:
 def actuator_force(env) -> torch.Tensor:
     """Force of every policy actuator [N, A] as MuJoCo computes it for a fixed-gain, affine-bias
     actuator on a joint: clamp(gain * ctrl + b0 + b1 * q + b2 * qdot, forcerange), with each
-    env's own (possibly randomized) gains."""
-    key = ("force_range",)
+    env's own (possibly randomized) gains and force limits."""
+    key = ("force_limited",)
     if key not in env._id_cache:
-        m, ids = env.model, env.actions.actuator_ids.tolist()
-        lo = torch.tensor([m.actuator_forcerange[a, 0] if m.actuator_forcelimited[a] else -torch.inf for a in ids])
-        hi = torch.tensor([m.actuator_forcerange[a, 1] if m.actuator_forcelimited[a] else torch.inf for a in ids])
-        env._id_cache[key] = (lo.to(env.device), hi.to(env.device))
-    (qadr, dadr), (lo, hi) = actuated_dofs(env), env._id_cache[key]
+        limited = env.model.actuator_forcelimited[env.actions.actuator_ids.tolist()].astype(bool)
+        env._id_cache[key] = torch.as_tensor(limited, device=env.device)
+    qadr, dadr = actuated_dofs(env)
+    limited = env._id_cache[key]
+    forcerange = env.physics.model_field("actuator_forcerange")[:, env.actions.actuator_ids].float()
+    lo = torch.where(limited, forcerange[..., 0], -torch.inf)
+    hi = torch.where(limited, forcerange[..., 1], torch.inf)
     ids = env.actions.actuator_ids
     gain = env.physics.model_field("actuator_gainprm")[:, ids, 0].float()
     bias = env.physics.model_field("actuator_biasprm")[:, ids, :3].float()

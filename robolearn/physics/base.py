@@ -42,6 +42,7 @@ RANDOMIZABLE_FIELDS: dict[str, mujoco.mjtObj] = {
     "jnt_stiffness": mujoco.mjtObj.mjOBJ_JOINT,
     "actuator_gainprm": mujoco.mjtObj.mjOBJ_ACTUATOR,
     "actuator_biasprm": mujoco.mjtObj.mjOBJ_ACTUATOR,
+    "actuator_forcerange": mujoco.mjtObj.mjOBJ_ACTUATOR,
 }
 # Of those, the fields MuJoCo derives other model constants from (subtree masses, inverse
 # weights, actuator acc0): writing them requires mj_setConst / mujoco_warp's set_const.

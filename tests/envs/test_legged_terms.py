@@ -58,7 +58,7 @@ def test_orientation_terms(make_env):
 
 
 def test_joint_limit_and_torque_terms(make_env):
-    env = make_env(FLAT, ["~task.events.trunk_mass"], num_envs=1)
+    env = make_env(FLAT, ["~task.events.pd_gains", "~task.events.motor_strength"], num_envs=1)
     env.reset()
     qpos = env.default_qpos.clone()
     qpos[0, 7] = 1.0  # FL hip: range +-1.047, soft (90 %) limit 0.9423

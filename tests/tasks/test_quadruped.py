@@ -97,7 +97,9 @@ def test_deploy_loop_follows_training_on_the_quadruped(make_env, tmp_path):
 
     from tests.deploy.conftest import make_bundle
 
-    nominal = ["task.observations.policy.enable_noise=false", "~task.events.foot_friction", "~task.events.trunk_mass"]
+    nominal = ["task.observations.policy.enable_noise=false"] + [
+        f"~task.events.{e}" for e in ("foot_friction", "trunk_mass", "com_offset", "motor_strength", "armature", "pd_gains",
+                                      "joint_damping")]  # fmt: skip
     make_bundle(tmp_path / "b", "quadruped_flat", nominal, hidden=(64, 64), seed=2)
     policy = Policy(tmp_path / "b")
     assert policy.bundle.meta["commands"]["base_velocity"]["components"] == ["lin_vel_x", "lin_vel_y", "ang_vel_z"]
@@ -134,3 +136,41 @@ def test_env_state_round_trip_includes_commands_and_stateful_terms(make_env):
         obs_b, rew_b, *_ = b.step(act)
     assert torch.equal(obs_a["critic"], obs_b["critic"]) and torch.equal(rew_a, rew_b)
     assert torch.equal(a.commands.get("base_velocity"), b.commands.get("base_velocity"))
+
+
+def field(env, name):
+    return env.physics.model_field(name).double().clone()
+
+
+@pytest.mark.parametrize("backend,num_envs", [("mujoco", 6), ("warp", 4), ("mjx", 3)])
+def test_randomization_ranges_modes_and_per_env_values(make_env, backend, num_envs):
+    """Each randomized parameter stays in its range, differs between environments, and follows
+    its mode: startup values survive resets, reset values are drawn again at each reset."""
+    env = make_env("quadruped_flat", num_envs=num_envs, physics=backend)
+    nominal = {f: env.physics.default_model_field(f).double() for f in
+               ("body_mass", "body_ipos", "actuator_forcerange", "dof_armature", "actuator_gainprm",
+                "actuator_biasprm", "dof_damping", "geom_friction")}  # fmt: skip
+    env.reset()
+    trunk = 1  # body id
+    legs = env.joint_ids(None)[1]
+    first = {f: field(env, f) for f in nominal}
+
+    added = first["body_mass"][:, trunk] - nominal["body_mass"][trunk]
+    assert ((added >= -1.0) & (added <= 2.0)).all() and added.std() > 0
+    com = first["body_ipos"][:, trunk] - nominal["body_ipos"][trunk]
+    assert (com.abs() <= 0.03 + 1e-7).all() and com.std(dim=0).min() > 0 and (com[:, 0] != com[:, 1]).all()
+    strength = first["actuator_forcerange"][..., 1] / nominal["actuator_forcerange"][:, 1]
+    assert ((strength >= 0.8 - 1e-6) & (strength <= 1.2 + 1e-6)).all() and strength.std() > 0
+    kp = first["actuator_gainprm"][..., 0] / nominal["actuator_gainprm"][:, 0]
+    assert ((kp >= 0.85 - 1e-6) & (kp <= 1.15 + 1e-6)).all() and kp.std() > 0
+    assert torch.allclose(first["actuator_biasprm"][..., 1], -first["actuator_gainprm"][..., 0])  # target kept
+    damping = first["dof_damping"][:, legs] / nominal["dof_damping"][legs]
+    assert ((damping >= 0.5 - 1e-6) & (damping <= 1.5 + 1e-6)).all() and damping.std() > 0
+
+    everyone = torch.ones(num_envs, dtype=torch.bool)
+    env._reset_envs(everyone)
+    second = {f: field(env, f) for f in nominal}
+    for startup in ("body_mass", "body_ipos", "actuator_forcerange", "dof_armature", "geom_friction"):
+        assert torch.equal(first[startup], second[startup]), startup
+    for reset in ("actuator_gainprm", "dof_damping"):
+        assert not torch.equal(first[reset], second[reset]), reset
