@@ -62,8 +62,7 @@ def legged_bundle(out: Path, hidden: list[int]) -> Path:
     }  # fmt: skip
     meta["metadata_sha256"] = metadata_digest(meta)
     (out / "robot.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
-    for source in ("base_ang_vel", "projected_gravity", "velocity_command"):
-        register_signal_source(source)
+    register_signal_source("velocity_command")  # base_ang_vel and projected_gravity are built in
     return out
 
 

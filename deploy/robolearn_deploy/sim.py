@@ -73,8 +73,7 @@ class MujocoRobot(RobotInterface):
         self._servo_act = np.array([a for _, a in servo], dtype=np.intp)
         self._motor_rows = np.array([i for i, _ in motor], dtype=np.intp)
         self._motor_act = np.array([a for _, a in motor], dtype=np.intp)
-        gear = m.actuator_gear[self._motor_act, 0] * m.actuator_gainprm[self._motor_act, 0]
-        self._motor_effort_per_ctrl = gear
+        self._motor_effort_per_ctrl = m.actuator_gear[self._motor_act, 0] * m.actuator_gainprm[self._motor_act, 0]
 
     # --- episodes and the clock -----------------------------------------------------------------
     def reset(self, qpos: np.ndarray | None = None, qvel: np.ndarray | None = None) -> None:

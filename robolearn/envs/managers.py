@@ -274,13 +274,14 @@ class MetricManager:
             raise UserError(f"metric '{bad[0][0]}': per must be 'step' or 'meter', got '{bad[0][1]}'")
         self.names = [t[0] for t in self._terms]
         self.per_meter = torch.tensor([t.per == "meter" for t in terms.values()], dtype=torch.bool)
+        self._tracks_distance = bool(self.per_meter.any())
         self.enabled = False
         self.values = torch.zeros(len(self._terms), env.num_envs, device=env.device)
         self.distance = torch.zeros(env.num_envs, device=env.device)
         self._root_before = torch.zeros(env.num_envs, 2, device=env.device)
 
     def before_physics(self) -> None:
-        if self.enabled and self.per_meter.any():
+        if self.enabled and self._tracks_distance:
             self._root_before.copy_(root_pos_w(self._env)[:, :2])
 
     def after_physics(self) -> None:
@@ -288,7 +289,7 @@ class MetricManager:
             return
         for k, (name, func, params) in enumerate(self._terms):
             self.values[k] = func(self._env, **params)
-        if self.per_meter.any():
+        if self._tracks_distance:
             torch.linalg.vector_norm(root_pos_w(self._env)[:, :2] - self._root_before, dim=1, out=self.distance)
 
     def named_terms(self) -> list[tuple[str, Callable]]:

@@ -12,6 +12,7 @@ import math
 import torch
 
 from robolearn.errors import UserError
+from robolearn.mdp.state import root_addresses
 
 
 def _uniform(env, shape: tuple[int, ...], low: float, high: float) -> torch.Tensor:
@@ -90,9 +91,7 @@ def reset_root_state(
 ) -> None:
     """Floating base at its default pose shifted by U(xy_range) in x and y, turned by U(yaw_range),
     with every base velocity component drawn from U(velocity_range)."""
-    from robolearn.mdp.state import _root
-
-    q, d = _root(env)
+    q, d = root_addresses(env)
     n = env.num_envs
     env.reset_qpos[:, q : q + 2] += _uniform(env, (n, 2), *xy_range)
     half_yaw = 0.5 * _uniform(env, (n,), *yaw_range)

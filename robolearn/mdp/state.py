@@ -17,7 +17,7 @@ def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return v - w * t + torch.linalg.cross(xyz, t, dim=1)
 
 
-def _root(env) -> tuple[int, int]:
+def root_addresses(env) -> tuple[int, int]:
     """qpos and dof address of the model's first free joint (the floating base)."""
     key = ("root",)
     if key not in env._id_cache:
@@ -29,24 +29,24 @@ def _root(env) -> tuple[int, int]:
 
 
 def root_pos_w(env) -> torch.Tensor:
-    q, _ = _root(env)
+    q, _ = root_addresses(env)
     return env.physics.qpos[:, q : q + 3]
 
 
 def root_quat_w(env) -> torch.Tensor:
-    q, _ = _root(env)
+    q, _ = root_addresses(env)
     return env.physics.qpos[:, q + 3 : q + 7]
 
 
 def root_lin_vel_b(env) -> torch.Tensor:
     """Base linear velocity in the base frame [m/s] (MuJoCo keeps a free joint's in the world frame)."""
-    _, d = _root(env)
+    _, d = root_addresses(env)
     return quat_rotate_inverse(root_quat_w(env), env.physics.qvel[:, d : d + 3])
 
 
 def root_ang_vel_b(env) -> torch.Tensor:
     """Base angular velocity in the base frame [rad/s]: what a base-mounted gyro reads."""
-    _, d = _root(env)
+    _, d = root_addresses(env)
     return env.physics.qvel[:, d + 3 : d + 6]
 
 
