@@ -41,7 +41,7 @@ def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int
     return BatchedEnv(
         cfg.task, plugin, num_envs or cfg.env.num_envs, physics=backend, device=device,
         seed=env_seed(cfg.seed), physics_settings=OmegaConf.to_container(cfg.physics),
-        cuda_graph=cfg.env.cuda_graph,
+        cuda_graph=cfg.env.cuda_graph, randomization=cfg.get("randomization"),
     )  # fmt: skip
 
 

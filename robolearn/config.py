@@ -80,6 +80,43 @@ class TerminationTermCfg:
     """Keyword arguments passed to the function."""
 
 
+class RandomizationLevel(Enum):
+    """Presets in increasing order: each runs the events of its level and of the levels below."""
+
+    none = "none"
+    """Only what defines the task (initial-state resets): no domain randomization."""
+    default = "default"
+    """The randomization a policy needs to be robust in simulation."""
+    sim2real = "sim2real"
+    """Everything a policy meets on hardware: latency, pushes, gravity tilt, adaptive ranges."""
+
+
+@dataclass
+class AdaptiveRangeCfg:
+    """Automatic domain randomization of one [low, high] param of an event: per group of
+    environments, the range widens by `step` on each side while the group's metric stays at or
+    above `widen_above` and narrows back toward its initial value when it falls below
+    `narrow_below`; it never leaves `limits` nor gets narrower than the initial range."""
+
+    param: str = "range"
+    """The event param that adapts (a [low, high] list)."""
+    limits: List[float] = MISSING
+    """The widest [low, high] the range may reach."""
+    step: float = MISSING
+    """How far each bound moves per update."""
+    metric: str = "survival"
+    """survival (fraction of episodes that time out instead of terminating), episode_length
+    (fraction of the maximum), or a reward term's name (its mean unweighted value per step)."""
+    widen_above: float = 0.8
+    """Widen when the group's metric is at least this."""
+    narrow_below: float = 0.5
+    """Narrow when it is below this."""
+    num_groups: int = 1
+    """Environment groups with independent ranges (env i is in group i % num_groups)."""
+    min_episodes: int = 16
+    """Episodes a group must finish between two updates of its range."""
+
+
 @dataclass
 class EventTermCfg:
     func: str = MISSING
@@ -90,6 +127,10 @@ class EventTermCfg:
     """Keyword arguments passed to the function."""
     interval_s: List[float] = field(default_factory=lambda: [1.0, 1.0])
     """For mode=interval: the period in seconds, drawn uniformly from [low, high] per env."""
+    level: RandomizationLevel = RandomizationLevel.none
+    """The lowest randomization preset that runs this event (none: always)."""
+    adaptive: Optional[AdaptiveRangeCfg] = None
+    """Make one of its ranges adaptive (used when the preset enables adaptive ranges)."""
 
 
 @dataclass
@@ -156,6 +197,20 @@ class TaskCfg:
     """Commands the policy is asked to follow (e.g. a base velocity), resampled per env."""
     metrics: Dict[str, MetricCfg] = field(default_factory=dict)
     """Task metrics `robolearn eval` and `sim2sim` report (tracking error, energy per meter, ...)."""
+
+
+@dataclass
+class RandomizationCfg:
+    """A domain-randomization preset (configs/randomization/): which of a task's events run,
+    whether observation noise is on and whether adaptive ranges adapt."""
+
+    level: RandomizationLevel = RandomizationLevel.default
+    """Run the events whose `level` is this or lower."""
+    observation_noise: bool = True
+    """Add each observation term's noise in groups that enable it; false turns all noise off."""
+    adaptive: bool = False
+    """Adapt the ranges marked `adaptive` (automatic domain randomization); false keeps their
+    initial ranges fixed."""
 
 
 @dataclass
@@ -244,6 +299,8 @@ class TrainCfg:
     """Environment count."""
     runner: RunnerCfg = field(default_factory=RunnerCfg)
     """Rollout / iteration settings."""
+    randomization: RandomizationCfg = field(default_factory=RandomizationCfg)
+    """Domain-randomization preset (choose with randomization=none|default|sim2real)."""
     seed: int = 0
     """Seeds torch, numpy, python and every environment sampler."""
     device: str = "auto"
@@ -257,3 +314,4 @@ def register_schemas(cs: ConfigStore) -> None:
     cs.store(name="train_schema", node=TrainCfg)
     cs.store(group="physics", name="physics_schema", node=PhysicsCfg)
     cs.store(group="algo", name="algo_schema", node=AlgoCfg)
+    cs.store(group="randomization", name="randomization_schema", node=RandomizationCfg)

@@ -19,13 +19,14 @@ def cartpole_xml():
 
 @pytest.fixture
 def make_env():
-    """make_env(task, overrides=[...], num_envs=..., physics=...) -> BatchedEnv, closed afterwards."""
+    """make_env(task, overrides=[...], num_envs=..., physics=...) -> BatchedEnv, closed afterwards
+    (overrides may choose a randomization preset: "randomization=sim2real")."""
     built = []
 
     def make(task="cartpole", overrides=(), num_envs=16, physics="mujoco", seed=0):
         cfg = compose_train([f"task={task}", *overrides])
         env = BatchedEnv(cfg.task, discover_tasks()[task], num_envs, physics=physics, device="cpu", seed=seed,
-                         physics_settings={"num_threads": 2})
+                         physics_settings={"num_threads": 2}, randomization=cfg.randomization)
         built.append(env)
         return env
 

@@ -1,4 +1,9 @@
-"""Policy action -> actuator controls: ctrl = clip(offset + scale * action)."""
+"""Policy action -> actuator controls: ctrl = clip(offset + scale * action), optionally delayed.
+
+Actuator latency: with a delay of d physics steps, the ctrl computed at control step t takes
+effect at physics step t * decimation + d. Until then the previous controls keep acting, so the
+physics gets one ctrl per physics step ([N, decimation, nu]); every backend runs that the same way.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ class ActionManager:
     """Holds the current and previous action and the ctrl tensor handed to the physics backend."""
 
     def __init__(self, cfg: ActionCfg, model: mujoco.MjModel, num_envs: int, device: torch.device,
-                 default_qpos: torch.Tensor):  # fmt: skip
+                 default_qpos: torch.Tensor, decimation: int = 1):  # fmt: skip
         ids = entity_ids(model, mujoco.mjtObj.mjOBJ_ACTUATOR, list(cfg.actuators) or None)
         self.actuator_ids = torch.tensor(ids, dtype=torch.long, device=device)
         self.actuator_names = [names(model, mujoco.mjtObj.mjOBJ_ACTUATOR)[i] for i in ids]
@@ -35,6 +40,16 @@ class ActionManager:
         self.action = torch.zeros(num_envs, self.num_actions, device=device)
         self.last_action = torch.zeros_like(self.action)
         self.ctrl = torch.zeros(num_envs, model.nu, device=device)
+        self.rest_ctrl = torch.zeros(model.nu, device=device)
+        """The controls of a zero action: what acts before an episode's first delayed action lands."""
+        self.rest_ctrl[self.actuator_ids] = torch.clamp(self.offset, low, high)
+        self.decimation = decimation
+        self.delay = torch.zeros(num_envs, dtype=torch.long, device=device)
+        """Actuator latency of each env in physics steps (set by the randomize_action_delay event)."""
+        self.history = torch.zeros(0, num_envs, model.nu, device=device)
+        """ctrl of the previous control steps, newest first: [ceil(max delay / decimation), N, nu]."""
+        self.physics_ctrl = self.ctrl
+        """What the physics gets: ctrl [N, nu], or with latency one ctrl per physics step [N, decimation, nu]."""
 
     @staticmethod
     def _joint_of(model: mujoco.MjModel, actuator: int) -> str | None:
@@ -42,13 +57,36 @@ class ActionManager:
             return None
         return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.actuator_trnid[actuator, 0]))
 
+    def enable_delay(self, max_steps: int) -> None:
+        """Keep enough past controls to delay actions by up to max_steps physics steps (call before
+        the first step: the buffers it allocates are what a captured step reads)."""
+        depth = -(-max_steps // self.decimation)
+        if depth > self.history.shape[0]:
+            n, nu = self.ctrl.shape
+            self.history = self.rest_ctrl.expand(depth, n, nu).clone()
+            self.physics_ctrl = torch.zeros(n, self.decimation, nu, device=self.ctrl.device)
+            self._substep = torch.arange(self.decimation, device=self.ctrl.device)
+            self._env_index = torch.arange(n, device=self.ctrl.device).unsqueeze(1)
+
     def process(self, action: torch.Tensor) -> None:
         self.last_action.copy_(self.action)
         self.action.copy_(action)
+        if self.history.shape[0]:
+            self.history.copy_(torch.cat([self.ctrl.unsqueeze(0), self.history[:-1]]))
         target = torch.clamp(self.offset + self.scale * action, self.ctrl_low, self.ctrl_high)
         self.ctrl[:, self.actuator_ids] = target
+        if self.history.shape[0]:
+            # physics step s of this control step applies the ctrl of ceil((delay - s) / decimation)
+            # control steps ago (0 = this one)
+            lag = torch.div(self._substep - self.delay.unsqueeze(1), self.decimation, rounding_mode="floor").neg()
+            lag.clamp_(0, self.history.shape[0])
+            stacked = torch.cat([self.ctrl.unsqueeze(0), self.history])  # [1 + depth, N, nu]
+            self.physics_ctrl.copy_(stacked[lag, self._env_index])
 
     def reset(self, mask: torch.Tensor) -> None:
         keep = (~mask).unsqueeze(1).to(self.action.dtype)
         self.action.mul_(keep)
         self.last_action.mul_(keep)
+        if self.history.shape[0]:  # a new episode's delayed start holds the rest pose
+            self.ctrl.copy_(torch.where(mask.unsqueeze(1), self.rest_ctrl, self.ctrl))
+            self.history.copy_(torch.where(mask.view(1, -1, 1), self.rest_ctrl, self.history))

@@ -19,7 +19,7 @@ import mujoco
 import torch
 
 from robolearn import mdp
-from robolearn.config import EventMode, TaskCfg
+from robolearn.config import EventMode, RandomizationCfg, TaskCfg
 from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep
@@ -69,7 +69,9 @@ class BatchedEnv:
         seed: int = 0,
         physics_settings: Mapping | None = None,
         cuda_graph: bool = True,
+        randomization: RandomizationCfg | None = None,
     ):
+        """`randomization`: the preset (configs/randomization/); None means the `default` one."""
         self.cfg = cfg
         self.device = torch.device(device)
         self.num_envs = num_envs
@@ -97,17 +99,18 @@ class BatchedEnv:
         self.reset_qvel = self.default_qvel.clone()
 
         namespace = term_namespace(plugin)
-        self.actions = ActionManager(cfg.action, model, num_envs, self.device, self.default_qpos[0])
+        self.actions = ActionManager(cfg.action, model, num_envs, self.device, self.default_qpos[0], cfg.decimation)
         self.num_actions = self.actions.num_actions
         self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         self.truncated = torch.zeros_like(self.terminated)
         self.prev_qvel = self.default_qvel.clone()
         """Joint velocities before the last step's physics (joint accelerations)."""
+        preset = randomization if randomization is not None else RandomizationCfg()
         self.commands = CommandManager(cfg.commands, self)
-        self.events = EventManager(cfg.events, namespace, self)
         self.terminations = TerminationManager(cfg.terminations, namespace, self)
         self.rewards = RewardManager(cfg.rewards, namespace, self)
-        self.observations = ObservationManager(cfg.observations, namespace, self)
+        self.events = EventManager(cfg.events, namespace, self, preset)
+        self.observations = ObservationManager(cfg.observations, namespace, self, noise=preset.observation_noise)
         self.metrics = MetricManager(cfg.metrics, namespace, self)
         self._stats = torch.zeros(3 + len(self.rewards.names) + len(self.terminations.names), device=self.device)
         self._use_graphs = cuda_graph and self.device.type == "cuda" and self.physics.graph_safe
@@ -166,7 +169,7 @@ class BatchedEnv:
                 self._graphed = GraphedStep(self)
             return self._graphed.step(action)
         self._apply_action(action)
-        self.physics.step(self.actions.ctrl, self.decimation)
+        self.physics.step(self.actions.physics_ctrl, self.decimation)
         return self._after_physics()
 
     def _apply_action(self, action: torch.Tensor) -> None:
@@ -208,6 +211,7 @@ class BatchedEnv:
 
     # --- episode statistics: accumulated on the device, read once per iteration ---------------
     def _record_episodes(self, mask: torch.Tensor) -> None:
+        self.events.record_episodes(mask)
         done = mask.float()
         sums = self.rewards.episode_sums
         self._stats += torch.cat(
@@ -222,12 +226,14 @@ class BatchedEnv:
         problem = self.physics.health()
         if problem is not None:
             raise UserError(problem)
+        adaptive = self.events.update_adaptive()
         values = self._stats.tolist()
         self._stats.zero_()
         count = values[0]
         if count == 0:
-            return {"episodes": 0.0}
-        stats = {"episodes": count, "mean_episode_return": values[1] / count, "mean_episode_length": values[2] / count}
+            return {"episodes": 0.0, **adaptive}
+        stats = {"episodes": count, "mean_episode_return": values[1] / count, "mean_episode_length": values[2] / count,
+                 **adaptive}  # fmt: skip
         n_rew = len(self.rewards.names)
         for k, name in enumerate(self.rewards.names):
             stats[f"episode_reward/{name}"] = values[3 + k] / count
@@ -245,12 +251,16 @@ class BatchedEnv:
             "episode_sums": self.rewards.episode_sums.clone(),
             "action": self.actions.action.clone(),
             "last_action": self.actions.last_action.clone(),
+            "ctrl": self.actions.ctrl.clone(),
+            "ctrl_history": self.actions.history.clone(),
+            "action_delay": self.actions.delay.clone(),
             "event_time_left": self.events.time_left.clone(),
             "stats": self._stats.clone(),
             "obs": {k: v.clone() for k, v in self.observations.buffers.items()},
             "prev_qvel": self.prev_qvel.clone(),
             "commands": self.commands.state_dict(),
             "terms": {kind: term_state(m.named_terms()) for kind, m in self._term_managers().items()},
+            "adaptive": {name: adr.state_dict() for name, adr in self.events.adaptive.items()},
         }
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -266,6 +276,9 @@ class BatchedEnv:
         self.rewards.episode_sums.copy_(state["episode_sums"])
         self.actions.action.copy_(state["action"])
         self.actions.last_action.copy_(state["last_action"])
+        self.actions.ctrl.copy_(state["ctrl"])
+        self.actions.history.copy_(state["ctrl_history"])
+        self.actions.delay.copy_(state["action_delay"])
         self.events.time_left.copy_(state["event_time_left"])
         self._stats.copy_(state["stats"])
         for k, v in state["obs"].items():
@@ -274,10 +287,13 @@ class BatchedEnv:
         self.commands.load_state_dict(state["commands"])
         for kind, manager in self._term_managers().items():
             load_term_state(manager.named_terms(), state["terms"].get(kind, {}))
+        for name, adr in self.events.adaptive.items():
+            if name in state.get("adaptive", {}):
+                adr.load_state_dict(state["adaptive"][name])
 
     def _term_managers(self) -> dict:
         return {"observations": self.observations, "rewards": self.rewards, "terminations": self.terminations,
-                "metrics": self.metrics}  # fmt: skip
+                "metrics": self.metrics, "events": self.events}  # fmt: skip
 
     def close(self) -> None:
         self.physics.close()

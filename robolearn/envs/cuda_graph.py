@@ -40,12 +40,12 @@ class GraphedStep:
 
     def _eager_step(self):
         self.env._apply_action(self.action)
-        self.env.physics.step(self.env.actions.ctrl, self.env.decimation)
+        self.env.physics.step(self.env.actions.physics_ctrl, self.env.decimation)
         return self.env._after_physics()
 
     def step(self, action: torch.Tensor):
         self.action.copy_(action)
         self.before.replay()
-        self.env.physics.step(self.env.actions.ctrl, self.env.decimation)
+        self.env.physics.step(self.env.actions.physics_ctrl, self.env.decimation)
         self.after.replay()
         return self.outputs

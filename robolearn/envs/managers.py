@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from robolearn.config import EventMode, NoiseType
+from robolearn.config import EventMode, NoiseType, RandomizationCfg, RandomizationLevel
+from robolearn.envs.adaptive import AdaptiveRange
 from robolearn.errors import UserError
 from robolearn.mdp.state import root_pos_w
 
 if TYPE_CHECKING:
     from robolearn.envs.batched_env import BatchedEnv
+
+LEVELS = list(RandomizationLevel)
 
 
 def resolve_term(kind: str, term: str, func: str, namespace: Mapping[str, Callable]) -> Callable:
@@ -93,7 +96,8 @@ class ObservationManager:
     """Concatenates each group's terms into a preallocated [N, D] buffer, then adds noise, scales
     and clips the whole group at once (per-column vectors), so the cost per term is one call."""
 
-    def __init__(self, groups: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
+    def __init__(self, groups: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv,
+                 noise: bool = True):  # fmt: skip
         if "policy" not in groups:
             raise UserError("the task defines no 'policy' observation group")
         if "critic" not in groups:  # the critic sees the policy's terms, without noise
@@ -115,7 +119,7 @@ class ObservationManager:
                 sl = ObsSlice(name, start, start + dim, float(tcfg.scale), tcfg.clip, tcfg.units, tcfg.func, plain(tcfg.params))
                 terms.append((sl, func, params))
                 clip = float("inf") if tcfg.clip is None else float(tcfg.clip)
-                noisy = bool(gcfg["enable_noise"])
+                noisy = noise and bool(gcfg["enable_noise"])
                 uniform = noisy and tcfg.noise.type == NoiseType.uniform
                 columns += [(tcfg.noise.scale * uniform, tcfg.noise.scale * (noisy and not uniform), sl.scale, clip)] * dim
                 start += dim
@@ -218,15 +222,39 @@ class TerminationManager:
 
 
 class EventManager:
-    """Runs events by mode: startup (all envs, once), reset (masked), interval (per-env timers)."""
+    """Runs events by mode: startup (all envs, once), reset (masked), interval (per-env timers).
 
-    def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
+    The randomization preset decides which events exist (their `level`) and whether ranges marked
+    `adaptive` adapt (adaptive.py); an event that keeps state is a class, built once with the
+    widest range it can be given, then called as term(env, mask, **params)."""
+
+    def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv,
+                 preset: RandomizationCfg):  # fmt: skip
         self._env = env
         self._events: dict[EventMode, list[tuple[str, Callable, dict]]] = {mode: [] for mode in EventMode}
+        self.adaptive: dict[str, AdaptiveRange] = {}
+        self._stateful: list[tuple[str, Callable]] = []
         ranges = []
+        allowed = LEVELS.index(preset.level)
         for name, t in terms.items():
+            if LEVELS.index(t.level) > allowed:
+                continue
             func, params = resolve_term("event", name, t.func, namespace), plain(t.params)
-            check_params("event", name, func, env, None, **params)
+            build_params = params
+            if t.adaptive is not None and preset.adaptive:
+                if t.mode == EventMode.startup:
+                    raise UserError(f"event '{name}': an adaptive range needs mode reset or interval "
+                                    "(a startup value is drawn once and could never adapt)")  # fmt: skip
+                adr = AdaptiveRange(name, t.adaptive, params, env)
+                self.adaptive[name] = adr
+                params = {**params, adr.param: adr.per_env}
+                build_params = {**params, adr.param: list(adr.limits)}
+            if inspect.isclass(func):
+                check_params("event", name, func, env, **build_params)
+                func = func(env, **build_params)
+                self._stateful.append((name, func))
+            else:
+                check_params("event", name, func, env, None, **params)
             self._events[t.mode].append((name, func, params))
             if t.mode == EventMode.interval:
                 low, high = (float(v) for v in t.interval_s)
@@ -235,6 +263,12 @@ class EventManager:
                 ranges.append((low, high))
         self._interval_range = torch.tensor(ranges, device=env.device).reshape(-1, 2)
         self.time_left = torch.zeros(len(ranges), env.num_envs, device=env.device)
+
+    def named_terms(self) -> list[tuple[str, Callable]]:
+        return list(self._stateful)
+
+    def reset(self, mask: torch.Tensor) -> None:
+        reset_terms([term for _, term in self._stateful], mask)
 
     def apply(self, mode: EventMode, mask: torch.Tensor) -> None:
         for name, func, params in self._events[mode]:
@@ -256,6 +290,19 @@ class EventManager:
         for k, (name, func, params) in enumerate(self._events[EventMode.interval]):
             func(self._env, due[k], **params)
         self._draw_intervals(due)
+
+    # --- adaptive ranges ------------------------------------------------------------------------
+    def record_episodes(self, done: torch.Tensor) -> None:
+        for adr in self.adaptive.values():
+            adr.record(self._env, done)
+
+    def update_adaptive(self) -> dict[str, float]:
+        """Move the adaptive ranges (once per iteration) and return their new values to log."""
+        logged: dict[str, float] = {}
+        for adr in self.adaptive.values():
+            adr.update()
+            logged.update(adr.log())
+        return logged
 
 
 class MetricManager:

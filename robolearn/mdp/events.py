@@ -3,6 +3,9 @@
 Reset events write the next episode's initial state into env.reset_qpos / env.reset_qvel; the
 env hands those to the backend once, after all reset events ran. Randomization events write
 per-environment model fields through the backend.
+
+A `[low, high]` range param may arrive as a [num_envs, 2] tensor instead of two numbers: that
+is an adaptive range (automatic domain randomization), one current range per environment.
 """
 
 from __future__ import annotations
@@ -15,8 +18,23 @@ from robolearn.errors import UserError
 from robolearn.mdp.state import root_addresses
 
 
-def _uniform(env, shape: tuple[int, ...], low: float, high: float) -> torch.Tensor:
+def _bounds(env, range_, ndim: int) -> tuple:
+    """(low, high) as numbers, or for an adaptive range as per-env tensors shaped to broadcast
+    against a [num_envs, ...] sample with `ndim` dimensions."""
+    if isinstance(range_, torch.Tensor):
+        view = (env.num_envs,) + (1,) * (ndim - 1)
+        return range_[:, 0].reshape(view), range_[:, 1].reshape(view)
+    low, high = (float(v) for v in range_)
+    return low, high
+
+
+def _uniform(env, shape: tuple[int, ...], range_) -> torch.Tensor:
+    low, high = _bounds(env, range_, len(shape))
     return low + (high - low) * torch.rand(shape, generator=env.generator, device=env.device)
+
+
+def _log(value):
+    return torch.log(value) if isinstance(value, torch.Tensor) else math.log(value)
 
 
 def reset_joints_uniform(
@@ -30,8 +48,8 @@ def reset_joints_uniform(
     qadr, dadr = env.joint_ids(joints)
     default = env.default_qpos[:, qadr]
     shape = tuple(default.shape)
-    env.reset_qpos[:, qadr] = default + _uniform(env, shape, *position_range)
-    env.reset_qvel[:, dadr] = _uniform(env, shape, *velocity_range)
+    env.reset_qpos[:, qadr] = default + _uniform(env, shape, position_range)
+    env.reset_qvel[:, dadr] = _uniform(env, shape, velocity_range)
 
 
 def randomize_model_field(
@@ -57,12 +75,12 @@ def randomize_model_field(
     nominal = env.physics.default_model_field(field)[rows]
     if element is not None:
         nominal = nominal[..., element]
-    low, high = (float(v) for v in range)
     shape = (env.num_envs, *nominal.shape) if per_element else (env.num_envs, nominal.shape[0])
     if distribution == "uniform":
-        sample = _uniform(env, shape, low, high)
+        sample = _uniform(env, shape, range)
     elif distribution == "log_uniform":
-        sample = torch.exp(_uniform(env, shape, math.log(low), math.log(high)))
+        low, high = _bounds(env, range, len(shape))
+        sample = torch.exp(_uniform(env, shape, (0.0, 1.0)) * (_log(high) - _log(low)) + _log(low))
     else:
         raise UserError(f"randomize_model_field: unknown distribution '{distribution}'; valid: uniform, log_uniform")
     sample = sample.to(nominal.dtype).reshape(shape + (1,) * (nominal.dim() + 1 - len(shape)))
@@ -93,15 +111,15 @@ def reset_root_state(
     with every base velocity component drawn from U(velocity_range)."""
     q, d = root_addresses(env)
     n = env.num_envs
-    env.reset_qpos[:, q : q + 2] += _uniform(env, (n, 2), *xy_range)
-    half_yaw = 0.5 * _uniform(env, (n,), *yaw_range)
+    env.reset_qpos[:, q : q + 2] += _uniform(env, (n, 2), xy_range)
+    half_yaw = 0.5 * _uniform(env, (n,), yaw_range)
     w, z = torch.cos(half_yaw), torch.sin(half_yaw)  # yaw about the world z axis, composed with the default
     q0 = env.reset_qpos[:, q + 3 : q + 7].clone()
     env.reset_qpos[:, q + 3] = w * q0[:, 0] - z * q0[:, 3]
     env.reset_qpos[:, q + 4] = w * q0[:, 1] - z * q0[:, 2]
     env.reset_qpos[:, q + 5] = w * q0[:, 2] + z * q0[:, 1]
     env.reset_qpos[:, q + 6] = w * q0[:, 3] + z * q0[:, 0]
-    env.reset_qvel[:, d : d + 6] = _uniform(env, (n, 6), *velocity_range)
+    env.reset_qvel[:, d : d + 6] = _uniform(env, (n, 6), velocity_range)
 
 
 def randomize_pd_gains(
@@ -120,10 +138,61 @@ def randomize_pd_gains(
     nominal_gain = env.physics.default_model_field("actuator_gainprm")[rows]
     nominal_bias = env.physics.default_model_field("actuator_biasprm")[rows]
     count = nominal_gain.shape[0]
-    kp = _uniform(env, (n, count), *kp_range).to(gain.dtype)
-    kd = _uniform(env, (n, count), *kd_range).to(gain.dtype)
+    kp = _uniform(env, (n, count), kp_range).to(gain.dtype)
+    kd = _uniform(env, (n, count), kd_range).to(gain.dtype)
     gain[:, rows, 0] = nominal_gain[:, 0] * kp
     bias[:, rows, 1] = nominal_bias[:, 1] * kp
     bias[:, rows, 2] = nominal_bias[:, 2] * kd
     env.physics.set_model_field("actuator_gainprm", gain, mask)
     env.physics.set_model_field("actuator_biasprm", bias, mask)
+
+
+def push_by_setting_velocity(
+    env,
+    mask: torch.Tensor,
+    velocity_range: list[float],
+    angular_range: list[float] = (0.0, 0.0),
+) -> None:
+    """A push: add U(velocity_range) m/s to the floating base's world x and y velocity and
+    U(angular_range) rad/s to each of its angular velocity components, mid-episode."""
+    _, d = root_addresses(env)
+    qvel = env.physics.qvel.clone()
+    qvel[:, d : d + 2] += _uniform(env, (env.num_envs, 2), velocity_range)
+    qvel[:, d + 3 : d + 6] += _uniform(env, (env.num_envs, 3), angular_range)
+    env.physics.set_velocity(qvel, mask)
+
+
+def randomize_gravity(env, mask: torch.Tensor, tilt_range: list[float]) -> None:
+    """Tilt gravity by U(tilt_range) radians from the model's direction, toward a uniformly drawn
+    azimuth, keeping its magnitude (a slope the robot cannot see, a miscalibrated IMU)."""
+    nominal = env.physics.default_model_field("opt.gravity")
+    magnitude = torch.linalg.vector_norm(nominal)
+    tilt = _uniform(env, (env.num_envs,), tilt_range)
+    azimuth = _uniform(env, (env.num_envs,), (0.0, 2 * math.pi))
+    down = -nominal / magnitude  # the nominal "down" of the model (usually -z)
+    side = torch.linalg.cross(down, torch.tensor([1.0, 0.0, 0.0], dtype=down.dtype, device=down.device))
+    if float(torch.linalg.vector_norm(side)) < 1e-6:
+        side = torch.linalg.cross(down, torch.tensor([0.0, 1.0, 0.0], dtype=down.dtype, device=down.device))
+    side = side / torch.linalg.vector_norm(side)
+    other = torch.linalg.cross(down, side)
+    lateral = torch.cos(azimuth).unsqueeze(1).to(down.dtype) * side + torch.sin(azimuth).unsqueeze(1).to(down.dtype) * other
+    direction = torch.cos(tilt).unsqueeze(1).to(down.dtype) * down + torch.sin(tilt).unsqueeze(1).to(down.dtype) * lateral
+    env.physics.set_model_field("opt.gravity", -magnitude * direction, mask)
+
+
+class randomize_action_delay:  # noqa: N801 (a term name, like the functions)
+    """Actuator latency: each env's actions take effect U{steps[0]..steps[1]} physics steps late
+    (inclusive, drawn per env). At reset, an episode's first delayed steps hold the rest pose."""
+
+    def __init__(self, env, steps: list[int]):
+        low, high = (int(v) for v in steps)
+        if not 0 <= low <= high:
+            raise UserError(f"randomize_action_delay: steps must be 0 <= low <= high, got {list(steps)}")
+        self.max_steps = high
+        env.actions.enable_delay(high)
+
+    def __call__(self, env, mask: torch.Tensor, steps) -> None:
+        low, high = _bounds(env, steps, 1)
+        drawn = torch.floor(_uniform(env, (env.num_envs,), (0.0, 1.0)) * (high - low + 1) + low)
+        drawn = drawn.clamp(max=self.max_steps).long()
+        torch.where(mask, drawn, env.actions.delay, out=env.actions.delay)

@@ -16,6 +16,11 @@ integrates in float64 keeps its own float64 state, so stepping never round-trips
 
 Per-environment model parameters (domain randomization) are whole MjModel fields, written with
 `set_model_field(field, values[N, *shape], mask)`: only environments where `mask` is True change.
+`opt.gravity` is one of them (a per-environment gravity vector, [N, 3]).
+
+Controls are held for the whole decimated step ([N, nu]) or given per physics step
+([N, substeps, nu]): that is how the env delays actions by a whole number of physics steps
+(actuator latency) identically on every backend.
 
 Resets and parameter writes take a boolean mask, not a list of indices, so the caller never has
 to synchronize with the host to find which environments ended.
@@ -43,6 +48,7 @@ RANDOMIZABLE_FIELDS: dict[str, mujoco.mjtObj] = {
     "actuator_gainprm": mujoco.mjtObj.mjOBJ_ACTUATOR,
     "actuator_biasprm": mujoco.mjtObj.mjOBJ_ACTUATOR,
     "actuator_forcerange": mujoco.mjtObj.mjOBJ_ACTUATOR,
+    "opt.gravity": None,  # a model option, not an entity's row: [3] per environment
 }
 # Of those, the fields MuJoCo derives other model constants from (subtree masses, inverse
 # weights, actuator acc0): writing them requires mj_setConst / mujoco_warp's set_const.
@@ -74,12 +80,19 @@ class PhysicsBackend(ABC):
 
     @abstractmethod
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:
-        """Hold ctrl [N, nu] for `substeps` physics steps in every environment."""
+        """Advance every environment `substeps` physics steps: hold ctrl [N, nu] for all of them,
+        or apply ctrl[:, k] [N, substeps, nu] during physics step k."""
 
     @abstractmethod
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """Where mask [N] is True: the state of a fresh MjData (time 0, zero activations, empty
         actuator-delay history) with the given qpos/qvel ([N, nq], [N, nv])."""
+
+    @abstractmethod
+    def set_velocity(self, qvel: torch.Tensor, mask: torch.Tensor) -> None:
+        """Where mask [N] is True, replace the generalized velocities with qvel [N, nv] and keep
+        the rest of the state (time, warm start, actuator history): a push. Velocity-dependent
+        sensors show the change after the next step."""
 
     @abstractmethod
     def model_field(self, field: str) -> torch.Tensor:
@@ -112,9 +125,18 @@ class PhysicsBackend(ABC):
         if field not in self._nominal_fields:
             check_field(field)
             self._nominal_fields[field] = torch.as_tensor(
-                getattr(self.model, field), dtype=self.param_dtype, device=self.device
+                model_attr(self.model, field), dtype=self.param_dtype, device=self.device
             )
         return self._nominal_fields[field]
+
+
+def model_attr(model, field: str):
+    """model.<field> for a dotted field name ('opt.gravity'); works on MjModel and its Warp/MJX
+    counterparts, and returns a writable view where the model is a MuJoCo one."""
+    value = model
+    for part in field.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def check_field(field: str) -> None:

@@ -26,7 +26,7 @@ import mujoco  # noqa: E402
 import torch  # noqa: E402
 from mujoco import mjx  # noqa: E402
 
-from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field  # noqa: E402
+from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr  # noqa: E402
 
 _STATE = ("qpos", "qvel", "act", "time", "ctrl", "qacc_warmstart", "history", "qfrc_applied", "xfrc_applied",
           "mocap_pos", "mocap_quat")
@@ -52,18 +52,16 @@ class MjxBackend(PhysicsBackend):
             self._jdev = jax.devices("cpu")[0]
         mx = mjx.put_model(model, device=self._jdev, impl="jax")
         d0 = mjx.make_data(model, device=self._jdev, impl="jax")
-        self._fields = {f: jnp.broadcast_to(getattr(mx, f), (num_envs, *getattr(mx, f).shape)) for f in RANDOMIZABLE_FIELDS}
+        self._fields = {f: jnp.broadcast_to(model_attr(mx, f), (num_envs, *model_attr(mx, f).shape)) for f in RANDOMIZABLE_FIELDS}
         self._data = jax.vmap(lambda _: d0)(jnp.arange(num_envs))
 
         def with_fields(fields):
             return mx.tree_replace(fields)
 
-        def substeps(fields, d, ctrl, n):
-            d = d.replace(ctrl=ctrl)
-            return jax.lax.scan(lambda d, _: (mjx.step(with_fields(fields), d), None), d, None, length=n)[0]
+        def substeps(fields, d, ctrl):  # ctrl [substeps, nu]: one per physics step
+            return jax.lax.scan(lambda d, c: (mjx.step(with_fields(fields), d.replace(ctrl=c)), None), d, ctrl)[0]
 
-        batched = jax.vmap(substeps, in_axes=(0, 0, 0, None))
-        self._step = jax.jit(batched, static_argnums=3)
+        self._step = jax.jit(jax.vmap(substeps))
 
         def reset(fields, d, mask, qpos, qvel):
             fresh = jax.vmap(lambda q, v: d0.replace(qpos=q, qvel=v))(qpos, qvel)
@@ -82,7 +80,14 @@ class MjxBackend(PhysicsBackend):
         self.sensordata, self.time = _to_torch(d.sensordata), _to_torch(d.time)
 
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:
-        self._data = self._step(self._fields, self._data, _to_jax(ctrl.float()), substeps)
+        if ctrl.dim() == 2:
+            ctrl = ctrl.unsqueeze(1).expand(-1, substeps, -1)
+        self._data = self._step(self._fields, self._data, _to_jax(ctrl.float()))
+        self._expose()
+
+    def set_velocity(self, qvel: torch.Tensor, mask: torch.Tensor) -> None:
+        old = self._data.qvel
+        self._data = self._data.replace(qvel=self._set_field(old, _to_jax(qvel.float()), _to_jax(mask)))
         self._expose()
 
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:

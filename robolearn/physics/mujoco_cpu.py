@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from mujoco import rollout
 
-from robolearn.physics.base import INERTIAL_FIELDS, PhysicsBackend, check_field
+from robolearn.physics.base import INERTIAL_FIELDS, PhysicsBackend, check_field, model_attr
 
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 _CTRL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL)
@@ -90,7 +90,8 @@ class MujocoBackend(PhysicsBackend):
 
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:
         ctrl_buf, state_out, sensor_out = self._step_buffers(substeps)
-        ctrl_buf[:] = ctrl.detach().to("cpu", torch.float64).numpy()[:, None, :]
+        ctrl_np = ctrl.detach().to("cpu", torch.float64).numpy()
+        ctrl_buf[:] = ctrl_np if ctrl_np.ndim == 3 else ctrl_np[:, None, :]  # rollout takes one per step
         self._pool.rollout(
             self._models, self._datas, self._state, ctrl_buf,
             control_spec=_CTRL_SPEC, skip_checks=True, nstep=substeps,
@@ -116,6 +117,12 @@ class MujocoBackend(PhysicsBackend):
                 mujoco.mj_forward(self._models[i], self._scratch)
                 self._sensor_np[i] = self._scratch.sensordata
         self._refresh()
+
+    def set_velocity(self, qvel: torch.Tensor, mask: torch.Tensor) -> None:
+        m = mask.detach().cpu().numpy()
+        if m.any():
+            self._state[m, self._slices["qvel"]] = qvel.detach().to("cpu", torch.float64).numpy()[m]
+            self._refresh()
 
     def _refresh(self) -> None:
         s = self._slices
@@ -144,7 +151,7 @@ class MujocoBackend(PhysicsBackend):
             self._models = [copy.deepcopy(self.model) for _ in range(self.num_envs)]
             self._per_env_models = True
         if field not in self._field_views:  # numpy views into each model's memory, made once
-            self._field_views[field] = [getattr(m, field) for m in self._models]
+            self._field_views[field] = [model_attr(m, field) for m in self._models]
         views = self._field_views[field]
         derived = field in INERTIAL_FIELDS
         for i, row in zip(ids, rows):  # only the masked environments (see module docstring)

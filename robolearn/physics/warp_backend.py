@@ -9,8 +9,11 @@
   after torch's pending work and before torch's next work by device-side stream waits (no host
   syncs); inside the env's own torch graph capture it launches on the capturing stream.
 - Per-environment model parameters are Warp model fields with a leading world dimension
-  (`put_model(batch_sizes=...)`), written from torch through the same zero-copy views; fields
-  MuJoCo derives from masses and inertias are recomputed with `set_const`.
+  (`put_model(batch_sizes=...)`; gravity by giving `m.opt.gravity` one vector per world),
+  written from torch through the same zero-copy views; fields MuJoCo derives from masses and
+  inertias are recomputed with `set_const`.
+- Controls given per physics step are read in place: each substep of the captured loop points
+  the Data's ctrl at that step's slice of one [substeps, N, nu] buffer.
 - Contact and constraint buffers are sized from the model and the number of worlds (mujoco_warp's
   own per-world defaults, or physics.nconmax / physics.njmax). Overflows are recorded per world
   by the engine; `health()` reads them once per iteration and names the setting to raise.
@@ -26,7 +29,7 @@ import torch
 import warp as wp
 
 from robolearn.errors import UserError
-from robolearn.physics.base import INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field
+from robolearn.physics.base import INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr
 
 wp.config.log_level = wp.LOG_WARNING
 wp.config.quiet = True
@@ -63,14 +66,18 @@ class WarpBackend(PhysicsBackend):
         else:
             self._wp_device, self._stream = wp.get_device("cpu"), None
         with self._scope():
-            batched = {f: num_envs for f in (*RANDOMIZABLE_FIELDS, *_DERIVED)}
+            batched = {f: num_envs for f in (*RANDOMIZABLE_FIELDS, *_DERIVED) if "." not in f}
             self.m = mjw.put_model(model, batch_sizes=batched)
             self.m.opt.warn_overflow = 0  # overflows are read from d.overflow instead (health())
+            self.m.opt.gravity = wp.array([model.opt.gravity] * num_envs, dtype=wp.vec3)  # per world
             self.d = mjw.make_data(model, nworld=num_envs, nconmax=nconmax or None, njmax=njmax or None)
         self.nconmax, self.njmax = int(self.d.naconmax // num_envs), int(self.d.njmax)
 
         self._ctrl = torch.zeros(num_envs, model.nu, device=self.device)
-        self.d.ctrl = wp.from_torch(self._ctrl)
+        self._wp_ctrl = wp.from_torch(self._ctrl)
+        self.d.ctrl = self._wp_ctrl
+        self._ctrl_seq: dict[int, tuple[torch.Tensor, list]] = {}
+        """Per-physics-step controls, by substep count: a [substeps, N, nu] buffer and its slices."""
         self._reset_mask = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         self._wp_reset_mask = wp.from_torch(self._reset_mask)
         view = wp.to_torch
@@ -80,7 +87,7 @@ class WarpBackend(PhysicsBackend):
         self._overflow = view(self.d.overflow)
         self._overflow_seen = torch.zeros_like(self._overflow)
         """Overflow bits of worlds since reset (a reset clears the engine's own bits)."""
-        self._fields = {f: view(getattr(self.m, f)) for f in RANDOMIZABLE_FIELDS}
+        self._fields = {f: view(model_attr(self.m, f)) for f in RANDOMIZABLE_FIELDS}
         self._graphs: dict[str, object] = {}
         self._work: dict[str, object] = {}
         # The masked reset is plain kernels (no solver loop), so the env may capture it in its own
@@ -131,17 +138,36 @@ class WarpBackend(PhysicsBackend):
             wp.capture_launch(self._graphs[key])
 
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:
-        self._ctrl.copy_(ctrl)
+        if ctrl.dim() == 2:
+            key = f"step{substeps}"
+            self._ctrl.copy_(ctrl)
 
-        def substep_loop():
-            for _ in range(substeps):
-                mjw.step(self.m, self.d)
+            def substep_loop():
+                for _ in range(substeps):
+                    mjw.step(self.m, self.d)
+        else:
+            key = f"step{substeps}_per_step_ctrl"
+            if substeps not in self._ctrl_seq:
+                buffer = torch.zeros(substeps, self.num_envs, self.model.nu, device=self.device)
+                self._ctrl_seq[substeps] = (buffer, [wp.from_torch(buffer[k]) for k in range(substeps)])
+            buffer, slices = self._ctrl_seq[substeps]
+            buffer.copy_(ctrl.transpose(0, 1))
+            self._ctrl.copy_(ctrl[:, -1])  # what the Data holds afterwards (checkpoints, resets)
 
-        if f"step{substeps}" not in self._graphs:  # compiling/capturing advances the state: keep it
+            def substep_loop():  # each step's kernels are recorded reading their own slice
+                for k in range(substeps):
+                    self.d.ctrl = slices[k]
+                    mjw.step(self.m, self.d)
+                self.d.ctrl = self._wp_ctrl
+
+        if key not in self._graphs:  # compiling/capturing advances the state: keep it
             saved = self.state_dict()
-            self._run(f"step{substeps}", substep_loop)
+            self._run(key, substep_loop)
             self.load_state_dict(saved)
-        self._run(f"step{substeps}", substep_loop)
+        self._run(key, substep_loop)
+
+    def set_velocity(self, qvel: torch.Tensor, mask: torch.Tensor) -> None:
+        torch.where(mask.unsqueeze(1), qvel, self.qvel, out=self.qvel)
 
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         self._overflow_seen.bitwise_or_(self._overflow)  # reset_data clears the engine's bits

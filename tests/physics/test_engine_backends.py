@@ -178,3 +178,57 @@ def test_state_restores_into_a_freshly_built_backend(engine):
         first.step(ctrl, 2)
         second.step(ctrl, 2)
     assert torch.equal(first.qpos, second.qpos) and torch.equal(first.qvel, second.qvel)
+
+
+@pytest.mark.parametrize("engine", ALL)
+def test_per_physics_step_controls_equal_stepping_one_step_at_a_time(engine):
+    model = load_model(assets_dir() / "cartpole.xml")
+    q0, v0, controls = inputs(model, seed=6)
+    batched = make_backend(engine, model, N, CPU, {"num_threads": 1})
+    single = make_backend(engine, model, N, CPU, {"num_threads": 1})
+    for backend in (batched, single):
+        backend.reset(torch.ones(N, dtype=torch.bool), q0, v0)
+    for t in range(0, 30, 3):  # three different controls inside each 3-substep step
+        batched.step(controls[t : t + 3].transpose(0, 1), 3)
+        for k in range(3):
+            single.step(controls[t + k], 1)
+    assert torch.allclose(batched.qpos, single.qpos, atol=1e-6) and torch.allclose(batched.qvel, single.qvel, atol=1e-6)
+    batched.step(controls[0], 3)  # held controls still work after per-step ones
+    single.step(controls[0], 3)
+    assert torch.allclose(batched.qvel, single.qvel, atol=1e-6)
+
+
+@pytest.mark.parametrize("engine", ALL)
+def test_set_velocity_changes_only_masked_velocities_and_keeps_time(engine):
+    model = load_model(assets_dir() / "cartpole.xml")
+    _, backend, q0, v0, controls = started(engine, seed=7)
+    for ctrl in controls[:3]:
+        backend.step(ctrl, 2)
+    qpos, qvel, time = backend.qpos.clone(), backend.qvel.clone(), backend.time.clone()
+    mask = torch.tensor([True, False] * (N // 2))
+    kick = torch.full((N, model.nv), 0.7)
+    backend.set_velocity(kick, mask)
+    assert torch.equal(backend.qvel[mask], kick[mask]) and torch.equal(backend.qvel[~mask], qvel[~mask])
+    assert torch.equal(backend.qpos, qpos) and torch.equal(backend.time, time)
+
+
+@pytest.mark.parametrize("engine", ALL)
+def test_per_environment_gravity(engine):
+    # A free ball with no contacts: after t seconds its velocity is g_i * t in each environment.
+    model = mujoco.MjModel.from_xml_string(
+        '<mujoco><option timestep="0.01"/><worldbody><body><freejoint/><geom size="0.1" contype="0" '
+        'conaffinity="0"/></body></worldbody></mujoco>')
+    backend = make_backend(engine, model, N, CPU, {"num_threads": 1})
+    assert torch.allclose(backend.model_field("opt.gravity").float(), torch.tensor([0.0, 0.0, -9.81]).expand(N, 3))
+    gravity = torch.zeros(N, 3, dtype=backend.param_dtype)
+    gravity[:, 0] = torch.linspace(-2, 2, N, dtype=backend.param_dtype)
+    gravity[:, 2] = -9.81
+    mask = torch.ones(N, dtype=torch.bool)
+    mask[0] = False  # keeps the nominal gravity
+    backend.set_model_field("opt.gravity", gravity, mask)
+    backend.reset(torch.ones(N, dtype=torch.bool), torch.tensor([0, 0, 1.0, 1, 0, 0, 0]).expand(N, 7), torch.zeros(N, 6))
+    for _ in range(10):
+        backend.step(torch.zeros(N, 0), 5)
+    expected = gravity.float() * 0.5
+    expected[0] = torch.tensor([0.0, 0.0, -9.81 * 0.5])
+    assert torch.allclose(backend.qvel[:, :3], expected, atol=1e-4)

@@ -78,7 +78,8 @@ def test_base_state_terms_agree_with_mujoco_sensors(make_env):
 
 @pytest.mark.parametrize("backend,num_envs", [("mujoco", 16), ("warp", 4), ("mjx", 2)])
 def test_steps_500_times_without_nan_on_every_backend(make_env, backend, num_envs):
-    env = make_env("quadruped_flat", num_envs=num_envs, physics=backend)
+    # sim2real: latency, pushes, gravity tilt and adaptive ranges run too
+    env = make_env("quadruped_flat", num_envs=num_envs, physics=backend, overrides=["randomization=sim2real"])
     obs = env.reset()
     gen = torch.Generator().manual_seed(1)
     with torch.inference_mode():

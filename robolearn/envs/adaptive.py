@@ -1,0 +1,108 @@
+"""Automatic domain randomization: one event range that widens while the policy copes.
+
+Environments are split into groups (env i in group i % num_groups), each with its own current
+[low, high]. When episodes end, their metric is added to their group's tally (on the device, no
+host sync). Once per iteration, `update()` moves every group that finished `min_episodes`
+episodes: wider by `step` on each side when its mean metric is at or above `widen_above`, back
+toward the initial range when below `narrow_below`; the range stays inside `limits` and never
+gets narrower than where it started. The event draws from the current range of each env's group.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from robolearn.config import AdaptiveRangeCfg
+from robolearn.errors import UserError
+
+if TYPE_CHECKING:
+    from robolearn.envs.batched_env import BatchedEnv
+
+EPISODE_METRICS = ("survival", "episode_length")
+
+
+def _pair(event: str, what: str, value) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise UserError(f"event '{event}': {what} must be a [low, high] pair, got {value!r}") from None
+    if low > high:
+        raise UserError(f"event '{event}': {what} must have low <= high, got {[low, high]}")
+    return low, high
+
+
+class AdaptiveRange:
+    def __init__(self, event: str, cfg: AdaptiveRangeCfg, params: dict, env: BatchedEnv):
+        if cfg.param not in params:
+            raise UserError(f"event '{event}': adaptive param '{cfg.param}' is not one of its params {sorted(params)}")
+        self.event, self.param = event, cfg.param
+        initial = _pair(event, f"params.{cfg.param}", params[cfg.param])
+        limits = _pair(event, "adaptive.limits", cfg.limits)
+        if not limits[0] <= initial[0] <= initial[1] <= limits[1]:
+            raise UserError(f"event '{event}': adaptive.limits {list(limits)} must contain the initial range {list(initial)}")
+        if cfg.step <= 0 or cfg.num_groups < 1 or cfg.min_episodes < 1:
+            raise UserError(f"event '{event}': adaptive.step must be > 0 and num_groups, min_episodes >= 1")
+        if cfg.narrow_below > cfg.widen_above:
+            raise UserError(f"event '{event}': adaptive.narrow_below must not exceed widen_above")
+        if cfg.metric not in EPISODE_METRICS and cfg.metric not in env.rewards.names:
+            valid = ", ".join([*EPISODE_METRICS, *env.rewards.names])
+            raise UserError(f"event '{event}': unknown adaptive metric '{cfg.metric}'; valid: {valid}")
+        if cfg.metric in env.rewards.names and float(env.rewards.weights[env.rewards.names.index(cfg.metric)]) == 0:
+            raise UserError(f"event '{event}': adaptive metric '{cfg.metric}' is a reward term with weight 0")
+        device = env.device
+        self.cfg = cfg
+        self.limits = limits
+        self.initial = torch.tensor(initial, device=device)
+        self.group = torch.arange(env.num_envs, device=device) % cfg.num_groups
+        self.range = self.initial.repeat(cfg.num_groups, 1)
+        """Current [low, high] of each group, [G, 2]."""
+        self.per_env = self.range[self.group]
+        """Current [low, high] of each env, [N, 2]: what the event receives as its param."""
+        self.tally = torch.zeros(cfg.num_groups, device=device)
+        self.count = torch.zeros(cfg.num_groups, device=device)
+
+    def _metric(self, env: BatchedEnv) -> torch.Tensor:
+        """The ending episodes' metric per env (read where episodes end, before their reset)."""
+        if self.cfg.metric == "survival":
+            return (~env.terminated).float()
+        steps = env.episode_steps.clamp(min=1).float()
+        if self.cfg.metric == "episode_length":
+            return steps / env.max_episode_length
+        k = env.rewards.names.index(self.cfg.metric)
+        return env.rewards.episode_sums[k] / (env.rewards.weights[k] * steps)
+
+    def record(self, env: BatchedEnv, done: torch.Tensor) -> None:
+        done = done.float()
+        self.tally.index_add_(0, self.group, self._metric(env) * done)
+        self.count.index_add_(0, self.group, done)
+
+    def update(self) -> None:
+        ready = self.count >= self.cfg.min_episodes
+        mean = self.tally / self.count.clamp(min=1)
+        widen = (ready & (mean >= self.cfg.widen_above)).float().unsqueeze(1)
+        narrow = (ready & (mean < self.cfg.narrow_below)).float().unsqueeze(1)
+        direction = torch.tensor([-1.0, 1.0], device=self.range.device) * self.cfg.step
+        moved = self.range + direction * widen - direction * narrow
+        low = torch.minimum(moved[:, 0].clamp(min=self.limits[0]), self.initial[0])
+        high = torch.maximum(moved[:, 1].clamp(max=self.limits[1]), self.initial[1])
+        self.range.copy_(torch.stack([low, high], dim=1))
+        self.per_env.copy_(self.range[self.group])
+        self.tally.masked_fill_(ready, 0.0)
+        self.count.masked_fill_(ready, 0.0)
+
+    def log(self) -> dict[str, float]:
+        """Scalars for the logger: each group's current bounds."""
+        values = self.range.tolist()
+        return {f"adr/{self.event}/{self.param}/group{g}/{side}": values[g][i]
+                for g in range(len(values)) for i, side in enumerate(("low", "high"))}  # fmt: skip
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"range": self.range.clone(), "tally": self.tally.clone(), "count": self.count.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.range.copy_(state["range"])
+        self.tally.copy_(state["tally"])
+        self.count.copy_(state["count"])
+        self.per_env.copy_(self.range[self.group])
