@@ -194,9 +194,8 @@ def _sim2sim(args: list[str]) -> int:
 
 def _list(args: list[str]) -> int:
     import torch
-    from omegaconf import OmegaConf
 
-    from robolearn.compose import register_configs
+    from robolearn.compose import load_task_yaml, register_configs
     from robolearn.errors import UserError
     from robolearn.physics import BACKENDS, resolve_backend
 
@@ -205,7 +204,7 @@ def _list(args: list[str]) -> int:
     tasks = register_configs()
     print("tasks:")
     for name, plugin in sorted(tasks.items()):
-        description = OmegaConf.load(plugin.config).get("description", "")
+        description = load_task_yaml(plugin.config).get("description", "")
         print(f"  {name:<16} {description}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     print(f"physics backends (device {device}):")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
@@ -12,6 +14,18 @@ from robolearn.paths import configs_dir
 from robolearn.registry import TaskPlugin, discover_tasks
 
 
+def load_task_yaml(path: Path, seen: tuple[Path, ...] = ()) -> DictConfig:
+    """A task YAML; one with `extends: <other.yaml>` (relative to it) is that file with this one
+    merged on top, so a variant (rough terrain) states only what differs from its base."""
+    if path in seen:
+        raise UserError(f"task config {path}: 'extends' loops back to itself")
+    node = OmegaConf.load(path)
+    base = node.pop("extends", None)
+    if base is None:
+        return node
+    return OmegaConf.merge(load_task_yaml(path.parent / str(base), (*seen, path)), node)
+
+
 def register_configs() -> dict[str, TaskPlugin]:
     """Put the schemas and every installed task's YAML (validated) into Hydra's ConfigStore."""
     cs = ConfigStore.instance()
@@ -19,7 +33,7 @@ def register_configs() -> dict[str, TaskPlugin]:
     tasks = discover_tasks()
     for name, plugin in tasks.items():
         try:
-            node = OmegaConf.merge(OmegaConf.structured(TaskCfg), OmegaConf.load(plugin.config))
+            node = OmegaConf.merge(OmegaConf.structured(TaskCfg), load_task_yaml(plugin.config))
         except Exception as exc:
             raise UserError(f"task '{name}': invalid config {plugin.config}: {one_line(exc)}") from None
         if node.name != name:

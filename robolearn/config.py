@@ -13,6 +13,8 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from robolearn.terrain.generator import TerrainCfg
+
 
 class EventMode(Enum):
     startup = "startup"
@@ -134,6 +136,15 @@ class EventTermCfg:
 
 
 @dataclass
+class CurriculumTermCfg:
+    func: str = MISSING
+    """Name of a curriculum term (robolearn.mdp.curriculum): it runs when episodes end, before the
+    reset events, and moves what the next episodes face (terrain level, command ranges)."""
+    params: Dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments passed to the term."""
+
+
+@dataclass
 class MetricCfg:
     func: str = MISSING
     """Name of a function returning a [num_envs] value per control step (robolearn.mdp.metrics)."""
@@ -197,6 +208,10 @@ class TaskCfg:
     """Commands the policy is asked to follow (e.g. a base velocity), resampled per env."""
     metrics: Dict[str, MetricCfg] = field(default_factory=dict)
     """Task metrics `robolearn eval` and `sim2sim` report (tracking error, energy per meter, ...)."""
+    terrain: Optional[TerrainCfg] = None
+    """A generated heightfield terrain (tiles in difficulty levels) replacing the MJCF's `floor`."""
+    curriculum: Dict[str, CurriculumTermCfg] = field(default_factory=dict)
+    """Curriculum terms (terrain levels, command ranges), applied as episodes end."""
 
 
 @dataclass

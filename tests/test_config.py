@@ -40,7 +40,7 @@ def test_bad_key_or_type_fails_naming_it(override, expected):
 
 
 @pytest.mark.parametrize(("override", "expected"), [
-    ("task=nope", "unknown task 'nope'; valid: cartpole, pendulum, quadruped_flat"),
+    ("task=nope", "unknown task 'nope'; valid: cartpole, pendulum, quadruped_flat, quadruped_rough"),
     ("physics=nope", "unknown physics backend 'nope'; valid: auto, mjx, mujoco, warp"),
 ])
 def test_unknown_group_option_lists_valid_ones(override, expected):

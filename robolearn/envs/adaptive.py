@@ -34,7 +34,7 @@ def _pair(event: str, what: str, value) -> tuple[float, float]:
 
 
 class AdaptiveRange:
-    def __init__(self, event: str, cfg: AdaptiveRangeCfg, params: dict, env: BatchedEnv):
+    def __init__(self, event: str, cfg: AdaptiveRangeCfg, params: dict, env: BatchedEnv, log_name: str | None = None):
         if cfg.param not in params:
             raise UserError(f"event '{event}': adaptive param '{cfg.param}' is not one of its params {sorted(params)}")
         self.event, self.param = event, cfg.param
@@ -52,6 +52,7 @@ class AdaptiveRange:
         if cfg.metric in env.rewards.names and float(env.rewards.weights[env.rewards.names.index(cfg.metric)]) == 0:
             raise UserError(f"event '{event}': adaptive metric '{cfg.metric}' is a reward term with weight 0")
         device = env.device
+        self.log_name = log_name or f"adr/{event}/{cfg.param}"
         self.cfg = cfg
         self.limits = limits
         self.initial = torch.tensor(initial, device=device)
@@ -95,7 +96,8 @@ class AdaptiveRange:
     def log(self) -> dict[str, float]:
         """Scalars for the logger: each group's current bounds."""
         values = self.range.tolist()
-        return {f"adr/{self.event}/{self.param}/group{g}/{side}": values[g][i]
+        group = (lambda g: f"/group{g}") if len(values) > 1 else (lambda g: "")  # noqa: E731
+        return {f"{self.log_name}{group(g)}/{side}": values[g][i]
                 for g in range(len(values)) for i, side in enumerate(("low", "high"))}  # fmt: skip
 
     def state_dict(self) -> dict[str, torch.Tensor]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import mujoco
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 from robolearn import mdp
 from robolearn.config import EventMode, RandomizationCfg, TaskCfg
@@ -24,13 +25,17 @@ from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep
 from robolearn.envs.managers import (
-    EventManager, MetricManager, ObservationManager, RewardManager, TerminationManager, load_term_state, term_state,
+    CurriculumManager, EventManager, MetricManager, ObservationManager, RewardManager, TerminationManager,
+    load_term_state, term_state,
 )  # fmt: skip
 from robolearn.envs.scene import field_rows, single_dof_joints
+from robolearn.envs.terrain import TerrainState
 from robolearn.errors import UserError
 from robolearn.paths import assets_dir
 from robolearn.physics import load_model, make_backend
 from robolearn.registry import TaskPlugin
+from robolearn.terrain import Terrain, generate
+from robolearn.terrain.mjcf import add_terrain
 
 
 def resolve_asset(asset: str, task_folder: Path) -> Path:
@@ -49,6 +54,23 @@ def default_pose(model: mujoco.MjModel):
     what relative joint observations and default action offsets refer to."""
     key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
     return model.key_qpos[key] if key >= 0 else model.qpos0
+
+
+def with_terrain(edit: Callable | None, terrain: Terrain) -> Callable:
+    """The task's spec edit followed by adding the terrain (in place of the MJCF's `floor`). A model
+    that already carries it (an exported bundle's MJCF) is left as it is."""
+
+    def edit_with_terrain(spec: mujoco.MjSpec) -> None:
+        if edit is not None:
+            edit(spec)
+        existing = spec.hfield("terrain")
+        if existing is None:
+            add_terrain(spec, terrain)
+        elif (existing.nrow, existing.ncol) != terrain.heights.shape:
+            raise UserError(f"the model's hfield 'terrain' is {existing.nrow}x{existing.ncol}, the task's terrain: "
+                            f"section makes {terrain.heights.shape[0]}x{terrain.heights.shape[1]}; export it again")
+
+    return edit_with_terrain
 
 
 def term_namespace(plugin: TaskPlugin) -> dict[str, Callable]:
@@ -76,8 +98,13 @@ class BatchedEnv:
         self.device = torch.device(device)
         self.num_envs = num_envs
         self.asset_path = resolve_asset(cfg.asset, plugin.folder)
+        terrain = None
         self.edit_spec = plugin.edit_spec
-        model = load_model(self.asset_path, cfg.sim_dt, plugin.edit_spec)
+        if cfg.get("terrain") is not None:
+            terrain_cfg = OmegaConf.to_object(cfg.terrain) if isinstance(cfg.terrain, DictConfig) else cfg.terrain
+            terrain = generate(terrain_cfg, terrain_cfg.seed)
+            self.edit_spec = with_terrain(plugin.edit_spec, terrain)
+        model = load_model(self.asset_path, cfg.sim_dt, self.edit_spec)
         if cfg.decimation < 1:
             raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
         self.physics = make_backend(physics, model, num_envs, self.device, physics_settings)
@@ -87,6 +114,10 @@ class BatchedEnv:
         self.max_episode_length = max(1, math.ceil(cfg.episode_length_s / self.dt))
         self.generator = torch.Generator(self.device).manual_seed(seed)
         self._id_cache: dict[tuple, object] = {}
+        self.terrain = None if terrain is None else TerrainState(
+            terrain, num_envs, self.device, self.generator, terrain_cfg.max_init_level)
+        self.env_origins = torch.zeros(num_envs, 3, device=self.device) if terrain is None else self.terrain.env_origins
+        """Where each env's robot starts ([N, 3], world): its terrain tile's centre, else 0."""
 
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         """Control steps counted toward the time-out (starts at a random value, see reset())."""
@@ -110,6 +141,7 @@ class BatchedEnv:
         self.terminations = TerminationManager(cfg.terminations, namespace, self)
         self.rewards = RewardManager(cfg.rewards, namespace, self)
         self.events = EventManager(cfg.events, namespace, self, preset)
+        self.curriculum = CurriculumManager(cfg.get("curriculum") or {}, namespace, self)
         self.observations = ObservationManager(cfg.observations, namespace, self, noise=preset.observation_noise)
         self.metrics = MetricManager(cfg.metrics, namespace, self)
         self._stats = torch.zeros(3 + len(self.rewards.names) + len(self.terminations.names), device=self.device)
@@ -196,6 +228,7 @@ class BatchedEnv:
             return
         if record:
             self._record_episodes(mask)
+            self.curriculum.apply(mask)  # before the reset events place the robots
         self.reset_qpos.copy_(self.default_qpos)
         self.reset_qvel.copy_(self.default_qvel)
         self.events.apply(EventMode.reset, mask)
@@ -226,7 +259,7 @@ class BatchedEnv:
         problem = self.physics.health()
         if problem is not None:
             raise UserError(problem)
-        adaptive = self.events.update_adaptive()
+        adaptive = {**self.events.update_adaptive(), **self.curriculum.log()}
         values = self._stats.tolist()
         self._stats.zero_()
         count = values[0]
@@ -261,6 +294,7 @@ class BatchedEnv:
             "commands": self.commands.state_dict(),
             "terms": {kind: term_state(m.named_terms()) for kind, m in self._term_managers().items()},
             "adaptive": {name: adr.state_dict() for name, adr in self.events.adaptive.items()},
+            "terrain": None if self.terrain is None else self.terrain.state_dict(),
         }
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -290,10 +324,12 @@ class BatchedEnv:
         for name, adr in self.events.adaptive.items():
             if name in state.get("adaptive", {}):
                 adr.load_state_dict(state["adaptive"][name])
+        if self.terrain is not None and state.get("terrain") is not None:
+            self.terrain.load_state_dict(state["terrain"])
 
     def _term_managers(self) -> dict:
         return {"observations": self.observations, "rewards": self.rewards, "terminations": self.terminations,
-                "metrics": self.metrics, "events": self.events}  # fmt: skip
+                "metrics": self.metrics, "events": self.events, "curriculum": self.curriculum}  # fmt: skip
 
     def close(self) -> None:
         self.physics.close()

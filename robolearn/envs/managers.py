@@ -62,19 +62,26 @@ def reset_terms(terms, mask: torch.Tensor) -> None:
             term.reset(mask)
 
 
-def term_state(named_terms) -> dict[str, dict[str, torch.Tensor]]:
-    """The tensors stateful terms keep (per-foot timers, ...), by term name: checkpoints hold them
-    so a resumed run continues exactly."""
+def term_state(named_terms) -> dict[str, dict]:
+    """What stateful terms keep (per-foot timers, ...), by term name: their own state_dict() if
+    they have one, else their tensor attributes. Checkpoints hold it so a resumed run continues
+    exactly."""
     return {
-        name: {k: v.clone() for k, v in vars(term).items() if isinstance(v, torch.Tensor)}
+        name: term.state_dict() if hasattr(term, "state_dict")
+        else {k: v.clone() for k, v in vars(term).items() if isinstance(v, torch.Tensor)}
         for name, term in named_terms
         if not inspect.isfunction(term)
-    }
+    }  # fmt: skip
 
 
-def load_term_state(named_terms, state: Mapping[str, Mapping[str, torch.Tensor]]) -> None:
+def load_term_state(named_terms, state: Mapping[str, Mapping]) -> None:
     for name, term in named_terms:
-        for key, value in state.get(name, {}).items():
+        if name not in state:
+            continue
+        if hasattr(term, "load_state_dict"):
+            term.load_state_dict(state[name])
+            continue
+        for key, value in state[name].items():
             getattr(term, key).copy_(value)
 
 
@@ -344,3 +351,35 @@ class MetricManager:
 
     def reset(self, mask: torch.Tensor) -> None:
         reset_terms([t[1] for t in self._terms], mask)
+
+
+class CurriculumManager:
+    """Curriculum terms (robolearn.mdp.curriculum), run where episodes end, before reset events."""
+
+    def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env: BatchedEnv):
+        self._env = env
+        self._terms = []
+        for name, t in terms.items():
+            func, params = resolve_term("curriculum", name, t.func, namespace), plain(t.params)
+            if not inspect.isclass(func):
+                check_params("curriculum", name, func, env, None, **params)
+                self._terms.append((name, func, params))
+                continue
+            self._terms.append((name, *build_term("curriculum", name, func, params, env)))
+
+    def apply(self, mask: torch.Tensor) -> None:
+        for name, func, params in self._terms:
+            func(self._env, mask, **params)
+
+    def log(self) -> dict[str, float]:
+        logged: dict[str, float] = {}
+        for name, func, _ in self._terms:
+            if hasattr(func, "log"):
+                logged.update(func.log(self._env))
+        return logged
+
+    def named_terms(self) -> list[tuple[str, Callable]]:
+        return [(name, func) for name, func, _ in self._terms]
+
+    def reset(self, mask: torch.Tensor) -> None:
+        pass

@@ -107,10 +107,12 @@ def reset_root_state(
     yaw_range: list[float] = (-math.pi, math.pi),
     velocity_range: list[float] = (0.0, 0.0),
 ) -> None:
-    """Floating base at its default pose shifted by U(xy_range) in x and y, turned by U(yaw_range),
-    with every base velocity component drawn from U(velocity_range)."""
+    """Floating base at its default pose on the env's terrain tile (env.env_origins; the world
+    origin without terrain), shifted by U(xy_range) in x and y, turned by U(yaw_range), with
+    every base velocity component drawn from U(velocity_range)."""
     q, d = root_addresses(env)
     n = env.num_envs
+    env.reset_qpos[:, q : q + 3] += env.env_origins
     env.reset_qpos[:, q : q + 2] += _uniform(env, (n, 2), xy_range)
     half_yaw = 0.5 * _uniform(env, (n,), yaw_range)
     w, z = torch.cos(half_yaw), torch.sin(half_yaw)  # yaw about the world z axis, composed with the default

@@ -63,3 +63,25 @@ def command(env, name: str) -> torch.Tensor:
 def sensor(env, names: list[str]) -> torch.Tensor:
     """Readings of the named MJCF sensors, concatenated (e.g. foot touch forces)."""
     return env.physics.sensordata[:, state.sensor_columns(env, names)]
+
+
+def height_scan(env, size: list[float] = (1.6, 1.0), resolution: float = 0.1, offset: float = 0.5) -> torch.Tensor:
+    """Base height above the ground at a grid of points around the base [m] (privileged: a robot
+    would need a depth camera): a size[0] x size[1] m grid (x forward), `resolution` apart, turned
+    with the base's yaw; each value is base z - ground z - offset. The ground is the task's
+    terrain (exact, from its heightfield), else the plane z = 0."""
+    key = ("height_scan", tuple(size), resolution)
+    if key not in env._id_cache:
+        xs = torch.arange(-size[0] / 2, size[0] / 2 + 1e-6, resolution, device=env.device)
+        ys = torch.arange(-size[1] / 2, size[1] / 2 + 1e-6, resolution, device=env.device)
+        gx, gy = torch.meshgrid(xs, ys, indexing="ij")
+        env._id_cache[key] = (gx.reshape(-1), gy.reshape(-1))
+    px, py = env._id_cache[key]
+    base = state.root_pos_w(env)
+    w, x, y, z = state.root_quat_w(env).unbind(1)
+    yaw = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)).unsqueeze(1)
+    cos, sin = torch.cos(yaw), torch.sin(yaw)
+    wx = base[:, :1] + cos * px - sin * py
+    wy = base[:, 1:2] + sin * px + cos * py
+    ground = torch.zeros_like(wx) if env.terrain is None else env.terrain.height_at(wx, wy)
+    return base[:, 2:3] - ground - offset

@@ -55,6 +55,8 @@ class OnPolicyRunner:
             stats = env.pop_episode_stats()
             if stats["episodes"] > 0:
                 self.last_stats = stats
+            else:  # no episode ended: keep the last episode means, but show current ranges and levels
+                self.last_stats = {**self.last_stats, **stats}
             log({
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,

@@ -1,5 +1,6 @@
 """Quadruped velocity tracking: a 12-joint robot follows a commanded base velocity (forward,
-lateral, yaw rate). Robot constants: robot.py; flat ground: flat.yaml."""
+lateral, yaw rate). Robot constants: robot.py; flat ground: flat.yaml; rough terrain with
+curricula: rough.yaml (flat.yaml plus what differs)."""
 
 from pathlib import Path
 
@@ -8,3 +9,4 @@ from robolearn.registry import TaskPlugin
 from . import robot
 
 FLAT = TaskPlugin(name="quadruped_flat", config=Path(__file__).with_name("flat.yaml"), edit_spec=robot.apply)
+ROUGH = TaskPlugin(name="quadruped_rough", config=Path(__file__).with_name("rough.yaml"), edit_spec=robot.apply)

@@ -148,3 +148,21 @@ def test_quadruped_trains_exports_and_runs_sim2sim_through_the_cli(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     metrics_ = json.loads((run / "eval.json").read_text())
     assert metrics_["episodes"] == 4 and 0 <= metrics_["terminated_fraction"] <= 1 and metrics_["lin_vel_error"] > 0
+
+
+def test_rough_quadruped_with_sim2real_randomization_trains_exports_and_runs_sim2sim(tmp_path):
+    run = tmp_path / "rough"
+    small = ["task.terrain.num_levels=3", "task.terrain.num_cols=4", "task.terrain.tile_size=4.0", "task.terrain.border=1.0",
+             "task.terrain.max_init_level=1"]
+    result = robolearn("train", "task=quadruped_rough", "randomization=sim2real", *small, "env.num_envs=16",
+                       "runner.max_iterations=2", "runner.num_steps_per_env=8", "algo.num_mini_batches=1",
+                       f"hydra.run.dir={run}", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = metrics(run)[-1]
+    assert row["iteration"] == 2
+    assert "adr/push/velocity_range/group0/high" in row and "curriculum/terrain_level_mean" in row
+    assert 'hfield name="terrain"' in next((run / "export").glob("*.xml")).read_text()  # the bundle carries the ground
+    report = tmp_path / "s.json"
+    result = robolearn("sim2sim", f"bundle={run / 'export'}", "episodes=1", f"report={report}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(report.read_text())["task"] == "quadruped_rough"
