@@ -29,7 +29,8 @@ commands:
 """
 
 
-_GROUP_NOUNS = {"task": "task", "physics": "physics backend", "algo": "algorithm config"}
+_GROUP_NOUNS = {"task": "task", "physics": "physics backend", "algo": "algorithm config",
+                "randomization": "randomization preset"}
 
 
 def hydra_error_message(exc: BaseException) -> str | None:
