@@ -310,9 +310,10 @@ class BatchedEnv:
         self.rewards.episode_sums.copy_(state["episode_sums"])
         self.actions.action.copy_(state["action"])
         self.actions.last_action.copy_(state["last_action"])
-        self.actions.ctrl.copy_(state["ctrl"])
-        self.actions.history.copy_(state["ctrl_history"])
-        self.actions.delay.copy_(state["action_delay"])
+        if "ctrl" in state:  # absent in checkpoints written before actuator latency existed
+            self.actions.ctrl.copy_(state["ctrl"])
+            self.actions.history.copy_(state["ctrl_history"])
+            self.actions.delay.copy_(state["action_delay"])
         self.events.time_left.copy_(state["event_time_left"])
         self._stats.copy_(state["stats"])
         for k, v in state["obs"].items():

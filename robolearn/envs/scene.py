@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import mujoco
 
 from robolearn.errors import UserError
-from robolearn.physics.base import RANDOMIZABLE_FIELDS
+from robolearn.physics.base import RANDOMIZABLE_FIELDS, model_attr
 
 _KIND = {
     mujoco.mjtObj.mjOBJ_BODY: ("body", "nbody"),
@@ -52,8 +52,14 @@ def single_dof_joints(model: mujoco.MjModel, wanted: Sequence[str] | None) -> tu
 
 
 def field_rows(model: mujoco.MjModel, field: str, wanted: Sequence[str] | None) -> list[int]:
-    """Rows of a randomizable MjModel field that belong to the named entities."""
+    """Rows of a randomizable MjModel field that belong to the named entities (for an option like
+    opt.gravity, which belongs to no entity: its components, and `names` must be left out)."""
     objtype = RANDOMIZABLE_FIELDS[field]
+    if objtype is None:
+        if wanted is not None:
+            raise UserError(f"model field '{field}' is a model option, not per {', '.join(k for k, _ in _KIND.values())}: "
+                            "leave out its names")  # fmt: skip
+        return list(range(len(model_attr(model, field))))
     if field.startswith("dof_"):
         return single_dof_joints(model, wanted)[1]
     return entity_ids(model, objtype, wanted)

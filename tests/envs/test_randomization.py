@@ -10,6 +10,7 @@ from robolearn.config import TaskCfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.mdp.events import push_by_setting_velocity
+from robolearn.mdp.observations import model_field
 from robolearn.mdp.state import root_addresses
 from robolearn.registry import TaskPlugin
 
@@ -221,3 +222,13 @@ def test_adaptive_metric_survival_counts_time_outs(make_env):
         adr.record(env, torch.ones(8, dtype=torch.bool))
     adr.update()
     assert torch.allclose(adr.range, torch.tensor([[0.0, 0.06], [0.0, 0.06], [0.0, 0.05], [0.0, 0.05]]))
+
+
+def test_gravity_is_observable_and_option_fields_take_no_names(make_env):
+    env = quadruped(make_env, num_envs=4)
+    env.reset()
+    observed = model_field(env, "opt.gravity")  # e.g. a privileged critic input
+    assert observed.shape == (4, 3) and torch.allclose(observed, env.physics.model_field("opt.gravity").float())
+    assert observed[:, 0].std() > 0
+    with pytest.raises(UserError, match="'opt.gravity' is a model option.*leave out its names"):
+        env.field_ids("opt.gravity", ["trunk"])
