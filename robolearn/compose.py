@@ -17,6 +17,7 @@ from robolearn.registry import TaskPlugin, discover_tasks
 def load_task_yaml(path: Path, seen: tuple[Path, ...] = ()) -> DictConfig:
     """A task YAML; one with `extends: <other.yaml>` (relative to it) is that file with this one
     merged on top, so a variant (rough terrain) states only what differs from its base."""
+    path = path.resolve()
     if path in seen:
         raise UserError(f"task config {path}: 'extends' loops back to itself")
     node = OmegaConf.load(path)

@@ -61,6 +61,8 @@ class AdaptiveRange:
         """Current [low, high] of each group, [G, 2]."""
         self.per_env = self.range[self.group]
         """Current [low, high] of each env, [N, 2]: what the event receives as its param."""
+        self._step = torch.tensor([-cfg.step, cfg.step], device=device)
+        """How a widening moves [low, high] (made once: update() may run inside a captured step)."""
         self.tally = torch.zeros(cfg.num_groups, device=device)
         self.count = torch.zeros(cfg.num_groups, device=device)
 
@@ -84,8 +86,7 @@ class AdaptiveRange:
         mean = self.tally / self.count.clamp(min=1)
         widen = (ready & (mean >= self.cfg.widen_above)).float().unsqueeze(1)
         narrow = (ready & (mean < self.cfg.narrow_below)).float().unsqueeze(1)
-        direction = torch.tensor([-1.0, 1.0], device=self.range.device) * self.cfg.step
-        moved = self.range + direction * widen - direction * narrow
+        moved = self.range + self._step * widen - self._step * narrow
         low = torch.minimum(moved[:, 0].clamp(min=self.limits[0]), self.initial[0])
         high = torch.maximum(moved[:, 1].clamp(max=self.limits[1]), self.initial[1])
         self.range.copy_(torch.stack([low, high], dim=1))

@@ -244,9 +244,9 @@ class EventManager:
         ranges = []
         allowed = LEVELS.index(preset.level)
         for name, t in terms.items():
+            func, params = resolve_term("event", name, t.func, namespace), plain(t.params)  # a typo fails in any preset
             if LEVELS.index(t.level) > allowed:
                 continue
-            func, params = resolve_term("event", name, t.func, namespace), plain(t.params)
             build_params = params
             if t.adaptive is not None and preset.adaptive:
                 if t.mode == EventMode.startup:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from robolearn.errors import UserError
@@ -164,22 +165,34 @@ def push_by_setting_velocity(
     env.physics.set_velocity(qvel, mask)
 
 
+def _gravity_basis(env) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """The model's gravity direction, two unit vectors across it, and its magnitude: computed once
+    on the host (the nominal gravity never changes), so the event itself never syncs."""
+    key = ("gravity_basis",)
+    if key not in env._id_cache:
+        g = np.asarray(env.model.opt.gravity, dtype=np.float64)
+        magnitude = float(np.linalg.norm(g))
+        if magnitude == 0:
+            raise UserError("randomize_gravity: the model has no gravity to tilt (opt.gravity is 0)")
+        down = g / magnitude
+        helper = np.array([1.0, 0.0, 0.0]) if abs(down[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+        side = np.cross(down, helper)
+        side /= np.linalg.norm(side)
+        other = np.cross(down, side)
+        dtype = env.physics.param_dtype
+        env._id_cache[key] = (*(torch.tensor(v, dtype=dtype, device=env.device) for v in (down, side, other)), magnitude)
+    return env._id_cache[key]
+
+
 def randomize_gravity(env, mask: torch.Tensor, tilt_range: list[float]) -> None:
     """Tilt gravity by U(tilt_range) radians from the model's direction, toward a uniformly drawn
     azimuth, keeping its magnitude (a slope the robot cannot see, a miscalibrated IMU)."""
-    nominal = env.physics.default_model_field("opt.gravity")
-    magnitude = torch.linalg.vector_norm(nominal)
-    tilt = _uniform(env, (env.num_envs,), tilt_range)
-    azimuth = _uniform(env, (env.num_envs,), (0.0, 2 * math.pi))
-    down = -nominal / magnitude  # the nominal "down" of the model (usually -z)
-    side = torch.linalg.cross(down, torch.tensor([1.0, 0.0, 0.0], dtype=down.dtype, device=down.device))
-    if float(torch.linalg.vector_norm(side)) < 1e-6:
-        side = torch.linalg.cross(down, torch.tensor([0.0, 1.0, 0.0], dtype=down.dtype, device=down.device))
-    side = side / torch.linalg.vector_norm(side)
-    other = torch.linalg.cross(down, side)
-    lateral = torch.cos(azimuth).unsqueeze(1).to(down.dtype) * side + torch.sin(azimuth).unsqueeze(1).to(down.dtype) * other
-    direction = torch.cos(tilt).unsqueeze(1).to(down.dtype) * down + torch.sin(tilt).unsqueeze(1).to(down.dtype) * lateral
-    env.physics.set_model_field("opt.gravity", -magnitude * direction, mask)
+    down, side, other, magnitude = _gravity_basis(env)
+    tilt = _uniform(env, (env.num_envs, 1), tilt_range).to(down.dtype)
+    azimuth = _uniform(env, (env.num_envs, 1), (0.0, 2 * math.pi)).to(down.dtype)
+    lateral = torch.cos(azimuth) * side + torch.sin(azimuth) * other
+    gravity = magnitude * (torch.cos(tilt) * down + torch.sin(tilt) * lateral)
+    env.physics.set_model_field("opt.gravity", gravity, mask)
 
 
 class randomize_action_delay:  # noqa: N801 (a term name, like the functions)

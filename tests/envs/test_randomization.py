@@ -232,3 +232,15 @@ def test_gravity_is_observable_and_option_fields_take_no_names(make_env):
     assert observed[:, 0].std() > 0
     with pytest.raises(UserError, match="'opt.gravity' is a model option.*leave out its names"):
         env.field_ids("opt.gravity", ["trunk"])
+
+
+@pytest.mark.parametrize("task", ["cartpole", "pendulum", "quadruped_flat", "quadruped_rough"])
+def test_the_none_preset_leaves_only_initial_state_events(make_env, task):
+    overrides = ["randomization=none"]
+    if task == "quadruped_rough":
+        overrides += ["task.terrain.num_levels=2", "task.terrain.num_cols=2", "task.terrain.tile_size=4.0",
+                      "task.terrain.border=1.0", "task.terrain.max_init_level=0"]  # fmt: skip
+    env = make_env(task, overrides=overrides, num_envs=2)
+    funcs = {func.__name__ for events in env.events._events.values() for _, func, _ in events}
+    assert funcs and funcs <= {"reset_joints_uniform", "reset_root_state"}, funcs
+    assert not env.events.adaptive
