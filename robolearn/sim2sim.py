@@ -122,16 +122,23 @@ def run_episode(loop: ControlLoop, robot: MujocoRobot, referee: Referee, max_len
     return episode, report.compute_s
 
 
-def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timestep: float | None = None,
-            integrator: str | None = None, engine: str = "auto", seed: int = 0, log: Path | None = None) -> dict:  # fmt: skip
-    if episodes < 1:
-        raise UserError(f"episodes must be at least 1, got {episodes}")
+def open_sim(bundle_dir: Path, realtime: bool = False, timestep: float | None = None, integrator: str | None = None,
+             engine: str = "auto", seed: int = 0, log: Path | None = None) -> tuple[Policy, MujocoRobot, Referee, ControlLoop]:
+    """The deploy runtime on the MuJoCo stand-in robot, and the task's referee, for a bundle."""
     policy = Policy(bundle_dir, engine=engine)  # verifies the bundle before anything runs
     meta = policy.bundle.meta
     timestep = timestep or meta.get("physics_dt_s")  # the training timestep unless another is asked for
     robot = MujocoRobot(bundle_dir / meta["model_file"], timestep=timestep, integrator=integrator, realtime=realtime)
     referee = Referee(bundle_dir, meta["model_file"], seed)
-    loop = ControlLoop(policy, robot, Safety(), log=log)
+    return policy, robot, referee, ControlLoop(policy, robot, Safety(), log=log)
+
+
+def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timestep: float | None = None,
+            integrator: str | None = None, engine: str = "auto", seed: int = 0, log: Path | None = None) -> dict:  # fmt: skip
+    if episodes < 1:
+        raise UserError(f"episodes must be at least 1, got {episodes}")
+    policy, robot, referee, loop = open_sim(bundle_dir, realtime, timestep, integrator, engine, seed, log)
+    meta = policy.bundle.meta
     try:
         runs = [run_episode(loop, robot, referee, referee.env.max_episode_length) for _ in range(episodes)]
     finally:

@@ -20,9 +20,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from robolearn.sim2sim import Referee  # noqa: E402
-from robolearn_deploy import ControlLoop, Policy, Safety  # noqa: E402
-from robolearn_deploy.sim import MujocoRobot  # noqa: E402
+from robolearn.sim2sim import open_sim  # noqa: E402
 
 
 def main() -> None:
@@ -36,11 +34,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    policy = Policy(args.bundle)
-    meta = policy.bundle.meta
-    robot = MujocoRobot(args.bundle / meta["model_file"], timestep=meta.get("physics_dt_s"))
-    referee = Referee(args.bundle, meta["model_file"], args.seed)
-    loop = ControlLoop(policy, robot, Safety())
+    policy, robot, referee, loop = open_sim(args.bundle, seed=args.seed)
     qpos, qvel = referee.initial_state()
     robot.reset(qpos, qvel)
     robot.inputs = referee.commands()

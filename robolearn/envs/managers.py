@@ -382,4 +382,4 @@ class CurriculumManager:
         return [(name, func) for name, func, _ in self._terms]
 
     def reset(self, mask: torch.Tensor) -> None:
-        pass
+        reset_terms([func for _, func, _ in self._terms], mask)
