@@ -13,16 +13,18 @@ from omegaconf import DictConfig, OmegaConf
 
 from robolearn import checkpoint
 from robolearn.config import TrainCfg
+from robolearn.config_checks import check_train_cfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
-from robolearn.evaluate import evaluate
-from robolearn.export.bundle import ExportResult, check_options, export_bundle
 from robolearn.logger import RunLogger
 from robolearn.manifest import describe_run, write_manifest
 from robolearn.physics import resolve_placement
 from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic
 from robolearn.rl.runner import OnPolicyRunner
+
+# ONNX, ONNX Runtime and the evaluation are imported where they are used (the end of a run,
+# export, eval), so that a run starts training without paying for them.
 
 
 def seed_everything(seed: int) -> None:
@@ -42,6 +44,7 @@ def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int
         cfg.task, plugin, num_envs or cfg.env.num_envs, physics=backend, device=device,
         seed=env_seed(cfg.seed), physics_settings=OmegaConf.to_container(cfg.physics),
         cuda_graph=cfg.env.cuda_graph, randomization=cfg.get("randomization"),
+        stagger_timeouts=cfg.env.stagger_timeouts, episode_window=cfg.runner.episode_window,
     )  # fmt: skip
 
 
@@ -78,6 +81,7 @@ def fits_in_memory(cfg: DictConfig, device: torch.device):
 
 def train(cfg: DictConfig, run_dir: Path) -> None:
     """Train (or resume) into run_dir: config, manifest, metrics, checkpoints, export."""
+    check_train_cfg(cfg)
     backend, device = resolve_placement(cfg.physics.backend, cfg.device)
     seed_everything(cfg.seed)
     free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else 0
@@ -107,6 +111,8 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
         finally:
             logger.close()
         if cfg.runner.export_onnx:
+            from robolearn.export.bundle import export_bundle
+
             print_export(export_bundle(runner.actor_critic, env, run_dir / "export"))
     finally:
         env.close()
@@ -127,7 +133,8 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
     return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
 
 
-def print_export(result: ExportResult, source: str = "") -> None:
+def print_export(result, source: str = "") -> None:
+    """The export's summary: the training evaluation and each artifact's parity and latency."""
     e = result.evaluation
     print(f"exported {result.path}{source}; training evaluation over {e['episodes']} episodes: return "
           f"{e['return_mean']:.2f} +- {e['return_std']:.2f}, episode length {e['episode_length_mean']:.1f} steps")
@@ -152,6 +159,8 @@ def _policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int 
 def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | None = None, fmt: str = "onnx",
                precision: str = "fp32") -> Path:  # fmt: skip
     """Re-export a run's policy (latest checkpoint unless one is named) as a deploy bundle."""
+    from robolearn.export.bundle import check_options, export_bundle
+
     check_options(fmt, precision)
     env, actor_critic, payload, source = _policy_from_run(run_dir, checkpoint_file, None)
     try:
@@ -165,6 +174,8 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
 def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = None) -> dict:
     """The deterministic policy over `episodes` episodes with the task's randomization on (native
     MuJoCo on the CPU); prints the metrics and writes them to <run>/eval.json."""
+    from robolearn.evaluate import evaluate
+
     if episodes < 1:
         raise UserError(f"episodes must be at least 1, got {episodes}")
     env, actor_critic, payload, source = _policy_from_run(run_dir, checkpoint_file, episodes)

@@ -234,6 +234,9 @@ class EnvCfg:
     """Number of parallel environments."""
     cuda_graph: bool = True
     """Replay the env step as CUDA graphs where the backend allows it (warp on a CUDA device)."""
+    stagger_timeouts: bool = True
+    """Start training with every env at a random point of its time limit, so that time-outs (and
+    the resets they cause) are spread over steps instead of all landing on one."""
 
 
 @dataclass
@@ -253,13 +256,16 @@ class AlgoCfg:
     learning_rate: float = 1e-3
     """Adam learning rate (initial value under the adaptive schedule)."""
     schedule: str = "adaptive"
-    """'adaptive' (KL-driven learning rate) or 'fixed'."""
+    """'adaptive' (KL-driven learning rate, computed on the device) or 'fixed'."""
     desired_kl: float = 0.01
     """Target KL divergence per minibatch for the adaptive schedule."""
     clip_param: float = 0.2
-    """PPO ratio clip epsilon (also the value clip)."""
+    """PPO ratio clip epsilon."""
     use_clipped_value_loss: bool = True
-    """Clip the value update around the old value estimate."""
+    """Clip the value update around the old value estimate (by value_clip)."""
+    value_clip: float = 0.2
+    """How far the value estimate may move from the rollout's before its loss is clipped (in
+    return units; the ratio's clip_param is a separate, unitless epsilon)."""
     value_loss_coef: float = 1.0
     """Weight of the value loss."""
     entropy_coef: float = 0.005
@@ -273,9 +279,11 @@ class AlgoCfg:
     num_mini_batches: int = 4
     """Minibatches per epoch."""
     max_grad_norm: float = 1.0
-    """Gradient norm clip."""
+    """Gradient norm clip, applied to the actor's and to the critic's gradients separately."""
     init_noise_std: float = 1.0
     """Initial standard deviation of the Gaussian policy (state-independent, learned)."""
+    min_noise_std: float = 0.0
+    """Floor of the policy's standard deviation, kept after every step (0: none)."""
     actor_hidden_dims: List[int] = field(default_factory=lambda: [64, 64])
     """Actor MLP hidden layer sizes."""
     critic_hidden_dims: List[int] = field(default_factory=lambda: [64, 64])
@@ -283,7 +291,16 @@ class AlgoCfg:
     activation: str = "elu"
     """Hidden activation: elu, relu, tanh."""
     normalize_observations: bool = True
-    """Empirical running mean/std normalization of actor and critic inputs."""
+    """Empirical running mean/std normalization of actor and critic inputs, updated once per
+    iteration from the rollout just learned from."""
+    normalizer_min_std: float = 0.01
+    """Floor of the normalizer's standard deviation: a column that barely varied in training is
+    amplified at most 1/normalizer_min_std times (also in the exported policy)."""
+    normalizer_clip: Optional[float] = None
+    """Clip normalized observations to [-clip, clip] (also in the exported policy); None: no clip."""
+    compile: bool = False
+    """Compile each minibatch step of the update with torch.compile (same results, within float
+    tolerance; pays a one-time compilation of tens of seconds)."""
 
 
 @dataclass
@@ -300,6 +317,9 @@ class RunnerCfg:
     """Export policy.onnx + robot.yaml at the end of training."""
     progress: bool = True
     """Show the live progress line."""
+    episode_window: int = 100
+    """The reported episode return, length and term sums are means over this many most recent
+    finished episodes."""
 
 
 @dataclass

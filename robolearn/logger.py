@@ -10,6 +10,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 
+def episode_summary(row: dict) -> str:
+    """The rolling episode means of a metrics row, or that none has finished yet."""
+    if "mean_episode_return" not in row:
+        return "no episode finished yet"
+    return f"return {row['mean_episode_return']:.2f} | length {row['mean_episode_length']:.1f}"
+
+
 class RunLogger:
     def __init__(self, run_dir: Path, total_iterations: int, start_iteration: int, progress: bool = True):
         from torch.utils.tensorboard import SummaryWriter
@@ -39,10 +46,7 @@ class RunLogger:
         for key, value in row.items():
             if key != "iteration" and isinstance(value, (int, float)) and math.isfinite(value):
                 self._tb.add_scalar(key if "/" in key else f"train/{key}", value, it)
-        summary = (
-            f"{row['steps_per_s']:,.0f} steps/s | return {row.get('mean_episode_return', float('nan')):.2f} "
-            f"| length {row.get('mean_episode_length', float('nan')):.1f}"
-        )
+        summary = f"{row['steps_per_s']:,.0f} steps/s | {episode_summary(row)}"
         if self._progress is not None:
             self._progress.update(self._task, completed=it, description=summary)
         elif self._show_plain and (it % self._every == 0 or it == self._total):

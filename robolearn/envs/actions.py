@@ -11,18 +11,32 @@ import mujoco
 import torch
 
 from robolearn.config import ActionCfg
-from robolearn.envs.scene import entity_ids, names
+from robolearn.envs.manager_base import ManagerBase
+from robolearn.scene.lookup import as_index, entity_ids, names
 
 
-class ActionManager:
+class ActionManager(ManagerBase):
     """Holds the current and previous action and the ctrl tensor handed to the physics backend."""
+
+    KIND = "action"
+    STATE = ("action", "last_action", "ctrl", "history", "delay")
 
     def __init__(self, cfg: ActionCfg, model: mujoco.MjModel, num_envs: int, device: torch.device,
                  default_qpos: torch.Tensor, decimation: int = 1):  # fmt: skip
+        super().__init__(None)
         ids = entity_ids(model, mujoco.mjtObj.mjOBJ_ACTUATOR, list(cfg.actuators) or None)
         self.actuator_ids = torch.tensor(ids, dtype=torch.long, device=device)
         self.actuator_names = [names(model, mujoco.mjtObj.mjOBJ_ACTUATOR)[i] for i in ids]
         self.joint_names = [self._joint_of(model, i) for i in ids]
+        joints = [int(model.actuator_trnid[a, 0]) for a in ids]
+        on_joints = all(int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT) for a in ids)
+        self.joint_qpos = as_index([int(model.jnt_qposadr[j]) for j in joints], device) if on_joints else None
+        """qpos addresses of the joints the policy's actuators drive, in action order (None when an
+        actuator drives a tendon or a site)."""
+        self.joint_dof = as_index([int(model.jnt_dofadr[j]) for j in joints], device) if on_joints else None
+        """dof addresses of those joints, in action order (None as for joint_qpos)."""
+        self.force_limited = torch.as_tensor(model.actuator_forcelimited[ids].astype(bool), device=device)
+        """Which policy actuators MuJoCo clamps to their forcerange."""
         self.scale = torch.full((len(ids),), float(cfg.scale), device=device)
         self.offset = torch.zeros(len(ids), device=device)
         if cfg.use_default_offset:

@@ -4,20 +4,24 @@ reset and after a random per-env period; a fraction of them are all-zero (stand 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
+from robolearn.envs.manager_base import ManagerBase
 from robolearn.errors import UserError
 
-if TYPE_CHECKING:
-    from robolearn.envs.batched_env import BatchedEnv
 
+class CommandManager(ManagerBase):
+    """Holds each command's current value per env ([N, k], overwritten in place), its [low, high]
+    per component and each env's time to the next draw; commands have no terms."""
 
-class CommandManager:
-    def __init__(self, cfgs: Mapping[str, Any], env: BatchedEnv):
-        self._env = env
-        self.names = list(cfgs)
+    KIND = "command"
+    STATE = ("values", "time_left", "ranges")
+
+    def __init__(self, cfgs: Mapping[str, Any], env):
+        super().__init__(env)
+        self.command_names = list(cfgs)
         self.components: dict[str, list[str]] = {}
         self.ranges: dict[str, torch.Tensor] = {}
         """[k, 2] low/high per component; a curriculum may widen or narrow them in place."""
@@ -39,12 +43,16 @@ class CommandManager:
             self._period[name] = (low, high)
             self._standing[name] = float(cfg.standing_probability)
 
+    @property
+    def names(self) -> list[str]:
+        return self.command_names
+
     def get(self, name: str) -> torch.Tensor:
         if name not in self.values:
             raise UserError(f"no command named '{name}'; the task defines: {', '.join(self.names) or 'none'}")
         return self.values[name]
 
-    def resample(self, mask: torch.Tensor) -> None:
+    def reset(self, mask: torch.Tensor) -> None:
         """New commands (and new periods) for the masked envs: at their reset."""
         for k in range(len(self.names)):
             self._draw(k, mask)
@@ -57,10 +65,10 @@ class CommandManager:
         if self._standing[name] > 0:
             moving = torch.rand(env.num_envs, 1, generator=gen, device=env.device) >= self._standing[name]
             drawn = drawn * moving
-        self.values[name].copy_(torch.where(mask.unsqueeze(1), drawn, self.values[name]))
+        torch.where(mask.unsqueeze(1), drawn, self.values[name], out=self.values[name])
         p_low, p_high = self._period[name]
         period = p_low + (p_high - p_low) * torch.rand(env.num_envs, generator=gen, device=env.device)
-        self.time_left[k] = torch.where(mask, period, self.time_left[k])
+        torch.where(mask, period, self.time_left[k], out=self.time_left[k])
 
     def step(self, dt: float) -> None:
         if not self.names:
@@ -70,13 +78,3 @@ class CommandManager:
         for k in range(len(self.names)):
             self._draw(k, due[k])
 
-    def state_dict(self) -> dict:
-        return {"values": {k: v.clone() for k, v in self.values.items()}, "time_left": self.time_left.clone(),
-                "ranges": {k: v.clone() for k, v in self.ranges.items()}}  # fmt: skip
-
-    def load_state_dict(self, state: Mapping) -> None:
-        for k, v in state["values"].items():
-            self.values[k] = v.clone()
-        for k, v in state["ranges"].items():
-            self.ranges[k].copy_(v)
-        self.time_left.copy_(state["time_left"])

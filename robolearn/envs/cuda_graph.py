@@ -3,23 +3,19 @@ graphed physics step, one torch graph for terminations, rewards, resets, events,
 
 Replaying ~150 small kernels as two graphs removes their per-launch CPU cost, which dominates at a
 few thousand environments. Randomness comes from the env's generator, registered with both
-graphs, so replays draw fresh numbers exactly as eager steps do.
+graphs, so replays draw fresh numbers exactly as eager steps do. `env` is the BatchedEnv (its
+_apply_action and _after_physics halves, its physics backend and its state_dict).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
-
-if TYPE_CHECKING:
-    from robolearn.envs.batched_env import BatchedEnv
 
 WARMUP_STEPS = 3
 
 
 class GraphedStep:
-    def __init__(self, env: BatchedEnv):
+    def __init__(self, env):
         self.env = env
         self.action = torch.zeros(env.num_envs, env.num_actions, device=env.device)
         saved = env.state_dict()  # warm-up steps advance the env: put it back afterwards

@@ -12,9 +12,10 @@
   state was not terminal, so the learner bootstraps from its value estimate.
 - Environments that ended are reset inside `step`; the returned `obs` is already the first
   observation of their next episode.
-- `pop_episode_stats()` returns means over the episodes that ended since the last call (return,
-  length, each reward term, each termination term) and is the only call that reads the device;
-  the runner makes it once per iteration.
+- `pop_episode_stats()` returns `episodes` (how many ended since the last call) and, once any
+  episode has ended, means over the last K finished episodes (return, length, each reward term,
+  each termination term's rate). It is the only call that reads the device; the runner makes it
+  once per iteration.
 - `state_dict()` / `load_state_dict()` capture everything needed to continue bit-exactly;
   `current_observations()` returns the observations of the restored state.
 """

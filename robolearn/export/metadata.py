@@ -18,7 +18,7 @@ import yaml
 
 import robolearn
 from robolearn.envs.batched_env import BatchedEnv
-from robolearn.envs.scene import names, single_dof_joints
+from robolearn.scene.lookup import names, single_dof_joints
 from robolearn.errors import UserError
 from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME
 from robolearn_deploy.bundle import BUNDLE_FORMAT, metadata_digest, sha256

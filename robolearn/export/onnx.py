@@ -105,7 +105,7 @@ def probe_observations(policy: InferencePolicy, recorded: torch.Tensor, seed: in
     mean (raw randn would probe far outside it)."""
     recorded = recorded.detach().float().cpu()
     gen = torch.Generator().manual_seed(seed)
-    mean, std = policy.normalizer.mean, torch.sqrt(policy.normalizer.var + policy.normalizer.eps)
+    mean, std = policy.normalizer.mean, policy.normalizer.std
     random_obs = mean + std * 3.0 * (2.0 * torch.rand(1024, recorded.shape[1], generator=gen) - 1.0)
     return random_obs, recorded
 

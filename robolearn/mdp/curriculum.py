@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from robolearn.config import AdaptiveRangeCfg
-from robolearn.envs.adaptive import AdaptiveRange
+from robolearn.adaptive import AdaptiveRange
 from robolearn.errors import UserError
 from robolearn.mdp.state import root_pos_w
 
@@ -47,7 +47,7 @@ class command_ranges:  # noqa: N801
     """Widen a command's ranges while the policy follows them: each time `min_episodes` episodes
     have ended since the last change, if their mean per-step value of reward term `reward` is at
     least `threshold`, every component in `limits` grows by `step` on both sides, up to its limit.
-    (An adaptive range with one group that never narrows; see robolearn/envs/adaptive.py.)"""
+    (An adaptive range with one group that never narrows; see robolearn/adaptive.py.)"""
 
     def __init__(self, env, command: str, reward: str, limits: dict, step: float = 0.1, threshold: float = 0.8,
                  min_episodes: int = 64):  # fmt: skip

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from robolearn.errors import UserError
-from robolearn.mdp.state import root_addresses
+from robolearn.scene.entities import Actuators, FieldRows, Joints
 
 
 def _bounds(env, range_, ndim: int) -> tuple:
@@ -43,10 +43,11 @@ def reset_joints_uniform(
     mask: torch.Tensor,
     position_range: list[float],
     velocity_range: list[float] = (0.0, 0.0),
-    joints: list[str] | None = None,
+    joints: Joints | None = None,
 ) -> None:
     """Initial joint positions = default + U(position_range), velocities = U(velocity_range)."""
-    qadr, dadr = env.joint_ids(joints)
+    joints = env.scene.joints(joints)
+    qadr, dadr = joints.qpos, joints.dof
     default = env.default_qpos[:, qadr]
     shape = tuple(default.shape)
     env.reset_qpos[:, qadr] = default + _uniform(env, shape, position_range)
@@ -58,7 +59,7 @@ def randomize_model_field(
     mask: torch.Tensor,
     field: str,
     range: list[float],
-    names: list[str] | None = None,
+    names: FieldRows | None = None,
     element: int | None = None,
     operation: str = "scale",
     distribution: str = "uniform",
@@ -72,7 +73,7 @@ def randomize_model_field(
     per_element: draw each column separately (a centre-of-mass offset in x, y and z) instead of
     one value for the entity's whole row.
     """
-    rows = env.field_ids(field, names)
+    rows = env.scene.field_rows(field, names).rows
     nominal = env.physics.default_model_field(field)[rows]
     if element is not None:
         nominal = nominal[..., element]
@@ -111,7 +112,8 @@ def reset_root_state(
     """Floating base at its default pose on the env's terrain tile (env.env_origins; the world
     origin without terrain), shifted by U(xy_range) in x and y, turned by U(yaw_range), with
     every base velocity component drawn from U(velocity_range)."""
-    q, d = root_addresses(env)
+    root = env.scene.root
+    q, d = root.qpos_adr, root.dof_adr
     n = env.num_envs
     env.reset_qpos[:, q : q + 3] += env.env_origins
     env.reset_qpos[:, q : q + 2] += _uniform(env, (n, 2), xy_range)
@@ -130,12 +132,12 @@ def randomize_pd_gains(
     mask: torch.Tensor,
     kp_range: list[float],
     kd_range: list[float],
-    actuators: list[str] | None = None,
+    actuators: Actuators | None = None,
 ) -> None:
     """Scale each position servo's stiffness and damping by U(kp_range) and U(kd_range), per env
     and actuator: gain and position bias move together (the servo keeps its target), the
     velocity bias separately."""
-    rows = env.field_ids("actuator_gainprm", actuators)
+    rows = env.scene.actuators(actuators).ids
     n = env.num_envs
     gain, bias = env.physics.model_field("actuator_gainprm").clone(), env.physics.model_field("actuator_biasprm").clone()
     nominal_gain = env.physics.default_model_field("actuator_gainprm")[rows]
@@ -158,41 +160,44 @@ def push_by_setting_velocity(
 ) -> None:
     """A push: add U(velocity_range) m/s to the floating base's world x and y velocity and
     U(angular_range) rad/s to each of its angular velocity components, mid-episode."""
-    _, d = root_addresses(env)
+    d = env.scene.root.dof_adr
     qvel = env.physics.qvel.clone()
     qvel[:, d : d + 2] += _uniform(env, (env.num_envs, 2), velocity_range)
     qvel[:, d + 3 : d + 6] += _uniform(env, (env.num_envs, 3), angular_range)
     env.physics.set_velocity(qvel, mask)
 
 
-def _gravity_basis(env) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
-    """The model's gravity direction, two unit vectors across it, and its magnitude: computed once
-    on the host (the nominal gravity never changes), so the event itself never syncs."""
-    key = ("gravity_basis",)
-    if key not in env._id_cache:
-        g = np.asarray(env.model.opt.gravity, dtype=np.float64)
-        magnitude = float(np.linalg.norm(g))
-        if magnitude == 0:
+class randomize_gravity:  # noqa: N801 (a term name, like the functions)
+    """Tilt gravity by U(tilt_range) radians from the model's direction, toward a uniformly drawn
+    azimuth, keeping its magnitude (a slope the robot cannot see, a miscalibrated IMU)."""
+
+    def __init__(self, env, tilt_range: list[float]):
+        # The nominal direction, two unit vectors across it and the magnitude, computed once on
+        # the host (the nominal gravity never changes), so the event itself never syncs.
+        g = np.asarray(env.scene.model.opt.gravity, dtype=np.float64)
+        self.magnitude = float(np.linalg.norm(g))
+        if self.magnitude == 0:
             raise UserError("randomize_gravity: the model has no gravity to tilt (opt.gravity is 0)")
-        down = g / magnitude
+        down = g / self.magnitude
         helper = np.array([1.0, 0.0, 0.0]) if abs(down[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
         side = np.cross(down, helper)
         side /= np.linalg.norm(side)
         other = np.cross(down, side)
         dtype = env.physics.param_dtype
-        env._id_cache[key] = (*(torch.tensor(v, dtype=dtype, device=env.device) for v in (down, side, other)), magnitude)
-    return env._id_cache[key]
+        self.down, self.side, self.other = (torch.tensor(v, dtype=dtype, device=env.device) for v in (down, side, other))
 
+    def __call__(self, env, mask: torch.Tensor, tilt_range) -> None:
+        tilt = _uniform(env, (env.num_envs, 1), tilt_range).to(self.down.dtype)
+        azimuth = _uniform(env, (env.num_envs, 1), (0.0, 2 * math.pi)).to(self.down.dtype)
+        lateral = torch.cos(azimuth) * self.side + torch.sin(azimuth) * self.other
+        gravity = self.magnitude * (torch.cos(tilt) * self.down + torch.sin(tilt) * lateral)
+        env.physics.set_model_field("opt.gravity", gravity, mask)
 
-def randomize_gravity(env, mask: torch.Tensor, tilt_range: list[float]) -> None:
-    """Tilt gravity by U(tilt_range) radians from the model's direction, toward a uniformly drawn
-    azimuth, keeping its magnitude (a slope the robot cannot see, a miscalibrated IMU)."""
-    down, side, other, magnitude = _gravity_basis(env)
-    tilt = _uniform(env, (env.num_envs, 1), tilt_range).to(down.dtype)
-    azimuth = _uniform(env, (env.num_envs, 1), (0.0, 2 * math.pi)).to(down.dtype)
-    lateral = torch.cos(azimuth) * side + torch.sin(azimuth) * other
-    gravity = magnitude * (torch.cos(tilt) * down + torch.sin(tilt) * lateral)
-    env.physics.set_model_field("opt.gravity", gravity, mask)
+    def state_dict(self) -> dict:
+        return {}  # constants of the model
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
 
 
 class randomize_action_delay:  # noqa: N801 (a term name, like the functions)

@@ -20,5 +20,5 @@ def ang_vel_error_z(env, command: str) -> torch.Tensor:
 
 def mechanical_power(env) -> torch.Tensor:
     """Sum over actuated joints of |torque * joint velocity| [W]."""
-    _, dadr = state.actuated_dofs(env)
-    return (state.actuator_force(env) * env.physics.qvel[:, dadr]).abs().sum(dim=1)
+    force = state.actuator_force(env)  # checks that every policy actuator drives a joint
+    return (force * env.physics.qvel[:, env.actions.joint_dof]).abs().sum(dim=1)

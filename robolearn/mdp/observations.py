@@ -5,22 +5,22 @@ from __future__ import annotations
 import torch
 
 from robolearn.mdp import state
+from robolearn.scene.entities import FieldRows, Joints, Sensors
 
 
-def joint_pos(env, joints: list[str] | None = None, relative: bool = False) -> torch.Tensor:
+def joint_pos(env, joints: Joints | None = None, relative: bool = False) -> torch.Tensor:
     """Positions of hinge/slide joints [rad or m]; relative=True subtracts the default pose."""
-    qadr, _ = env.joint_ids(joints)
+    qadr = env.scene.joints(joints).qpos
     q = env.physics.qpos[:, qadr]
     return q - env.default_qpos[:, qadr] if relative else q
 
 
-def joint_vel(env, joints: list[str] | None = None) -> torch.Tensor:
+def joint_vel(env, joints: Joints | None = None) -> torch.Tensor:
     """Velocities of hinge/slide joints [rad/s or m/s]."""
-    _, dadr = env.joint_ids(joints)
-    return env.physics.qvel[:, dadr]
+    return env.physics.qvel[:, env.scene.joints(joints).dof]
 
 
-def joint_pos_cos_sin(env, joints: list[str] | None = None) -> torch.Tensor:
+def joint_pos_cos_sin(env, joints: Joints | None = None) -> torch.Tensor:
     """[cos q_1..cos q_k, sin q_1..sin q_k] of hinge joints: continuous across full turns."""
     q = joint_pos(env, joints)
     return torch.cat([torch.cos(q), torch.sin(q)], dim=1)
@@ -31,10 +31,9 @@ def last_action(env) -> torch.Tensor:
     return env.actions.action
 
 
-def model_field(env, field: str, names: list[str] | None = None, element: int | None = None) -> torch.Tensor:
+def model_field(env, field: str, names: FieldRows | None = None, element: int | None = None) -> torch.Tensor:
     """Per-environment model parameters (e.g. randomized masses): privileged critic input."""
-    rows = env.field_ids(field, names)
-    values = env.physics.model_field(field)[:, rows]
+    values = env.physics.model_field(field)[:, env.scene.field_rows(field, names).rows]
     if element is not None:
         values = values[..., element]
     return values.reshape(env.num_envs, -1).float()
@@ -60,28 +59,36 @@ def command(env, name: str) -> torch.Tensor:
     return env.commands.get(name)
 
 
-def sensor(env, names: list[str]) -> torch.Tensor:
+def sensor(env, names: Sensors) -> torch.Tensor:
     """Readings of the named MJCF sensors, concatenated (e.g. foot touch forces)."""
-    return env.physics.sensordata[:, state.sensor_columns(env, names)]
+    return env.physics.sensordata[:, env.scene.sensors(names).columns]
 
 
-def height_scan(env, size: list[float] = (1.6, 1.0), resolution: float = 0.1, offset: float = 0.5) -> torch.Tensor:
+class height_scan:  # noqa: N801 (term names are snake_case, like the functions)
     """Base height above the ground at a grid of points around the base [m] (privileged: a robot
     would need a depth camera): a size[0] x size[1] m grid (x forward), `resolution` apart, turned
     with the base's yaw; each value is base z - ground z - offset. The ground is the task's
     terrain (exact, from its heightfield), else the plane z = 0."""
-    key = ("height_scan", tuple(size), resolution)
-    if key not in env._id_cache:
+
+    def __init__(self, env, size: list[float] = (1.6, 1.0), resolution: float = 0.1, offset: float = 0.5):
         xs = torch.arange(-size[0] / 2, size[0] / 2 + 1e-6, resolution, device=env.device)
         ys = torch.arange(-size[1] / 2, size[1] / 2 + 1e-6, resolution, device=env.device)
         gx, gy = torch.meshgrid(xs, ys, indexing="ij")
-        env._id_cache[key] = (gx.reshape(-1), gy.reshape(-1))
-    px, py = env._id_cache[key]
-    base = state.root_pos_w(env)
-    w, x, y, z = state.root_quat_w(env).unbind(1)
-    yaw = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)).unsqueeze(1)
-    cos, sin = torch.cos(yaw), torch.sin(yaw)
-    wx = base[:, :1] + cos * px - sin * py
-    wy = base[:, 1:2] + sin * px + cos * py
-    ground = torch.zeros_like(wx) if env.terrain is None else env.terrain.height_at(wx, wy)
-    return base[:, 2:3] - ground - offset
+        self.px, self.py = gx.reshape(-1), gy.reshape(-1)
+        self.offset = offset
+
+    def __call__(self, env) -> torch.Tensor:
+        base = state.root_pos_w(env)
+        w, x, y, z = state.root_quat_w(env).unbind(1)
+        yaw = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)).unsqueeze(1)
+        cos, sin = torch.cos(yaw), torch.sin(yaw)
+        wx = base[:, :1] + cos * self.px - sin * self.py
+        wy = base[:, 1:2] + sin * self.px + cos * self.py
+        ground = torch.zeros_like(wx) if env.terrain is None else env.terrain.height_at(wx, wy)
+        return base[:, 2:3] - ground - self.offset
+
+    def state_dict(self) -> dict:
+        return {}  # the grid is a constant of the term, rebuilt from its params
+
+    def load_state_dict(self, state: dict) -> None:
+        pass

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import mujoco
 import torch
 
 from robolearn.mdp import state
 from robolearn.mdp.observations import joint_pos, joint_vel
+from robolearn.scene.entities import Joints, Sensors
 
 
 def is_alive(env) -> torch.Tensor:
@@ -19,17 +19,17 @@ def is_terminated(env) -> torch.Tensor:
     return env.terminated.float()
 
 
-def joint_pos_cos(env, joints: list[str]) -> torch.Tensor:
+def joint_pos_cos(env, joints: Joints) -> torch.Tensor:
     """Sum of cos(q): 1 per joint at q = 0 (e.g. a pole straight up), -1 at q = pi."""
     return torch.cos(joint_pos(env, joints)).sum(dim=1)
 
 
-def joint_pos_l2(env, joints: list[str] | None = None, relative: bool = True) -> torch.Tensor:
+def joint_pos_l2(env, joints: Joints | None = None, relative: bool = True) -> torch.Tensor:
     """Sum of squared joint positions (relative to the default pose by default)."""
     return joint_pos(env, joints, relative=relative).square().sum(dim=1)
 
 
-def joint_vel_l2(env, joints: list[str] | None = None) -> torch.Tensor:
+def joint_vel_l2(env, joints: Joints | None = None) -> torch.Tensor:
     """Sum of squared joint velocities."""
     return joint_vel(env, joints).square().sum(dim=1)
 
@@ -77,41 +77,57 @@ def joint_torques_l2(env) -> torch.Tensor:
     return state.actuator_force(env).square().sum(dim=1)
 
 
-def joint_acc_l2(env) -> torch.Tensor:
+def joint_acc_l2(env, joints: Joints | None = None) -> torch.Tensor:
     """Sum of squared joint accelerations over the control step [(rad/s^2)^2] (1-DoF joints)."""
-    _, dadr = env.joint_ids(None)
+    dadr = env.scene.joints(joints).dof
     return ((env.physics.qvel[:, dadr] - env.prev_qvel[:, dadr]) / env.dt).square().sum(dim=1)
 
 
-def joint_pos_limits(env, soft_ratio: float = 0.9) -> torch.Tensor:
-    """How far limited 1-DoF joints are past the middle `soft_ratio` of their range [rad], summed."""
-    key = ("soft_limits", soft_ratio)
-    if key not in env._id_cache:
-        m = env.model
-        one_dof = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-        joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) in one_dof and m.jnt_limited[j]]
-        ranges = torch.tensor(m.jnt_range[joints], dtype=torch.float32, device=env.device).reshape(-1, 2)
+class joint_pos_limits:  # noqa: N801 (term names are snake_case, like the functions)
+    """How far limited 1-DoF joints (all, or the named ones) are past the middle `soft_ratio` of
+    their range [rad], summed."""
+
+    def __init__(self, env, soft_ratio: float = 0.9, joints: Joints | None = None):
+        m = env.scene.model
+        joints = env.scene.joints(joints)
+        limited = [j for j in range(m.njnt) if m.jnt_limited[j] and m.jnt_qposadr[j] in _addresses(joints.qpos)]
+        ranges = torch.tensor(m.jnt_range[limited], dtype=torch.float32, device=env.device).reshape(-1, 2)
         mid, half = ranges.mean(dim=1), (ranges[:, 1] - ranges[:, 0]) / 2 * soft_ratio
-        env._id_cache[key] = (env._index([int(m.jnt_qposadr[j]) for j in joints]), mid - half, mid + half)
-    qadr, low, high = env._id_cache[key]
-    q = env.physics.qpos[:, qadr]
-    return ((low - q).clamp(min=0) + (q - high).clamp(min=0)).sum(dim=1)
+        self.qpos = env.scene.index([int(m.jnt_qposadr[j]) for j in limited])
+        self.low, self.high = mid - half, mid + half
+
+    def __call__(self, env) -> torch.Tensor:
+        q = env.physics.qpos[:, self.qpos]
+        return ((self.low - q).clamp(min=0) + (q - self.high).clamp(min=0)).sum(dim=1)
+
+    def state_dict(self) -> dict:
+        return {}  # limits are constants of the model
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
 
 
-def undesired_contacts(env, sensors: list[str], threshold: float = 1.0) -> torch.Tensor:
+def _addresses(index) -> set[int]:
+    if isinstance(index, slice):
+        return set(range(index.start, index.stop))
+    return set(index.tolist())
+
+
+def undesired_contacts(env, sensors: Sensors, threshold: float = 1.0) -> torch.Tensor:
     """How many of the named touch sensors read more than `threshold` [N] (e.g. knees on the ground)."""
-    return (env.physics.sensordata[:, state.sensor_columns(env, sensors)] > threshold).float().sum(dim=1)
+    return (env.physics.sensordata[:, env.scene.sensors(sensors).columns] > threshold).float().sum(dim=1)
 
 
 class feet_air_time:
     """On each foot's touchdown, (time it was in the air - target) [s]: rewards long steps, and is
     zero while the command asks to stand still. Keeps per-foot timers, reset with the episode."""
 
-    def __init__(self, env, sensors: list[str], command: str, target: float = 0.5, threshold: float = 1.0):
-        self.columns = state.sensor_columns(env, sensors)
+    def __init__(self, env, sensors: Sensors, command: str, target: float = 0.5, threshold: float = 1.0):
+        sensors = env.scene.sensors(sensors)
+        self.columns = sensors.columns
         self.command, self.target, self.threshold = command, target, threshold
-        self.air_time = torch.zeros(env.num_envs, len(sensors), device=env.device)
-        self.was_in_contact = torch.ones(env.num_envs, len(sensors), dtype=torch.bool, device=env.device)
+        self.air_time = torch.zeros(env.num_envs, len(sensors.names), device=env.device)
+        self.was_in_contact = torch.ones(env.num_envs, len(sensors.names), dtype=torch.bool, device=env.device)
 
     def __call__(self, env) -> torch.Tensor:
         contact = env.physics.sensordata[:, self.columns] > self.threshold

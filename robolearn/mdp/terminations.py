@@ -8,9 +8,10 @@ import torch
 
 from robolearn.mdp import state
 from robolearn.mdp.observations import joint_pos
+from robolearn.scene.entities import Joints, Sensors
 
 
-def joint_pos_out_of_bounds(env, joints: list[str], bounds: list[float]) -> torch.Tensor:
+def joint_pos_out_of_bounds(env, joints: Joints, bounds: list[float]) -> torch.Tensor:
     """Any named joint outside [low, high] (positions in rad or m)."""
     low, high = bounds
     q = joint_pos(env, joints)
@@ -22,9 +23,9 @@ def state_not_finite(env) -> torch.Tensor:
     return ~(torch.isfinite(env.physics.qpos).all(dim=1) & torch.isfinite(env.physics.qvel).all(dim=1))
 
 
-def sensor_above(env, sensors: list[str], threshold: float) -> torch.Tensor:
+def sensor_above(env, sensors: Sensors, threshold: float) -> torch.Tensor:
     """Any named sensor reads more than `threshold` (e.g. the trunk's touch sensor: a fall)."""
-    return (env.physics.sensordata[:, state.sensor_columns(env, sensors)] > threshold).any(dim=1)
+    return (env.physics.sensordata[:, env.scene.sensors(sensors).columns] > threshold).any(dim=1)
 
 
 def bad_orientation(env, limit_angle: float) -> torch.Tensor:

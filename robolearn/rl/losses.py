@@ -57,18 +57,21 @@ def ppo_loss(
     clip_param: float,
     value_loss_coef: float,
     entropy_coef: float,
-    use_clipped_value_loss: bool = True,
+    value_clip: float | None = 0.2,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Clipped-surrogate PPO loss on one minibatch (all inputs [B]). Returns (loss, metrics).
+    """Clipped-surrogate PPO loss on one minibatch (all inputs [B], entropy [B] or a scalar).
+    Returns (loss, metrics).
 
-    surrogate = mean(max(-A r, -A clip(r, 1-eps, 1+eps))),  r = exp(log_prob - old_log_prob)
-    value     = mean(max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2))   (clipped)
+    surrogate = mean(max(-A r, -A clip(r, 1-eps, 1+eps))),  r = exp(log_prob - old_log_prob),
+                eps = clip_param
+    value     = mean(max((V - R)^2, (V_old + clip(V - V_old, -c, c) - R)^2)),  c = value_clip
+                (unclipped, mean((V - R)^2), when value_clip is None)
     loss      = surrogate + value_loss_coef * value - entropy_coef * mean(entropy)
     """
     ratio = torch.exp(log_prob - old_log_prob)
     surrogate = torch.max(-advantages * ratio, -advantages * ratio.clamp(1.0 - clip_param, 1.0 + clip_param)).mean()
-    if use_clipped_value_loss:
-        clipped = old_values + (values - old_values).clamp(-clip_param, clip_param)
+    if value_clip is not None:
+        clipped = old_values + (values - old_values).clamp(-value_clip, value_clip)
         value_loss = torch.max((values - returns).square(), (clipped - returns).square()).mean()
     else:
         value_loss = (values - returns).square().mean()
@@ -81,3 +84,13 @@ def ppo_loss(
         "clip_fraction": ((ratio - 1.0).abs() > clip_param).float().mean().detach(),
     }
     return loss, metrics
+
+
+def adapt_learning_rate(lr: torch.Tensor, kl: torch.Tensor, desired_kl: float, min_lr: float = 1e-5,
+                        max_lr: float = 1e-2) -> torch.Tensor:  # fmt: skip
+    """The KL-adaptive schedule, on the device: the rate shrinks 1.5x (not below min_lr) when the
+    policy moved too far (kl > 2 desired_kl), grows 1.5x (not above max_lr) when it barely moved
+    (0 < kl < desired_kl / 2), and stays otherwise."""
+    shrink = (lr / 1.5).clamp(min=min_lr)
+    grow = (lr * 1.5).clamp(max=max_lr)
+    return torch.where(kl > 2.0 * desired_kl, shrink, torch.where((kl > 0) & (kl < 0.5 * desired_kl), grow, lr))

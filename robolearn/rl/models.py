@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
 from robolearn.errors import UserError
 
 _ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh}
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def mlp(inputs: int, hidden: list[int], outputs: int, activation: str) -> nn.Sequential:
@@ -22,18 +25,26 @@ def mlp(inputs: int, hidden: list[int], outputs: int, activation: str) -> nn.Seq
 
 
 class EmpiricalNormalization(nn.Module):
-    """(x - mean) / std with running statistics over every sample seen while `update` is called."""
+    """(x - mean) / max(std, min_std), then optionally clipped to [-clip, clip], with running
+    statistics over every sample passed to `update`.
 
-    def __init__(self, dim: int, eps: float = 1e-8, enabled: bool = True):
+    The floor `min_std` bounds how much a column is amplified: a column that never varied in
+    training (a constant command, a sensor at rest) would otherwise be divided by ~0 and turn a
+    tiny deviation on the robot into a huge input. Floor and clip are part of the exported graph.
+    """
+
+    def __init__(self, dim: int, min_std: float = 1e-2, clip: float | None = None, enabled: bool = True):
         super().__init__()
         self.enabled = enabled
-        self.eps = eps
+        self.min_var = float(min_std) ** 2
+        self.clip = None if clip is None else float(clip)
         self.register_buffer("mean", torch.zeros(dim))
         self.register_buffer("var", torch.ones(dim))
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
+        """Merge the statistics of the samples x [B, dim] (parallel mean/variance combination)."""
         if not self.enabled:
             return
         n = x.shape[0]
@@ -45,10 +56,26 @@ class EmpiricalNormalization(nn.Module):
         self.var.copy_((1 - w) * self.var + w * batch_var + w * (1 - w) * delta.square())
         self.count.copy_(total)
 
+    @property
+    def std(self) -> torch.Tensor:
+        """The standard deviation each column is divided by (the floor applied)."""
+        return torch.sqrt(self.var.clamp(min=self.min_var))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.enabled:
             return x
-        return (x - self.mean) / torch.sqrt(self.var + self.eps)
+        y = (x - self.mean) * torch.rsqrt(self.var.clamp(min=self.min_var))
+        return y if self.clip is None else y.clamp(-self.clip, self.clip)
+
+
+def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """log N(actions; mean, exp(log_std)^2) summed over action dimensions: [B]."""
+    return (-0.5 * ((actions - mean) * torch.exp(-log_std)).square() - log_std - LOG_SQRT_2PI).sum(-1)
+
+
+def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
+    """Entropy of a diagonal Gaussian with these log stds, summed over action dimensions."""
+    return (0.5 + LOG_SQRT_2PI + log_std).sum(-1)
 
 
 class ActorCritic(nn.Module):
@@ -62,35 +89,58 @@ class ActorCritic(nn.Module):
         activation: str = "elu",
         init_noise_std: float = 1.0,
         normalize_observations: bool = True,
+        min_noise_std: float = 0.0,
+        normalizer_min_std: float = 1e-2,
+        normalizer_clip: float | None = None,
     ):
         super().__init__()
-        self.actor_normalizer = EmpiricalNormalization(actor_obs_dim, enabled=normalize_observations)
-        self.critic_normalizer = EmpiricalNormalization(critic_obs_dim, enabled=normalize_observations)
+        norm = {"min_std": normalizer_min_std, "clip": normalizer_clip, "enabled": normalize_observations}
+        self.actor_normalizer = EmpiricalNormalization(actor_obs_dim, **norm)
+        self.critic_normalizer = EmpiricalNormalization(critic_obs_dim, **norm)
         self.actor = mlp(actor_obs_dim, list(actor_hidden_dims), num_actions, activation)
         self.critic = mlp(critic_obs_dim, list(critic_hidden_dims), 1, activation)
         self.log_std = nn.Parameter(torch.full((num_actions,), float(init_noise_std)).log())
+        self.min_log_std = math.log(min_noise_std) if min_noise_std > 0 else -math.inf
+        """The floor of log_std, kept by `clamp_noise()` after every optimizer step."""
 
     @classmethod
     def from_config(cls, algo, obs_dims: dict[str, int], num_actions: int) -> ActorCritic:
         return cls(
             obs_dims["policy"], obs_dims["critic"], num_actions, algo.actor_hidden_dims, algo.critic_hidden_dims,
-            algo.activation, algo.init_noise_std, algo.normalize_observations,
+            algo.activation, algo.init_noise_std, algo.normalize_observations, algo.min_noise_std,
+            algo.normalizer_min_std, algo.normalizer_clip,
         )  # fmt: skip
 
-    def update_normalizers(self, obs: dict[str, torch.Tensor]) -> None:
-        self.actor_normalizer.update(obs["policy"])
-        self.critic_normalizer.update(obs["critic"])
+    def actor_parameters(self) -> list[nn.Parameter]:
+        """The policy's parameters (its MLP and its log std): clipped as one network."""
+        return [*self.actor.parameters(), self.log_std]
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        return list(self.critic.parameters())
+
+    def update_normalizers(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
+        self.actor_normalizer.update(policy_obs)
+        self.critic_normalizer.update(critic_obs)
+
+    @torch.no_grad()
+    def clamp_noise(self) -> None:
+        """Keep the policy's standard deviation at or above algo.min_noise_std (in place)."""
+        if self.min_log_std > -math.inf:
+            self.log_std.clamp_(min=self.min_log_std)
 
     def action_mean(self, policy_obs: torch.Tensor) -> torch.Tensor:
         """The deterministic policy (what is exported)."""
         return self.actor(self.actor_normalizer(policy_obs))
 
-    def distribution(self, policy_obs: torch.Tensor) -> torch.distributions.Normal:
-        mean = self.action_mean(policy_obs)
-        return torch.distributions.Normal(mean, self.log_std.exp().expand_as(mean))
-
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
         return self.critic(self.critic_normalizer(critic_obs)).squeeze(-1)
+
+    def act(self, policy_obs: torch.Tensor, generator: torch.Generator | None = None):
+        """(actions, their log probability, mean, std): a draw from the Gaussian policy."""
+        mean = self.action_mean(policy_obs)
+        std = self.log_std.exp().expand_as(mean)
+        actions = mean + std * torch.randn(mean.shape, device=mean.device, generator=generator)
+        return actions, gaussian_log_prob(actions, mean, self.log_std), mean, std
 
 
 class InferencePolicy(nn.Module):

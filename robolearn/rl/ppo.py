@@ -1,4 +1,12 @@
-"""PPO: acting during the rollout, returns at its end, and the clipped-surrogate update."""
+"""PPO: acting during the rollout, returns at its end, and the clipped-surrogate update.
+
+The update never reads the device from the host: the adaptive learning rate is a device tensor
+changed with tensor ops, losses are summed on the device and returned as tensors (the runner
+reads them once per iteration). `algo.compile=true` runs each minibatch step through
+torch.compile. The observation normalizers are updated once per iteration, after the update,
+from the rollout just used: the rollout and the update's first minibatch see the same
+statistics, so the probability ratio starts at exactly 1.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +15,13 @@ from torch import nn
 
 from robolearn.config import AlgoCfg
 from robolearn.errors import UserError
-from robolearn.rl.losses import gae, gaussian_kl, ppo_loss
-from robolearn.rl.models import ActorCritic
+from robolearn.rl.losses import adapt_learning_rate, gae, gaussian_kl, ppo_loss
+from robolearn.rl.models import ActorCritic, gaussian_entropy, gaussian_log_prob
+from robolearn.rl.optimizer import Adam
 from robolearn.rl.storage import RolloutStorage
+
+METRICS = ("surrogate_loss", "value_loss", "entropy", "clip_fraction", "kl")
+BATCH_FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "advantages", "returns", "mu", "sigma")
 
 
 class PPO:
@@ -22,18 +34,22 @@ class PPO:
                 f"is not divisible by algo.num_mini_batches = {cfg.num_mini_batches}"
             )
         self.ac, self.storage, self.cfg = actor_critic, storage, cfg
-        self.optimizer = torch.optim.Adam(actor_critic.parameters(), lr=cfg.learning_rate)
-        self.learning_rate = cfg.learning_rate
+        device = storage.rewards.device
+        self.learning_rate = torch.tensor(float(cfg.learning_rate), device=device)
+        """The current learning rate: a 0-d device tensor the adaptive schedule changes in place."""
+        self.optimizer = Adam(actor_critic.parameters(), self.learning_rate)
+        self._actor_params, self._critic_params = actor_critic.actor_parameters(), actor_critic.critic_parameters()
+        self._value_clip = float(cfg.value_clip) if cfg.use_clipped_value_loss else None
+        self._step = self._minibatch_step
+        if cfg.compile:
+            self._step = torch.compile(self._minibatch_step)
 
     # --- rollout (called under torch.inference_mode) ----------------------------------------------
     def act(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        self.ac.update_normalizers(obs)
-        dist = self.ac.distribution(obs["policy"])
-        actions = dist.sample()
+        actions, log_prob, mean, std = self.ac.act(obs["policy"])
         self.storage.write(
-            policy_obs=obs["policy"], critic_obs=obs["critic"], actions=actions,
-            log_probs=dist.log_prob(actions).sum(-1), values=self.ac.value(obs["critic"]),
-            mu=dist.mean, sigma=dist.stddev,
+            policy_obs=obs["policy"], critic_obs=obs["critic"], actions=actions, log_probs=log_prob,
+            values=self.ac.value(obs["critic"]), mu=mean, sigma=std,
         )  # fmt: skip
         return actions
 
@@ -52,50 +68,48 @@ class PPO:
         s.advantages.sub_(s.advantages.mean()).div_(s.advantages.std() + 1e-8)
 
     # --- learning -----------------------------------------------------------------------------------
-    def update(self) -> dict[str, float]:
-        cfg = self.cfg
-        totals: dict[str, torch.Tensor] = {}
-        n = 0
-        for batch in self.storage.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs):
-            dist = self.ac.distribution(batch["policy_obs"])
-            log_prob = dist.log_prob(batch["actions"]).sum(-1)
-            values = self.ac.value(batch["critic_obs"])
-            with torch.no_grad():
-                kl = gaussian_kl(batch["mu"], batch["sigma"], dist.mean, dist.stddev).mean()
-            if cfg.schedule == "adaptive":
-                self._adapt_learning_rate(kl)
-            loss, metrics = ppo_loss(
-                log_prob, batch["log_probs"], batch["advantages"], values, batch["values"], batch["returns"],
-                dist.entropy().sum(-1), cfg.clip_param, cfg.value_loss_coef, cfg.entropy_coef,
-                cfg.use_clipped_value_loss,
-            )  # fmt: skip
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(self.ac.parameters(), cfg.max_grad_norm)
-            self.optimizer.step()
-            metrics["kl"] = kl
-            for key, value in metrics.items():
-                totals[key] = totals.get(key, 0.0) + value
-            n += 1
-        self.storage.clear()
-        out = {key: float(value) / n for key, value in totals.items()}
-        out["learning_rate"] = self.learning_rate
-        out["action_std"] = float(self.ac.log_std.detach().exp().mean())
+    def update(self) -> dict[str, torch.Tensor]:
+        """Epochs of minibatch steps over the rollout; the mean of each metric over the minibatches,
+        as device tensors (nothing is read back here)."""
+        cfg, s = self.cfg, self.storage
+        totals = torch.zeros(len(METRICS), device=self.learning_rate.device)
+        count = 0
+        for batch in s.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS):
+            totals += self._step(*batch)
+            count += 1
+        self.ac.update_normalizers(s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1))
+        s.clear()
+        means = totals / count
+        out = {name: means[k] for k, name in enumerate(METRICS)}
+        out["learning_rate"] = self.learning_rate.clone()
+        out["action_std"] = self.ac.log_std.detach().exp().mean()
         return out
 
-    def _adapt_learning_rate(self, kl: torch.Tensor) -> None:
-        """Shrink the step when the policy moved too far (KL > 2x target), grow it when too little."""
-        kl_value = float(kl)
-        if kl_value > 2.0 * self.cfg.desired_kl:
-            self.learning_rate = max(1e-5, self.learning_rate / 1.5)
-        elif 0.0 < kl_value < 0.5 * self.cfg.desired_kl:
-            self.learning_rate = min(1e-2, self.learning_rate * 1.5)
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
+    def _minibatch_step(self, policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns,
+                        old_mu, old_sigma) -> torch.Tensor:  # fmt: skip
+        """One gradient step; returns the METRICS of this minibatch as one [len(METRICS)] tensor."""
+        cfg = self.cfg
+        log_std = self.ac.log_std
+        mean = self.ac.action_mean(policy_obs)
+        values = self.ac.value(critic_obs)
+        with torch.no_grad():
+            kl = gaussian_kl(old_mu, old_sigma, mean, log_std.exp().expand_as(mean)).mean()
+            if cfg.schedule == "adaptive":
+                self.learning_rate.copy_(adapt_learning_rate(self.learning_rate, kl, cfg.desired_kl))
+        loss, metrics = ppo_loss(
+            gaussian_log_prob(actions, mean, log_std), old_log_prob, advantages, values, old_values, returns,
+            gaussian_entropy(log_std), cfg.clip_param, cfg.value_loss_coef, cfg.entropy_coef, self._value_clip,
+        )  # fmt: skip
+        self.optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(self._actor_params, cfg.max_grad_norm)
+        nn.utils.clip_grad_norm_(self._critic_params, cfg.max_grad_norm)
+        self.optimizer.step()
+        self.ac.clamp_noise()
+        return torch.stack([*(metrics[name] for name in METRICS[:-1]), kl])
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
+        return {"optimizer": self.optimizer.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
-        self.learning_rate = float(state["learning_rate"])

@@ -1,4 +1,8 @@
-"""On-policy runner: rollout -> returns -> PPO update, one iteration at a time, with checkpoints."""
+"""On-policy runner: rollout -> returns -> PPO update, one iteration at a time, with checkpoints.
+
+Each iteration reads the device twice, both after the update: the PPO metrics (one read) and the
+env's episode statistics (one read). Nothing inside the rollout or the update waits for the host.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,15 @@ from robolearn.rl.models import ActorCritic
 from robolearn.rl.ppo import PPO
 from robolearn.rl.storage import RolloutStorage
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+"""2: device-side optimizer and manager-owned env state (format 1 predates both)."""
+
+
+def read_once(values: dict[str, torch.Tensor]) -> dict[str, float]:
+    """Device scalars -> floats with one host read."""
+    if not values:
+        return {}
+    return dict(zip(values, torch.stack([v.float().reshape(()) for v in values.values()]).tolist()))
 
 
 class OnPolicyRunner:
@@ -29,8 +41,6 @@ class OnPolicyRunner:
         self.iteration = 0
         self.env_steps = 0
         self.wall_time_s = 0.0
-        self.last_stats: dict[str, float] = {}
-        """Episode means of the last iteration in which episodes ended (repeated until more end)."""
         self._obs: dict[str, torch.Tensor] | None = None
 
     def learn(self, log: Callable[[dict], None], checkpoint_dir: Path | None = None) -> None:
@@ -46,17 +56,12 @@ class OnPolicyRunner:
                     alg.record(reward, terminated, truncated)
                 alg.compute_returns(obs)
             collected = time.perf_counter()
-            losses = alg.update()
+            losses = read_once(alg.update())
             learned = time.perf_counter()
 
             self.iteration = it + 1
             self.env_steps += env.num_envs * self.cfg.num_steps_per_env
             self.wall_time_s += learned - start
-            stats = env.pop_episode_stats()
-            if stats["episodes"] > 0:
-                self.last_stats = stats
-            else:  # no episode ended: keep the last episode means, but show current ranges and levels
-                self.last_stats = {**self.last_stats, **stats}
             log({
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,
@@ -64,8 +69,7 @@ class OnPolicyRunner:
                 "steps_per_s": env.num_envs * self.cfg.num_steps_per_env / (learned - start),
                 "collection_s": collected - start,
                 "learning_s": learned - collected,
-                **{k: v for k, v in self.last_stats.items() if k != "episodes"},
-                "episodes": stats["episodes"],
+                **env.pop_episode_stats(),
                 **losses,
             })  # fmt: skip
             self._obs = obs
@@ -87,7 +91,6 @@ class OnPolicyRunner:
                 "algorithm": self.alg.state_dict(),
                 "env": self.env.state_dict(),
                 "rng": checkpoint.rng_state(),
-                "last_stats": self.last_stats,
             },
             path,
         )
@@ -96,7 +99,8 @@ class OnPolicyRunner:
         """Restore everything a checkpoint holds, so that training continues bit-exactly."""
         source = source or Path("checkpoint")
         if payload.get("format") != CHECKPOINT_FORMAT:
-            raise UserError(f"{source} has checkpoint format {payload.get('format')}; this robolearn reads {CHECKPOINT_FORMAT}")
+            raise UserError(f"{source} has checkpoint format {payload.get('format')}; this robolearn resumes format "
+                            f"{CHECKPOINT_FORMAT} (export and eval still read the policy of older checkpoints)")  # fmt: skip
         checkpoint.restore(self.actor_critic, payload["model"], source)
         checkpoint.restore(self.alg, payload["algorithm"], source)
         checkpoint.restore(self.env, payload["env"], source)
@@ -104,5 +108,4 @@ class OnPolicyRunner:
         self.iteration = int(payload["iteration"])
         self.env_steps = int(payload["env_steps"])
         self.wall_time_s = float(payload["wall_time_s"])
-        self.last_stats = dict(payload["last_stats"])
         self._obs = self.env.current_observations()

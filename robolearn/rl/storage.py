@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import torch
 
+FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "mu", "sigma",
+          "rewards", "terminated", "truncated", "advantages", "returns")  # fmt: skip
+
 
 class RolloutStorage:
-    FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "mu", "sigma",
-              "rewards", "terminated", "truncated", "advantages", "returns")  # fmt: skip
-
     def __init__(self, num_steps: int, num_envs: int, obs_dims: dict[str, int], num_actions: int, device: torch.device):
         self.num_steps, self.num_envs, self.step = num_steps, num_envs, 0
         T, N, A = num_steps, num_envs, num_actions
@@ -35,13 +35,14 @@ class RolloutStorage:
     def clear(self) -> None:
         self.step = 0
 
-    def minibatches(self, num_mini_batches: int, num_epochs: int) -> Iterator[dict]:
-        """Random minibatches over all T * N samples, reshuffled each epoch (global torch RNG)."""
+    def minibatches(self, num_mini_batches: int, num_epochs: int, fields: tuple[str, ...] = FIELDS) -> Iterator[tuple]:
+        """Random minibatches over all T * N samples, reshuffled each epoch (global torch RNG):
+        one tuple of the named fields' samples per minibatch."""
         batch = self.num_steps * self.num_envs
         size = batch // num_mini_batches
-        flat = {name: getattr(self, name).flatten(0, 1) for name in self.FIELDS}
+        flat = [getattr(self, name).flatten(0, 1) for name in fields]
         for _ in range(num_epochs):
             order = torch.randperm(batch, device=self.rewards.device)
             for k in range(num_mini_batches):
                 idx = order[k * size : (k + 1) * size]
-                yield {name: value[idx] for name, value in flat.items()}
+                yield tuple(value[idx] for value in flat)

@@ -63,7 +63,7 @@ def test_joint_limit_and_torque_terms(make_env):
     qpos = env.default_qpos.clone()
     qpos[0, 7] = 1.0  # FL hip: range +-1.047, soft (90 %) limit 0.9423
     env.physics.reset(torch.ones(1, dtype=torch.bool), qpos, torch.zeros_like(env.default_qvel))
-    assert rewards.joint_pos_limits(env, 0.9).item() == pytest.approx(1.0 - 0.9 * 1.047, rel=1e-5)
+    assert rewards.joint_pos_limits(env, 0.9)(env).item() == pytest.approx(1.0 - 0.9 * 1.047, rel=1e-5)
     env.actions.process(torch.zeros(1, 12))  # targets = default pose; FL hip is 1.0 - 0.1 = 0.9 rad off
     force = state.actuator_force(env)[0]
     assert force[0].item() == pytest.approx(-25.0 * 0.9, rel=1e-5) and force[1:].abs().max() < 1e-5
@@ -75,7 +75,7 @@ def test_feet_air_time_rewards_long_steps_on_touchdown(make_env):
     env.reset()
     env.commands.get("base_velocity")[:] = torch.tensor([0.5, 0.0, 0.0])
     term = rewards.feet_air_time(env, ["FL_foot_contact", "FR_foot_contact"], "base_velocity", target=0.5)
-    contact = state.sensor_columns(env, ["FL_foot_contact", "FR_foot_contact"])
+    contact = env.scene.sensors(["FL_foot_contact", "FR_foot_contact"]).columns
     readings = [(0, 0)] * 30 + [(50, 0)] + [(50, 50)]  # FL lands after 31 steps (0.62 s), FR after 32
     got = []
     for fl, fr in readings:

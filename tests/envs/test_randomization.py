@@ -137,7 +137,7 @@ def test_gravity_tilt_keeps_magnitude_stays_in_range_and_is_redrawn_at_reset(mak
 
 def test_presets_choose_events_noise_and_adaptivity(make_env):
     def names(env):
-        return {name for events in env.events._events.values() for name, *_ in events}
+        return set(env.events.names)
 
     none, default, sim2real = (quadruped(make_env, preset, num_envs=2) for preset in ("none", "default", "sim2real"))
     assert names(none) == {"reset_base", "reset_joints"}
@@ -231,7 +231,7 @@ def test_gravity_is_observable_and_option_fields_take_no_names(make_env):
     assert observed.shape == (4, 3) and torch.allclose(observed, env.physics.model_field("opt.gravity").float())
     assert observed[:, 0].std() > 0
     with pytest.raises(UserError, match="'opt.gravity' is a model option.*leave out its names"):
-        env.field_ids("opt.gravity", ["trunk"])
+        env.scene.field_rows("opt.gravity", ["trunk"])
 
 
 @pytest.mark.parametrize("task", ["cartpole", "pendulum", "quadruped_flat", "quadruped_rough"])
@@ -241,6 +241,6 @@ def test_the_none_preset_leaves_only_initial_state_events(make_env, task):
         overrides += ["task.terrain.num_levels=2", "task.terrain.num_cols=2", "task.terrain.tile_size=4.0",
                       "task.terrain.border=1.0", "task.terrain.max_init_level=0"]  # fmt: skip
     env = make_env(task, overrides=overrides, num_envs=2)
-    funcs = {func.__name__ for events in env.events._events.values() for _, func, _ in events}
+    funcs = {term.source for term in env.events.terms}
     assert funcs and funcs <= {"reset_joints_uniform", "reset_root_state"}, funcs
     assert not env.events.adaptive

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from robolearn.rl.losses import gae, gaussian_kl, ppo_loss
+from robolearn.rl.losses import adapt_learning_rate, gae, gaussian_kl, ppo_loss
 
 
 def col(*values, dtype=torch.float32):
@@ -69,9 +69,35 @@ def test_ppo_loss_matches_hand_computation():
 def test_ppo_value_loss_unclipped():
     _, metrics = ppo_loss(
         torch.zeros(2), torch.zeros(2), torch.zeros(2), torch.tensor([1.5, 0.0]), torch.tensor([1.0, 0.0]),
-        torch.tensor([2.0, 1.0]), torch.zeros(2), 0.2, 1.0, 0.0, use_clipped_value_loss=False,
+        torch.tensor([2.0, 1.0]), torch.zeros(2), 0.2, 1.0, 0.0, value_clip=None,
     )
     assert metrics["value_loss"].item() == pytest.approx((0.25 + 1.0) / 2)
+
+
+def test_value_clip_is_its_own_epsilon():
+    # V = [3.0], V_old = [1.0], R = [4.0]. The ratio's clip_param (0.2) must not touch the value:
+    #   value_clip 1.5 -> clipped V = 2.5: max((3-4)^2, (2.5-4)^2) = 2.25
+    #   value_clip 0.5 -> clipped V = 1.5: max(1, (1.5-4)^2) = 6.25
+    args = (torch.zeros(1), torch.zeros(1), torch.zeros(1), torch.tensor([3.0]), torch.tensor([1.0]), torch.tensor([4.0]),
+            torch.zeros(1), 0.2, 1.0, 0.0)  # fmt: skip
+    assert ppo_loss(*args, value_clip=1.5)[1]["value_loss"].item() == pytest.approx(2.25)
+    assert ppo_loss(*args, value_clip=0.5)[1]["value_loss"].item() == pytest.approx(6.25)
+
+
+@pytest.mark.parametrize(
+    ("lr", "kl", "expected"),
+    [
+        (1e-3, 0.05, 1e-3 / 1.5),  # moved too far (kl > 2 x 0.01): shrink
+        (1e-3, 0.001, 1.5e-3),  # barely moved (0 < kl < 0.005): grow
+        (1e-3, 0.01, 1e-3),  # on target: keep
+        (1e-3, 0.0, 1e-3),  # no movement at all (first minibatch): keep
+        (1.2e-5, 0.05, 1e-5),  # shrink, floored at 1e-5
+        (8e-3, 0.001, 1e-2),  # grow, capped at 1e-2
+    ],
+)
+def test_adaptive_learning_rate_by_hand(lr, kl, expected):
+    new = adapt_learning_rate(torch.tensor(lr), torch.tensor(kl), desired_kl=0.01)
+    assert new.item() == pytest.approx(expected)
 
 
 def test_gaussian_kl_matches_closed_form():

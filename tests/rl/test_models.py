@@ -1,7 +1,10 @@
+import math
+
 import numpy as np
+import pytest
 import torch
 
-from robolearn.rl.models import ActorCritic, EmpiricalNormalization, InferencePolicy
+from robolearn.rl.models import ActorCritic, EmpiricalNormalization, InferencePolicy, gaussian_entropy, gaussian_log_prob
 
 
 def test_normalizer_running_statistics_equal_batch_statistics():
@@ -17,15 +20,54 @@ def test_normalizer_running_statistics_equal_batch_statistics():
     np.testing.assert_allclose(out.std(0, unbiased=False).numpy(), 1.0, atol=1e-4)
 
 
+def test_a_column_that_never_varied_is_amplified_at_most_one_over_the_floor():
+    # Column 1 is always 3.0 in training: its variance is 0, its mean 3. On the robot it reads 3.5:
+    # (3.5 - 3) / max(sqrt(0), 0.01) = 50 with the default floor, not 0.5 / 1e-4 = 5000.
+    norm = EmpiricalNormalization(2)
+    norm.update(torch.stack([torch.randn(500), torch.full((500,), 3.0)], dim=1))
+    assert norm.var[1].item() == 0.0
+    assert norm(torch.tensor([[0.0, 3.5]]))[0, 1].item() == pytest.approx(50.0, rel=1e-5)
+    wider = EmpiricalNormalization(2, min_std=0.1)
+    wider.load_state_dict(norm.state_dict())
+    assert wider(torch.tensor([[0.0, 3.5]]))[0, 1].item() == pytest.approx(5.0, rel=1e-5)
+    # a column that did vary is untouched by the floor: (x - mean) / std
+    x = torch.tensor([[1.0, 3.0]])
+    assert norm(x)[0, 0].item() == pytest.approx(((1.0 - norm.mean[0]) / norm.var[0].sqrt()).item(), rel=1e-5)
+
+
+def test_normalizer_clip_bounds_the_normalized_value():
+    norm = EmpiricalNormalization(1, clip=5.0)
+    norm.update(torch.tensor([[-1.0], [1.0]]))  # mean 0, std 1
+    assert norm(torch.tensor([[100.0], [-100.0], [2.0]]))[:, 0].tolist() == [5.0, -5.0, 2.0]
+
+
+def test_gaussian_log_prob_and_entropy_match_torch_distributions():
+    gen = torch.Generator().manual_seed(0)
+    mean, actions, log_std = torch.randn(7, 3, generator=gen), torch.randn(7, 3, generator=gen), torch.randn(3, generator=gen)
+    reference = torch.distributions.Normal(mean, log_std.exp().expand_as(mean))
+    assert torch.allclose(gaussian_log_prob(actions, mean, log_std), reference.log_prob(actions).sum(-1), atol=1e-5)
+    assert gaussian_entropy(log_std).item() == pytest.approx(reference.entropy().sum(-1)[0].item(), rel=1e-6)
+
+
 def test_actor_critic_shapes_and_inference_policy_is_the_mean():
     ac = ActorCritic(4, 6, 2, [16], [16], "elu", init_noise_std=0.5)
     obs = torch.randn(5, 4)
-    dist = ac.distribution(obs)
-    assert dist.mean.shape == (5, 2)
-    assert torch.allclose(dist.stddev, torch.full((5, 2), 0.5))
+    actions, log_prob, mean, std = ac.act(obs)
+    assert actions.shape == mean.shape == (5, 2) and log_prob.shape == (5,)
+    assert torch.allclose(std, torch.full((5, 2), 0.5))
     assert ac.value(torch.randn(5, 6)).shape == (5,)
     ac.actor_normalizer.update(torch.randn(100, 4) * 3 + 1)
     n = ac.actor_normalizer
-    by_hand = ac.actor((obs - n.mean) / torch.sqrt(n.var + n.eps))
-    assert torch.allclose(InferencePolicy(ac)(obs), by_hand)
+    by_hand = ac.actor((obs - n.mean) / torch.sqrt(n.var))
+    assert torch.allclose(InferencePolicy(ac)(obs), by_hand, atol=1e-6)
     assert not torch.allclose(InferencePolicy(ac)(obs), ac.actor(obs))  # the normalizer is in the graph
+
+
+def test_noise_floor_is_kept_in_place():
+    ac = ActorCritic(2, 2, 3, [8], [8], init_noise_std=1.0, min_noise_std=0.2)
+    log_std = ac.log_std
+    with torch.no_grad():
+        ac.log_std.copy_(torch.tensor([0.0, math.log(0.1), math.log(0.5)]))
+    ac.clamp_noise()
+    assert ac.log_std is log_std
+    assert ac.log_std.exp().tolist() == pytest.approx([1.0, 0.2, 0.5])

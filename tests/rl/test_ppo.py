@@ -1,39 +1,46 @@
 """PPO and the runner in-process, on a tiny contextual bandit: the policy must learn a = x."""
 
+import copy
+import math
+
 import pytest
 import torch
 
 from robolearn.config import AlgoCfg, RunnerCfg
-from robolearn.rl.losses import gae
+from robolearn.rl.losses import gae, gaussian_kl
+from robolearn.rl.models import gaussian_log_prob
 from robolearn.rl.runner import OnPolicyRunner
+from tests.sync_guard import HostSyncError, no_host_sync
 
 
 class Bandit:
-    """obs x ~ U(-2, 2); reward -(a - x)^2; episodes time out every 8 steps."""
+    """obs x ~ U(-2, 2) (plus a constant column for the critic); reward -(a - x)^2; episodes time
+    out every 8 steps."""
 
     num_envs, num_actions, max_episode_length = 64, 1, 8
     device = torch.device("cpu")
 
-    def __init__(self):
+    def __init__(self, scale: float = 1.0):
         self.gen = torch.Generator().manual_seed(0)
         self.t = 0
+        self.scale = scale
         self._draw()
 
     def _draw(self):
         self.x = torch.rand(self.num_envs, 1, generator=self.gen) * 4 - 2
-        return {"policy": self.x, "critic": self.x}
+        return {"policy": self.x, "critic": torch.cat([self.x, torch.ones_like(self.x)], dim=1)}
 
     def reset(self):
         return self._draw()
 
     def step(self, action):
-        reward = -(action - self.x).square().squeeze(1)
+        reward = -self.scale * (action - self.x).square().squeeze(1)
         self.t += 1
         truncated = torch.full((self.num_envs,), self.t % 8 == 0)
         return self._draw(), reward, torch.zeros_like(truncated), truncated
 
     def observation_dims(self):
-        return {"policy": 1, "critic": 1}
+        return {"policy": 1, "critic": 2}
 
     def pop_episode_stats(self):
         return {"episodes": 0.0}
@@ -56,41 +63,156 @@ def test_runner_learns_the_bandit():
     assert all(r["kl"] >= 0 and r["entropy"] == r["entropy"] for r in rows)
 
 
-def make_ppo(**algo):
-    env = Bandit()
-    runner = OnPolicyRunner(env, AlgoCfg(**algo), RunnerCfg(num_steps_per_env=4), env.device)
-    return runner.alg, runner.storage
+def make_runner(num_steps=4, env=None, **algo):
+    env = env or Bandit()
+    return OnPolicyRunner(env, AlgoCfg(**algo), RunnerCfg(num_steps_per_env=num_steps), env.device)
 
 
-@pytest.mark.parametrize(("kl", "expected"), [(0.05, 1e-3 / 1.5), (0.001, 1.5e-3), (0.01, 1e-3)])
-def test_adaptive_learning_rate(kl, expected):
-    alg, _ = make_ppo(learning_rate=1e-3, desired_kl=0.01)
-    alg._adapt_learning_rate(torch.tensor(kl))
-    assert alg.learning_rate == pytest.approx(expected)
-    assert all(g["lr"] == pytest.approx(expected) for g in alg.optimizer.param_groups)
+def collect(runner):
+    """One rollout into the runner's storage (what learn() does before each update)."""
+    obs = runner._obs if runner._obs is not None else runner.env.reset()
+    with torch.inference_mode():
+        for _ in range(runner.cfg.num_steps_per_env):
+            obs, reward, terminated, truncated = runner.env.step(runner.alg.act(obs))
+            runner.alg.record(reward, terminated, truncated)
+        runner.alg.compute_returns(obs)
+    runner._obs = obs
 
 
 def test_returns_bootstrap_time_outs_with_the_stored_values():
-    alg, storage = make_ppo(gamma=0.9, lam=0.8)
+    runner = make_runner(gamma=0.9, lam=0.8)
+    alg, storage = runner.alg, runner.storage
     gen = torch.Generator().manual_seed(1)
     storage.rewards.copy_(torch.rand(storage.rewards.shape, generator=gen))
     storage.values.copy_(torch.rand(storage.values.shape, generator=gen))
     storage.truncated[1] = True
     storage.terminated[3, :5] = True
-    last_obs = {"policy": torch.zeros(64, 1), "critic": torch.ones(64, 1)}
+    last_obs = {"policy": torch.zeros(64, 1), "critic": torch.ones(64, 2)}
     with torch.no_grad():
         alg.compute_returns(last_obs)
         last = alg.ac.value(last_obs["critic"])
     _, expected = gae(storage.rewards, storage.values, last, storage.terminated, storage.truncated,
-                      storage.values, 0.9, 0.8)
+                      storage.values, 0.9, 0.8)  # fmt: skip
     assert torch.allclose(storage.returns, expected)
     assert storage.advantages.mean().abs() < 1e-5 and (storage.advantages.std() - 1).abs() < 1e-4
 
 
 def test_minibatches_cover_every_sample_once_per_epoch():
-    _, storage = make_ppo()
+    storage = make_runner().storage
     storage.rewards.copy_(torch.arange(4 * 64, dtype=torch.float32).reshape(4, 64))
-    batches = list(storage.minibatches(num_mini_batches=4, num_epochs=2))
-    assert len(batches) == 8 and all(b["rewards"].shape == (64,) for b in batches)
+    batches = list(storage.minibatches(num_mini_batches=4, num_epochs=2, fields=("rewards",)))
+    assert len(batches) == 8 and all(b[0].shape == (64,) for b in batches)
     for epoch in (batches[:4], batches[4:]):
-        assert torch.equal(torch.cat([b["rewards"] for b in epoch]).sort().values, torch.arange(256.0))
+        assert torch.equal(torch.cat([b[0] for b in epoch]).sort().values, torch.arange(256.0))
+
+
+def test_the_first_minibatch_of_every_update_has_ratio_one_and_kl_zero():
+    """The normalizers change once per iteration, after the update, from the rollout it used: the
+    rollout and the first minibatch see the same statistics and the same parameters."""
+    runner = make_runner(num_steps=8)
+    alg = runner.alg
+    first: list[tuple[float, float]] = []
+    step = alg._step
+
+    def spy(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma):
+        if len(first) == seen[0]:
+            with torch.no_grad():
+                mean = alg.ac.action_mean(policy_obs)
+                ratio = torch.exp(gaussian_log_prob(actions, mean, alg.ac.log_std) - old_log_prob)
+                kl = gaussian_kl(old_mu, old_sigma, mean, alg.ac.log_std.exp().expand_as(mean)).mean()
+            first.append(((ratio - 1).abs().max().item(), kl.item()))
+        return step(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma)
+
+    alg._step = spy
+    seen = [0]
+    for _ in range(5):
+        collect(runner)
+        alg.update()
+        seen[0] += 1
+    assert len(first) == 5
+    assert runner.actor_critic.actor_normalizer.count.item() == 5 * 8 * 64  # updated once per iteration
+    for ratio_error, kl in first:
+        assert ratio_error < 1e-6 and abs(kl) < 1e-10, first
+
+
+def test_gradients_are_clipped_per_network():
+    """A huge value error must not shrink the policy's step: actor and critic are clipped apart."""
+    env = Bandit(scale=1e4)  # returns of ~1e4: the critic's gradient norm is enormous
+    runner = make_runner(env=env, max_grad_norm=5.0, schedule="fixed")
+    alg = runner.alg
+    collect(runner)
+    batch = next(runner.storage.minibatches(4, 1, ("policy_obs", "critic_obs", "actions", "log_probs", "values",
+                                                     "advantages", "returns", "mu", "sigma")))  # fmt: skip
+    seen = {}
+
+    def record_then_step():
+        seen["actor"] = torch.cat([p.grad.flatten() for p in runner.actor_critic.actor_parameters()]).norm().item()
+        seen["critic"] = torch.cat([p.grad.flatten() for p in runner.actor_critic.critic_parameters()]).norm().item()
+        real_step()
+
+    # the actor's unclipped gradient, for comparison
+    reference = copy.deepcopy(runner.actor_critic)
+    mean = reference.action_mean(batch[0])
+    ratio = torch.exp(gaussian_log_prob(batch[2], mean, reference.log_std) - batch[3])
+    surrogate = torch.max(-batch[5] * ratio, -batch[5] * ratio.clamp(0.8, 1.2)).mean()
+    entropy = (0.5 + 0.5 * math.log(2 * math.pi) + reference.log_std).sum()
+    (surrogate - alg.cfg.entropy_coef * entropy).backward()
+    actor_norm = torch.cat([p.grad.flatten() for p in reference.actor_parameters()]).norm().item()
+    assert actor_norm < 5.0  # small enough that no clip should touch it
+
+    real_step = alg.optimizer.step
+    alg.optimizer.step = record_then_step
+    alg._minibatch_step(*batch)
+    assert seen["critic"] == pytest.approx(5.0, rel=1e-4)  # clipped to max_grad_norm
+    assert seen["actor"] == pytest.approx(actor_norm, rel=1e-4)  # untouched by the critic's norm
+
+
+def test_policy_std_never_drops_below_the_floor():
+    # The bandit is deterministic: the policy wants its noise to vanish; the floor holds it at 0.3.
+    runner = make_runner(num_steps=8, min_noise_std=0.3, learning_rate=1e-2, schedule="fixed")
+    rows = []
+    runner.cfg.max_iterations = 40
+    runner.learn(rows.append)
+    std = runner.actor_critic.log_std.exp().item()
+    assert std == pytest.approx(0.3, rel=1e-5)
+    assert min(r["action_std"] for r in rows) >= 0.3 - 1e-6
+
+
+def test_the_update_never_reads_the_device():
+    runner = make_runner(num_steps=8)
+    collect(runner)
+    with no_host_sync():
+        metrics = runner.alg.update()
+    assert set(metrics) >= {"kl", "learning_rate", "value_loss", "action_std"}
+    assert all(isinstance(v, torch.Tensor) for v in metrics.values())
+    collect(runner)
+    runner.alg.cfg.schedule = "adaptive"
+    with pytest.raises(HostSyncError):  # the guard does catch the old way of adapting the rate
+        with no_host_sync():
+            float(runner.alg.update()["kl"])
+
+
+def test_adaptive_learning_rate_moves_on_the_device():
+    runner = make_runner(num_steps=8, learning_rate=1e-3, desired_kl=1e-9)  # any move is "too far"
+    collect(runner)
+    lr = runner.alg.learning_rate
+    runner.alg.update()
+    assert runner.alg.learning_rate is lr and runner.alg.optimizer.lr is lr
+    assert lr.item() < 1e-3  # shrunk at least once
+
+
+def test_compiled_update_matches_eager():
+    eager, compiled = make_runner(num_steps=8), make_runner(num_steps=8, compile=True)
+    compiled.actor_critic.load_state_dict(eager.actor_critic.state_dict())
+    torch.manual_seed(3)
+    collect(eager)
+    torch.manual_seed(3)
+    collect(compiled)
+    torch.manual_seed(4)
+    a = eager.alg.update()
+    torch.manual_seed(4)
+    b = compiled.alg.update()
+    for key in a:
+        assert a[key].item() == pytest.approx(b[key].item(), rel=1e-4, abs=1e-6), key
+    for p, q in zip(eager.actor_critic.parameters(), compiled.actor_critic.parameters()):
+        assert torch.allclose(p, q, atol=1e-5)

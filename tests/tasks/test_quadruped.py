@@ -49,7 +49,7 @@ def test_it_stands_on_its_default_pose(make_env):
             _, _, terminated, _ = env.step(torch.zeros(2, 12))
             assert not terminated.any()
     assert (env.physics.qpos[:, 2] > 0.22).all() and state.gravity_b(env)[:, 2].max() < -0.99
-    feet = env.physics.sensordata[:, state.sensor_columns(env, [f"{leg}_foot_contact" for leg in robot.LEGS])]
+    feet = env.physics.sensordata[:, env.scene.sensors([f"{leg}_foot_contact" for leg in robot.LEGS]).columns]
     weight = env.model.body_mass.sum() * 9.81  # (trunk mass randomized by +-2 kg at startup: loose bound)
     assert feet.sum(dim=1).numpy() == pytest.approx(np.full(2, weight), rel=0.2)
 
@@ -139,7 +139,7 @@ def test_randomization_ranges_modes_and_per_env_values(make_env, backend, num_en
                 "actuator_biasprm", "dof_damping", "geom_friction")}  # fmt: skip
     env.reset()
     trunk = 1  # body id
-    legs = env.joint_ids(None)[1]
+    legs = env.scene.joints(None).dof
     first = {f: field(env, f) for f in nominal}
 
     added = first["body_mass"][:, trunk] - nominal["body_mass"][trunk]

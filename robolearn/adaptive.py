@@ -1,5 +1,8 @@
 """Automatic domain randomization: one event range that widens while the policy copes.
 
+Used by the event manager (adaptive event ranges) and by curriculum terms (command ranges); it
+reads the env only through its public episode state (terminated, episode_steps, rewards).
+
 Environments are split into groups (env i in group i % num_groups), each with its own current
 [low, high]. When episodes end, their metric is added to their group's tally (on the device, no
 host sync). Once per iteration, `update()` moves every group that finished `min_episodes`
@@ -10,15 +13,10 @@ gets narrower than where it started. The event draws from the current range of e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 from robolearn.config import AdaptiveRangeCfg
 from robolearn.errors import UserError
-
-if TYPE_CHECKING:
-    from robolearn.envs.batched_env import BatchedEnv
 
 EPISODE_METRICS = ("survival", "episode_length")
 
@@ -34,7 +32,7 @@ def _pair(event: str, what: str, value) -> tuple[float, float]:
 
 
 class AdaptiveRange:
-    def __init__(self, event: str, cfg: AdaptiveRangeCfg, params: dict, env: BatchedEnv, log_name: str | None = None):
+    def __init__(self, event: str, cfg: AdaptiveRangeCfg, params: dict, env, log_name: str | None = None):
         if cfg.param not in params:
             raise UserError(f"event '{event}': adaptive param '{cfg.param}' is not one of its params {sorted(params)}")
         self.event, self.param = event, cfg.param
@@ -66,7 +64,7 @@ class AdaptiveRange:
         self.tally = torch.zeros(cfg.num_groups, device=device)
         self.count = torch.zeros(cfg.num_groups, device=device)
 
-    def _metric(self, env: BatchedEnv) -> torch.Tensor:
+    def _metric(self, env) -> torch.Tensor:
         """The ending episodes' metric per env (read where episodes end, before their reset)."""
         if self.cfg.metric == "survival":
             return (~env.terminated).float()
@@ -76,7 +74,7 @@ class AdaptiveRange:
         k = env.rewards.names.index(self.cfg.metric)
         return env.rewards.episode_sums[k] / (env.rewards.weights[k] * steps)
 
-    def record(self, env: BatchedEnv, done: torch.Tensor) -> None:
+    def record(self, env, done: torch.Tensor) -> None:
         done = done.float()
         self.tally.index_add_(0, self.group, self._metric(env) * done)
         self.count.index_add_(0, self.group, done)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import mujoco
+import torch
 
 from robolearn.errors import UserError
 from robolearn.physics.base import RANDOMIZABLE_FIELDS, model_attr
@@ -14,6 +15,7 @@ _KIND = {
     mujoco.mjtObj.mjOBJ_GEOM: ("geom", "ngeom"),
     mujoco.mjtObj.mjOBJ_JOINT: ("joint", "njnt"),
     mujoco.mjtObj.mjOBJ_ACTUATOR: ("actuator", "nu"),
+    mujoco.mjtObj.mjOBJ_SENSOR: ("sensor", "nsensor"),
 }
 
 
@@ -39,15 +41,20 @@ def entity_ids(model: mujoco.MjModel, objtype: mujoco.mjtObj, wanted: Sequence[s
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
+def single_dof_joint_ids(model: mujoco.MjModel, wanted: Sequence[str] | None) -> list[int]:
+    """Ids of the named hinge/slide joints; None means every such joint, in model order."""
+    if wanted is None:
+        return [j for j in range(model.njnt) if int(model.jnt_type[j]) in _ONE_DOF]
+    ids = entity_ids(model, mujoco.mjtObj.mjOBJ_JOINT, wanted)
+    for j, name in zip(ids, wanted):
+        if int(model.jnt_type[j]) not in _ONE_DOF:
+            raise UserError(f"joint '{name}' is not a hinge or slide joint")
+    return ids
+
+
 def single_dof_joints(model: mujoco.MjModel, wanted: Sequence[str] | None) -> tuple[list[int], list[int]]:
     """(qpos addresses, dof addresses) of hinge/slide joints; None means every such joint."""
-    if wanted is None:
-        ids = [j for j in range(model.njnt) if int(model.jnt_type[j]) in _ONE_DOF]
-    else:
-        ids = entity_ids(model, mujoco.mjtObj.mjOBJ_JOINT, wanted)
-        for j, name in zip(ids, wanted):
-            if int(model.jnt_type[j]) not in _ONE_DOF:
-                raise UserError(f"joint '{name}' is not a hinge or slide joint")
+    ids = single_dof_joint_ids(model, wanted)
     return [int(model.jnt_qposadr[j]) for j in ids], [int(model.jnt_dofadr[j]) for j in ids]
 
 
@@ -63,3 +70,21 @@ def field_rows(model: mujoco.MjModel, field: str, wanted: Sequence[str] | None) 
     if field.startswith("dof_"):
         return single_dof_joints(model, wanted)[1]
     return entity_ids(model, objtype, wanted)
+
+
+def as_index(ids: Sequence[int], device: torch.device) -> slice | torch.Tensor:
+    """Indices for a tensor dimension: a slice when they are consecutive (indexing with it is a
+    view, no gather), else a LongTensor on `device`."""
+    ids = [int(i) for i in ids]
+    if ids and ids == list(range(ids[0], ids[0] + len(ids))):
+        return slice(ids[0], ids[0] + len(ids))
+    return torch.tensor(ids, dtype=torch.long, device=device)
+
+
+def sensor_columns(model: mujoco.MjModel, wanted: Sequence[str]) -> list[int]:
+    """Columns of sensordata holding the named sensors, in the order given."""
+    cols: list[int] = []
+    for i in entity_ids(model, mujoco.mjtObj.mjOBJ_SENSOR, wanted):
+        adr, dim = int(model.sensor_adr[i]), int(model.sensor_dim[i])
+        cols += range(adr, adr + dim)
+    return cols

@@ -1,0 +1,93 @@
+"""Value ranges of the training config, checked right after composition, before anything is built.
+
+The schemas (config.py) already refuse unknown keys and wrong types; these rules refuse values
+of the right type that cannot work (a negative learning rate, gamma above 1, zero minibatches),
+each in one line that names the field and its valid range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from robolearn.errors import UserError
+
+SCHEDULES = ("adaptive", "fixed")
+ACTIVATIONS = ("elu", "relu", "tanh")
+
+
+def _positive(v) -> bool:
+    return v > 0
+
+
+def _non_negative(v) -> bool:
+    return v >= 0
+
+
+def _at_least_one(v) -> bool:
+    return v >= 1
+
+
+def _unit(v) -> bool:
+    return 0 <= v <= 1
+
+
+def _layers(v) -> bool:
+    return all(isinstance(x, int) and x >= 1 for x in v)
+
+
+RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "seed": (_non_negative, "an integer >= 0"),
+    "env.num_envs": (_at_least_one, "an integer >= 1"),
+    "physics.num_threads": (_non_negative, ">= 0 (0: every core)"),
+    "physics.nconmax": (_non_negative, ">= 0 (0: derived from the model)"),
+    "physics.njmax": (_non_negative, ">= 0 (0: derived from the model)"),
+    "algo.learning_rate": (_positive, "> 0"),
+    "algo.schedule": (lambda v: v in SCHEDULES, " or ".join(SCHEDULES)),
+    "algo.desired_kl": (_positive, "> 0"),
+    "algo.clip_param": (_positive, "> 0"),
+    "algo.value_clip": (_positive, "> 0"),
+    "algo.value_loss_coef": (_non_negative, ">= 0"),
+    "algo.entropy_coef": (_non_negative, ">= 0"),
+    "algo.gamma": (_unit, "0 <= gamma <= 1"),
+    "algo.lam": (_unit, "0 <= lam <= 1"),
+    "algo.num_learning_epochs": (_at_least_one, "an integer >= 1"),
+    "algo.num_mini_batches": (_at_least_one, "an integer >= 1"),
+    "algo.max_grad_norm": (_positive, "> 0"),
+    "algo.init_noise_std": (_positive, "> 0"),
+    "algo.min_noise_std": (_non_negative, ">= 0 (0: no floor)"),
+    "algo.actor_hidden_dims": (_layers, "a list of layer sizes >= 1"),
+    "algo.critic_hidden_dims": (_layers, "a list of layer sizes >= 1"),
+    "algo.activation": (lambda v: v in ACTIVATIONS, ", ".join(ACTIVATIONS)),
+    "algo.normalizer_min_std": (_positive, "> 0"),
+    "algo.normalizer_clip": (lambda v: v is None or v > 0, "> 0, or null for no clip"),
+    "runner.num_steps_per_env": (_at_least_one, "an integer >= 1"),
+    "runner.max_iterations": (_at_least_one, "an integer >= 1"),
+    "runner.save_interval": (_at_least_one, "an integer >= 1"),
+    "runner.keep_checkpoints": (_at_least_one, "an integer >= 1"),
+    "runner.episode_window": (_at_least_one, "an integer >= 1"),
+}
+
+
+def check_train_cfg(cfg: DictConfig) -> None:
+    """Raise a UserError for the first value outside its valid range."""
+    for key, (ok, valid) in RULES.items():
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, DictConfig) or value is None and key != "algo.normalizer_clip":
+            continue  # absent in a partial config (e.g. a test's): the schema default applies
+        plain = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+        if not ok(plain):
+            raise UserError(f"{key}={_show(plain)} is out of range; valid: {valid}")
+    samples = cfg.env.num_envs * cfg.runner.num_steps_per_env
+    if samples % cfg.algo.num_mini_batches:
+        raise UserError(f"algo.num_mini_batches={cfg.algo.num_mini_batches} does not divide env.num_envs * "
+                        f"runner.num_steps_per_env = {samples}; valid: a divisor of {samples}")  # fmt: skip
+    if cfg.algo.min_noise_std >= cfg.algo.init_noise_std:
+        raise UserError(f"algo.min_noise_std={cfg.algo.min_noise_std} must be below algo.init_noise_std="
+                        f"{cfg.algo.init_noise_std}")  # fmt: skip
+
+
+def _show(value: Any) -> str:
+    return str(value).replace(" ", "") if isinstance(value, list) else str(value)

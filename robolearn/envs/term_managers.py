@@ -1,0 +1,146 @@
+"""Rewards, terminations, task metrics and curricula: each turns a dict of term configs into one
+batched computation (observations: observation_manager.py; events: event_manager.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+from robolearn.envs.manager_base import ManagerBase, Term, plain
+from robolearn.errors import UserError
+from robolearn.mdp.state import root_pos_w
+
+
+def _check_output(kind: str, term: Term, env, dtype: torch.dtype | None) -> None:
+    """A plain term returns [num_envs] (of `dtype`): checked once at build, naming the term."""
+    if term.stateful:  # calling it would advance its state; it is checked by its first step
+        return
+    value = term.func(env, **term.params)
+    ok = isinstance(value, torch.Tensor) and tuple(value.shape) == (env.num_envs,)
+    if ok and dtype is not None:
+        ok = value.dtype == dtype
+    if not ok:
+        got = f"{tuple(value.shape)} {value.dtype}" if isinstance(value, torch.Tensor) else type(value).__name__
+        want = f"[num_envs] {dtype}" if dtype is not None else "[num_envs]"
+        raise UserError(f"{kind} term '{term.name}' ({term.source}) must return {want}, got {got}")
+
+
+class RewardManager(ManagerBase):
+    """reward = sum_i weight_i * term_i(env); keeps each term's running sum per episode."""
+
+    KIND = "reward"
+    STATE = ("episode_sums",)
+
+    def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env):
+        super().__init__(env)
+        self.add_terms(terms, namespace)
+        self._calls = [(t.func, t.params) for t in self.terms]
+        self.weights = torch.tensor([float(t.weight) for t in terms.values()], device=env.device)
+        self.values = torch.zeros(len(self.terms), env.num_envs, device=env.device)
+        """Unweighted term values of the last step, [K, N]."""
+        self.reward = torch.zeros(env.num_envs, device=env.device)
+        self.episode_sums = torch.zeros(len(self.terms), env.num_envs, device=env.device)
+        """Weighted term sums of the running episodes, [K, N]."""
+
+    def check_outputs(self) -> None:
+        for term in self.terms:
+            _check_output("reward", term, self._env, None)
+
+    def compute(self) -> torch.Tensor:
+        env = self._env
+        for k, (func, params) in enumerate(self._calls):
+            self.values[k] = func(env, **params)
+        torch.mv(self.values.T, self.weights, out=self.reward)
+        self.episode_sums.addcmul_(self.values, self.weights.unsqueeze(1))
+        return self.reward
+
+    def reset(self, mask: torch.Tensor) -> None:
+        super().reset(mask)
+        self.episode_sums.masked_fill_(mask, 0.0)
+
+
+class TerminationManager(ManagerBase):
+    """terminated = any term fired. Time-outs are not terms: the env tracks them separately."""
+
+    KIND = "termination"
+
+    def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env):
+        super().__init__(env)
+        self.add_terms(terms, namespace)
+        self._calls = [(t.func, t.params) for t in self.terms]
+        self.fired = torch.zeros(len(self.terms), env.num_envs, dtype=torch.bool, device=env.device)
+        """Which term fired in each env on the last step, [K, N]."""
+        self.terminated = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
+
+    def check_outputs(self) -> None:
+        for term in self.terms:
+            _check_output("termination", term, self._env, torch.bool)
+
+    def compute(self) -> torch.Tensor:
+        env = self._env
+        for k, (func, params) in enumerate(self._calls):
+            self.fired[k] = func(env, **params)
+        torch.any(self.fired, dim=0, out=self.terminated)
+        return self.terminated
+
+
+class MetricManager(ManagerBase):
+    """Task metrics for evaluation (not rewarded). Off during training; when `enabled`, each step
+    leaves every metric's value in `values` [K, N] and the base's planar travel in `distance` [N],
+    computed after the physics and before resets, like rewards."""
+
+    KIND = "metric"
+
+    def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env):
+        super().__init__(env)
+        bad = [(name, t.per) for name, t in terms.items() if t.per not in ("step", "meter")]
+        if bad:
+            raise UserError(f"metric '{bad[0][0]}': per must be 'step' or 'meter', got '{bad[0][1]}'")
+        self.add_terms(terms, namespace)
+        self._calls = [(t.func, t.params) for t in self.terms]
+        self.per_meter = torch.tensor([t.per == "meter" for t in terms.values()], dtype=torch.bool)
+        self._tracks_distance = bool(self.per_meter.any())
+        self.enabled = False
+        self.values = torch.zeros(len(self.terms), env.num_envs, device=env.device)
+        self.distance = torch.zeros(env.num_envs, device=env.device)
+        self._root_before = torch.zeros(env.num_envs, 2, device=env.device)
+
+    def before_physics(self) -> None:
+        if self.enabled and self._tracks_distance:
+            self._root_before.copy_(root_pos_w(self._env)[:, :2])
+
+    def after_physics(self) -> None:
+        if not self.enabled:
+            return
+        env = self._env
+        for k, (func, params) in enumerate(self._calls):
+            self.values[k] = func(env, **params)
+        if self._tracks_distance:
+            torch.linalg.vector_norm(root_pos_w(env)[:, :2] - self._root_before, dim=1, out=self.distance)
+
+
+class CurriculumManager(ManagerBase):
+    """Curriculum terms (robolearn.mdp.curriculum), run where episodes end, before reset events:
+    term(env, mask, **params), a class term built once; its optional `log(env)` reports what it
+    currently asks of the policy."""
+
+    KIND = "curriculum"
+    CALL_ARGS = ("mask",)
+
+    def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env):
+        super().__init__(env)
+        self.add_terms(terms, namespace)
+
+    def apply(self, mask: torch.Tensor) -> None:
+        env = self._env
+        for term in self.terms:
+            term.func(env, mask, **term.params)
+
+    def log(self) -> dict[str, float]:
+        logged: dict[str, float] = {}
+        for term in self.terms:
+            if hasattr(term.func, "log"):
+                logged.update(term.func.log(self._env))
+        return logged

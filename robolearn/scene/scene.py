@@ -1,0 +1,154 @@
+"""A task's compiled MuJoCo model and the name lookups terms need, each resolved once.
+
+`Scene.build(task_cfg, plugin, device)` finds the MJCF, applies the plugin's spec edit and the
+generated terrain, and compiles it. Terms then ask the scene for entities by name
+(`env.scene.joints(["hip", "knee"])`, `env.scene.root`); every answer is cached, so a lookup
+made while stepping is a dict hit, and managers resolve annotated params once at build
+(entities.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from robolearn.errors import UserError
+from robolearn.paths import assets_dir
+from robolearn.physics import load_model
+from robolearn.registry import TaskPlugin
+from robolearn.scene import lookup
+from robolearn.scene.entities import Actuators, FieldRows, Joints, Root, Sensors
+from robolearn.terrain import Terrain, generate
+from robolearn.terrain.mjcf import add_terrain
+
+
+def resolve_asset(asset: str, task_folder: Path) -> Path:
+    """An absolute path, else relative to the task's folder, else to robolearn's assets/."""
+    path = Path(asset)
+    if path.is_absolute():
+        return path
+    for base in (task_folder, assets_dir()):
+        if (base / path).is_file():
+            return base / path
+    return assets_dir() / path
+
+
+def default_pose(model: mujoco.MjModel) -> np.ndarray:
+    """The model's keyframe named `home` if it has one, else qpos0: where episodes start from,
+    what relative joint observations and default action offsets refer to."""
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
+    return model.key_qpos[key] if key >= 0 else model.qpos0
+
+
+def with_terrain(edit: Callable | None, terrain: Terrain) -> Callable:
+    """The task's spec edit followed by adding the terrain (in place of the MJCF's `floor`). A model
+    that already carries it (an exported bundle's MJCF) is left as it is."""
+
+    def edit_with_terrain(spec: mujoco.MjSpec) -> None:
+        if edit is not None:
+            edit(spec)
+        existing = spec.hfield("terrain")
+        if existing is None:
+            add_terrain(spec, terrain)
+        elif (existing.nrow, existing.ncol) != terrain.heights.shape:
+            raise UserError(f"the model's hfield 'terrain' is {existing.nrow}x{existing.ncol}, the task's terrain: "
+                            f"section makes {terrain.heights.shape[0]}x{terrain.heights.shape[1]}; export it again")
+
+    return edit_with_terrain
+
+
+def _key(names: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if names is None else tuple(names)
+
+
+class Scene:
+    def __init__(self, model: mujoco.MjModel, device: torch.device, asset_path: Path | None = None,
+                 edit_spec: Callable | None = None, terrain: Terrain | None = None):  # fmt: skip
+        self.model = model
+        self.device = torch.device(device)
+        self.asset_path = asset_path
+        """The MJCF the model was compiled from (an export copies it into the bundle)."""
+        self.edit_spec = edit_spec
+        """The spec edit applied before compiling (robot constants, terrain), or None."""
+        self.terrain = terrain
+        self.default_qpos = np.array(default_pose(model), dtype=np.float64)
+        self._cache: dict[tuple, object] = {}
+
+    @classmethod
+    def build(cls, cfg, plugin: TaskPlugin, device: torch.device) -> Scene:
+        """The model of task config `cfg` (a TaskCfg node) registered by `plugin`."""
+        asset_path = resolve_asset(cfg.asset, plugin.folder)
+        edit, terrain = plugin.edit_spec, None
+        if cfg.get("terrain") is not None:
+            terrain_cfg = OmegaConf.to_object(cfg.terrain) if isinstance(cfg.terrain, DictConfig) else cfg.terrain
+            terrain = generate(terrain_cfg, terrain_cfg.seed)
+            edit = with_terrain(plugin.edit_spec, terrain)
+        model = load_model(asset_path, cfg.sim_dt, edit)
+        return cls(model, device, asset_path, edit, terrain)
+
+    def _cached(self, key: tuple, make: Callable[[], object]):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def index(self, ids: Sequence[int]) -> slice | torch.Tensor:
+        return lookup.as_index(ids, self.device)
+
+    # --- entities by name (a resolved value is returned unchanged) ------------------------------
+    def joints(self, names: Sequence[str] | Joints | None) -> Joints:
+        """Hinge/slide joints by name; None: every such joint, in model order."""
+        if isinstance(names, Joints):
+            return names
+
+        def make() -> Joints:
+            ids = lookup.single_dof_joint_ids(self.model, names)
+            all_names = lookup.names(self.model, mujoco.mjtObj.mjOBJ_JOINT)
+            qpos = [int(self.model.jnt_qposadr[j]) for j in ids]
+            dof = [int(self.model.jnt_dofadr[j]) for j in ids]
+            return Joints(tuple(all_names[j] for j in ids), self.index(qpos), self.index(dof))
+
+        return self._cached(("joints", _key(names)), make)
+
+    def sensors(self, names: Sequence[str] | Sensors) -> Sensors:
+        if isinstance(names, Sensors):
+            return names
+        if names is None:
+            raise UserError("a sensor term needs the names of its sensors")
+        return self._cached(("sensors", _key(names)),
+                            lambda: Sensors(tuple(names), self.index(lookup.sensor_columns(self.model, names))))
+
+    def actuators(self, names: Sequence[str] | Actuators | None) -> Actuators:
+        """Actuators by name; None: every actuator, in model order."""
+        if isinstance(names, Actuators):
+            return names
+
+        def make() -> Actuators:
+            ids = lookup.entity_ids(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, names)
+            all_names = lookup.names(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR)
+            return Actuators(tuple(all_names[i] for i in ids), self.index(ids))
+
+        return self._cached(("actuators", _key(names)), make)
+
+    def field_rows(self, field: str, names: Sequence[str] | FieldRows | None) -> FieldRows:
+        """Rows of a randomizable model field belonging to the named entities (None: all rows)."""
+        if isinstance(names, FieldRows):
+            return names
+        return self._cached(("field", field, _key(names)),
+                            lambda: FieldRows(field, _key(names), self.index(lookup.field_rows(self.model, field, names))))
+
+    @property
+    def root(self) -> Root:
+        """The floating base; a UserError when the model has no free joint."""
+        if "root" not in self._cache:
+            m = self.model
+            free = [j for j in range(m.njnt) if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
+            self._cache["root"] = Root(int(m.jnt_qposadr[free[0]]), int(m.jnt_dofadr[free[0]])) if free else None
+        root = self._cache["root"]
+        if root is None:
+            raise UserError("this term needs a floating base (a free joint), and the model has none")
+        return root
