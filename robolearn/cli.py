@@ -230,17 +230,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"robolearn: unknown command '{verb}'; valid: {', '.join(VERBS)}", file=sys.stderr)
         return 2
     from robolearn.errors import UserError
-    from robolearn_deploy.errors import DeployError
 
     try:
         return VERBS[verb](rest)
-    except (UserError, DeployError) as exc:
+    except UserError as exc:
         message = str(exc)
     except KeyboardInterrupt:
         print("robolearn: interrupted (checkpoints already written are kept)", file=sys.stderr)
         return 130
     except Exception as exc:
-        message = hydra_error_message(exc)
+        # a bundle error (the deploy runtime is imported only by the verbs that use it)
+        deploy = sys.modules.get("robolearn_deploy.errors")
+        message = str(exc) if deploy is not None and isinstance(exc, deploy.DeployError) else hydra_error_message(exc)
         if message is None:
             raise
     print(f"robolearn {verb}: error: {message}", file=sys.stderr)

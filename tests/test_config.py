@@ -50,12 +50,95 @@ def test_unknown_group_option_lists_valid_ones(override, expected):
     assert hydra_error_message(info.value) == expected
 
 
-def test_task_yaml_is_validated_against_schema(tmp_path, monkeypatch):
+def fake_task(monkeypatch, tmp_path, text: str, name: str = "fake"):
+    """Install a task plugin whose YAML is `text` (cartpole's model) for this test only."""
     from robolearn import compose, registry
+
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nasset: cartpole.xml\n" + text)
+    monkeypatch.setattr(compose, "discover_tasks", lambda: {name: registry.TaskPlugin(name, path)})
+    return path
+
+
+def test_task_yaml_is_validated_against_schema_when_chosen(tmp_path, monkeypatch):
+    fake_task(monkeypatch, tmp_path, "rewardz: {}\n", name="bad")
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_train(["task=bad"])
+    message = hydra_error_message(info.value)
+    assert "rewardz" in message and "\n" not in message
+
+
+RECIPE = """
+algo: {entropy_coef: 0.01, actor_hidden_dims: [32, 32], learning_rate: 5.0e-4}
+runner: {max_iterations: 7, num_steps_per_env: 16}
+"""
+
+
+def test_precedence_schema_then_algo_config_then_task_recipe_then_command_line(tmp_path, monkeypatch):
+    """schema defaults < configs/algo (and train.yaml) < the task's recipe < command-line overrides."""
+    import shutil
+
+    from robolearn import compose
+    from robolearn.config import AlgoCfg
+    from robolearn.paths import configs_dir
+
+    configs = tmp_path / "configs"
+    shutil.copytree(configs_dir(), configs)
+    ppo = configs / "algo" / "ppo.yaml"
+    ppo.write_text(ppo.read_text().replace("entropy_coef: 0.005", "entropy_coef: 0.02").replace(
+        "num_learning_epochs: 5", "num_learning_epochs: 3").replace("gamma: 0.99", "gamma: 0.98"))  # fmt: skip
+    monkeypatch.setattr(compose, "configs_dir", lambda: configs)
+    fake_task(monkeypatch, tmp_path, RECIPE)
+    cfg = compose_train(["task=fake", "algo.learning_rate=1e-4"])
+    assert cfg.algo.value_clip == AlgoCfg().value_clip == 0.2  # schema default (also in ppo.yaml)
+    assert cfg.algo.num_learning_epochs == 3 and cfg.algo.gamma == 0.98  # configs/algo over the schema
+    assert cfg.runner.save_interval == 50  # train.yaml
+    assert cfg.algo.entropy_coef == 0.01 and cfg.algo.actor_hidden_dims == [32, 32]  # the recipe over configs/algo
+    assert cfg.runner.max_iterations == 7 and cfg.runner.num_steps_per_env == 16  # ... and over train.yaml
+    assert cfg.algo.learning_rate == pytest.approx(1e-4)  # the command line over the recipe
+    other = compose_train(["task=fake", "runner.max_iterations=3", "algo.actor_hidden_dims=[8]"])
+    assert other.runner.max_iterations == 3 and other.algo.actor_hidden_dims == [8]
+    assert "algo" not in other.task and "runner" not in other.task  # the recipe is not a task setting
+
+
+def test_a_recipe_key_the_schema_does_not_know_is_refused_with_the_task_name(tmp_path, monkeypatch):
     from robolearn.errors import UserError
 
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("name: bad\nasset: x.xml\nrewardz: {}\n")
-    monkeypatch.setattr(compose, "discover_tasks", lambda: {"bad": registry.TaskPlugin("bad", bad)})
-    with pytest.raises(UserError, match=r"task 'bad': invalid config .*bad.yaml: .*rewardz"):
-        compose.register_configs()
+    fake_task(monkeypatch, tmp_path, "algo: {learnin_rate: 0.1}\n")
+    with pytest.raises(UserError, match=r"task 'fake': its recipe sets algo.learnin_rate, which is not an? algo "
+                                        r"setting; valid: learning_rate, schedule"):  # fmt: skip
+        compose_train(["task=fake"])
+    fake_task(monkeypatch, tmp_path, "runner: {max_iterations: lots}\n")
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_train(["task=fake"])
+    assert "max_iterations" in hydra_error_message(info.value)
+
+
+def test_the_quadruped_ships_its_locomotion_recipe():
+    flat, cartpole = compose_train(["task=quadruped_flat"]), compose_train(["task=cartpole"])
+    assert flat.algo.actor_hidden_dims != cartpole.algo.actor_hidden_dims
+    assert compose_train(["task=quadruped_rough"]).algo.actor_hidden_dims == flat.algo.actor_hidden_dims
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("algo.gamma=1.5", "algo.gamma=1.5 is out of range; valid: 0 <= gamma <= 1"),
+    ("algo.learning_rate=-0.001", "algo.learning_rate=-0.001 is out of range; valid: > 0"),
+    ("algo.num_mini_batches=0", "algo.num_mini_batches=0 is out of range; valid: an integer >= 1"),
+    ("algo.num_mini_batches=7", "algo.num_mini_batches=7 does not divide env.num_envs * runner.num_steps_per_env"),
+    ("runner.save_interval=0", "runner.save_interval=0 is out of range; valid: an integer >= 1"),
+    ("runner.num_steps_per_env=0", "runner.num_steps_per_env=0 is out of range; valid: an integer >= 1"),
+    ("runner.episode_window=0", "runner.episode_window=0 is out of range; valid: an integer >= 1"),
+    ("seed=-1", "seed=-1 is out of range; valid: an integer >= 0"),
+    ("algo.value_clip=0", "algo.value_clip=0.0 is out of range; valid: > 0"),
+    ("algo.normalizer_min_std=0", "algo.normalizer_min_std=0.0 is out of range; valid: > 0"),
+    ("algo.normalizer_clip=-1", "algo.normalizer_clip=-1.0 is out of range; valid: > 0, or null for no clip"),
+    ("algo.min_noise_std=2", "algo.min_noise_std=2.0 must be below algo.init_noise_std=1.0"),
+    ("algo.actor_hidden_dims=[64,0]", "algo.actor_hidden_dims=[64,0] is out of range; valid: a list of layer sizes"),
+    ("algo.schedule=linear", "algo.schedule=linear is out of range; valid: adaptive or fixed"),
+])
+def test_values_out_of_range_fail_at_compose_time_naming_the_field(override, expected):
+    from robolearn.errors import UserError
+
+    with pytest.raises(UserError) as info:
+        compose_train([override])
+    assert expected in str(info.value) and "\n" not in str(info.value)

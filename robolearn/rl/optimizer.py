@@ -1,58 +1,83 @@
-"""Adam with its learning rate and step count on the device: an update never reads the host.
+"""Adam over one flat parameter buffer, with its learning rate and step count on the device.
 
-The adaptive schedule changes the learning rate with tensor ops on the device, so the rate is a
-0-d tensor here, not a Python float. (torch.optim.Adam takes a tensor rate too, but its CPU
-implementations read their step counter back to the host, and constructing any torch.optim
-optimizer imports torch._dynamo, about a second of start-up.) The math is Adam's (Kingma & Ba,
-bias-corrected, no weight decay), written with foreach ops: one kernel per op for all params.
+An update never reads the host: the adaptive schedule changes the learning rate with tensor ops,
+so the rate is a 0-d device tensor here, not a Python float. (torch.optim.Adam takes a tensor
+rate too, but its CPU implementations read their step counter back to the host, and building
+any torch.optim optimizer imports torch._dynamo, about a second of start-up.)
+
+The parameters of each group (actor, critic) are re-pointed into consecutive slices of one
+buffer, and their gradients into slices of another, so that zeroing, per-group gradient
+clipping and the Adam step are a handful of ops on two tensors instead of a dozen ops per
+parameter; for the small networks of robot policies that per-op cost is most of the update.
+The math is Adam's (Kingma & Ba, bias-corrected, no weight decay).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 
 
 class Adam:
-    def __init__(self, params, lr: torch.Tensor, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
-        self.params = [p for p in params if p.requires_grad]
+    def __init__(self, groups: Sequence[Sequence[torch.nn.Parameter]], lr: torch.Tensor,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):  # fmt: skip
+        params = [p for group in groups for p in group]
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("a parameter is listed twice in the optimizer's groups")
+        first = params[0]
+        total = sum(p.numel() for p in params)
+        self.flat = torch.zeros(total, device=first.device, dtype=first.dtype)
+        """Every parameter's values, one slice each: the parameters are views into it."""
+        self.flat_grad = torch.zeros_like(self.flat)
+        """Every parameter's gradient (autograd accumulates into these views)."""
+        self.group_slices: list[slice] = []
+        offset = 0
+        for group in groups:
+            start = offset
+            for p in group:
+                n = p.numel()
+                self.flat[offset : offset + n].copy_(p.detach().reshape(-1))
+                p.data = self.flat[offset : offset + n].view_as(p)
+                p.grad = self.flat_grad[offset : offset + n].view_as(p)
+                offset += n
+            self.group_slices.append(slice(start, offset))
+        self.params = params
         self.lr = lr
         """The learning rate, a 0-d tensor on the params' device; change it in place."""
         self.beta1, self.beta2, self.eps = betas[0], betas[1], eps
-        device = self.params[0].device
-        self.step_count = torch.zeros((), device=device)
-        self.exp_avg = [torch.zeros_like(p) for p in self.params]
-        self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
+        self.step_count = torch.zeros((), device=first.device)
+        self.exp_avg = torch.zeros_like(self.flat)
+        self.exp_avg_sq = torch.zeros_like(self.flat)
+
+    def group_grads(self) -> list[torch.Tensor]:
+        """Each group's gradients as one flat view (for per-network clipping, in place)."""
+        return [self.flat_grad[s] for s in self.group_slices]
 
     def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
+        self.flat_grad.zero_()
 
     @torch.no_grad()
     def step(self) -> None:
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        grad = self.flat_grad
         self.step_count += 1
-        torch._foreach_lerp_(self.exp_avg, grads, 1 - self.beta1)
-        torch._foreach_mul_(self.exp_avg_sq, self.beta2)
-        torch._foreach_addcmul_(self.exp_avg_sq, grads, grads, 1 - self.beta2)
+        self.exp_avg.lerp_(grad, 1 - self.beta1)
+        self.exp_avg_sq.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)
         correction1 = 1 - torch.pow(self.beta1, self.step_count)
         correction2 = 1 - torch.pow(self.beta2, self.step_count)
         # p -= lr / c1 * m / (sqrt(v) / sqrt(c2) + eps)
-        denom = torch._foreach_sqrt(self.exp_avg_sq)
-        torch._foreach_div_(denom, torch.sqrt(correction2))
-        torch._foreach_add_(denom, self.eps)
-        updates = torch._foreach_div(self.exp_avg, denom)
-        torch._foreach_mul_(updates, -self.lr / correction1)
-        torch._foreach_add_(self.params, updates)
+        denom = (self.exp_avg_sq.sqrt() / correction2.sqrt()).add_(self.eps)
+        self.flat.sub_(self.exp_avg / denom * (self.lr / correction1))
 
     def state_dict(self) -> dict:
-        return {"lr": self.lr.clone(), "step": self.step_count.clone(),
-                "exp_avg": [t.clone() for t in self.exp_avg], "exp_avg_sq": [t.clone() for t in self.exp_avg_sq]}  # fmt: skip
+        return {"lr": self.lr.clone(), "step": self.step_count.clone(), "exp_avg": self.exp_avg.clone(),
+                "exp_avg_sq": self.exp_avg_sq.clone()}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
         """In place: tensors captured by a compiled update keep seeing the loaded values."""
-        if len(state["exp_avg"]) != len(self.params):
-            raise ValueError(f"optimizer state has {len(state['exp_avg'])} parameters, the model {len(self.params)}")
+        if state["exp_avg"].shape != self.exp_avg.shape:
+            raise ValueError(f"optimizer state holds {state['exp_avg'].numel()} values, the model has {self.flat.numel()}")
         self.lr.copy_(state["lr"])
         self.step_count.copy_(state["step"])
-        for live, saved in zip(self.exp_avg + self.exp_avg_sq, state["exp_avg"] + state["exp_avg_sq"]):
-            live.copy_(saved)
+        self.exp_avg.copy_(state["exp_avg"])
+        self.exp_avg_sq.copy_(state["exp_avg_sq"])

@@ -11,7 +11,6 @@ statistics, so the probability ratio starts at exactly 1.
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from robolearn.config import AlgoCfg
 from robolearn.errors import UserError
@@ -22,6 +21,12 @@ from robolearn.rl.storage import RolloutStorage
 
 METRICS = ("surrogate_loss", "value_loss", "entropy", "clip_fraction", "kl")
 BATCH_FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "advantages", "returns", "mu", "sigma")
+
+
+def clip_grad_norm(grads: torch.Tensor, max_norm: float) -> None:
+    """Scale a flat gradient in place so that its L2 norm is at most max_norm (no host read)."""
+    norm = torch.linalg.vector_norm(grads)
+    grads.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
 
 
 class PPO:
@@ -37,8 +42,8 @@ class PPO:
         device = storage.rewards.device
         self.learning_rate = torch.tensor(float(cfg.learning_rate), device=device)
         """The current learning rate: a 0-d device tensor the adaptive schedule changes in place."""
-        self.optimizer = Adam(actor_critic.parameters(), self.learning_rate)
-        self._actor_params, self._critic_params = actor_critic.actor_parameters(), actor_critic.critic_parameters()
+        # the actor (with its log std) and the critic: two groups, each clipped on its own
+        self.optimizer = Adam([actor_critic.actor_parameters(), actor_critic.critic_parameters()], self.learning_rate)
         self._value_clip = float(cfg.value_clip) if cfg.use_clipped_value_loss else None
         self._step = self._minibatch_step
         if cfg.compile:
@@ -102,8 +107,8 @@ class PPO:
         )  # fmt: skip
         self.optimizer.zero_grad()
         loss.backward()
-        nn.utils.clip_grad_norm_(self._actor_params, cfg.max_grad_norm)
-        nn.utils.clip_grad_norm_(self._critic_params, cfg.max_grad_norm)
+        for grads in self.optimizer.group_grads():  # actor, critic: each norm clipped on its own
+            clip_grad_norm(grads, cfg.max_grad_norm)
         self.optimizer.step()
         self.ac.clamp_noise()
         return torch.stack([*(metrics[name] for name in METRICS[:-1]), kl])

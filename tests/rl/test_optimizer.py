@@ -11,13 +11,13 @@ def test_adam_matches_torch_adam_over_many_steps():
     ours = [torch.nn.Parameter(torch.randn(5, 3, generator=gen)), torch.nn.Parameter(torch.randn(3, generator=gen))]
     theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
     lr = torch.tensor(1e-2)
-    a, b = Adam(ours, lr), torch.optim.Adam(theirs, lr=1e-2)
+    a, b = Adam([ours[:1], ours[1:]], lr), torch.optim.Adam(theirs, lr=1e-2)
     for step in range(60):
         if step == 30:  # a schedule changing the rate in place reaches the optimizer
             lr.fill_(3e-3)
             b.param_groups[0]["lr"] = 3e-3
         for p, q in zip(ours, theirs):
-            p.grad = torch.randn(p.shape, generator=gen)
+            p.grad.copy_(torch.randn(p.shape, generator=gen))  # the grads are views of one buffer
             q.grad = p.grad.clone()
         a.step()
         b.step()
@@ -25,17 +25,31 @@ def test_adam_matches_torch_adam_over_many_steps():
         assert torch.allclose(p, q, atol=1e-6)
 
 
+def test_parameters_and_gradients_live_in_one_buffer_each():
+    layer = torch.nn.Linear(3, 2)
+    extra = torch.nn.Parameter(torch.ones(2))
+    weight = layer.weight.detach().clone()
+    opt = Adam([list(layer.parameters()), [extra]], torch.tensor(1e-3))
+    assert torch.equal(layer.weight, weight)  # values kept
+    assert layer.weight.data_ptr() == opt.flat.data_ptr() and opt.group_slices == [slice(0, 8), slice(8, 10)]
+    (layer(torch.ones(1, 3)).sum() + extra.sum()).backward()
+    assert layer.weight.grad.data_ptr() == opt.flat_grad.data_ptr()  # autograd accumulated in place
+    assert torch.equal(opt.group_grads()[1], torch.ones(2))
+    opt.zero_grad()
+    assert not opt.flat_grad.any() and layer.weight.grad is not None
+
+
 def test_adam_state_loads_in_place():
     params = [torch.nn.Parameter(torch.zeros(4))]
     lr = torch.tensor(1e-3)
-    opt = Adam(params, lr)
-    params[0].grad = torch.ones(4)
+    opt = Adam([params], lr)
+    params[0].grad.fill_(1.0)
     opt.step()
     saved = opt.state_dict()
-    held = (opt.lr, opt.step_count, opt.exp_avg[0])
-    params[0].grad = torch.full((4,), -3.0)
+    held = (opt.lr, opt.step_count, opt.exp_avg)
+    params[0].grad.fill_(-3.0)
     opt.step()
     lr.fill_(5.0)
     opt.load_state_dict(saved)
     assert held[0] is lr and lr.item() == pytest.approx(1e-3) and held[1].item() == 1.0
-    assert torch.equal(held[2], saved["exp_avg"][0])
+    assert torch.equal(held[2], saved["exp_avg"])

@@ -150,8 +150,11 @@ def test_gradients_are_clipped_per_network():
         seen["critic"] = torch.cat([p.grad.flatten() for p in runner.actor_critic.critic_parameters()]).norm().item()
         real_step()
 
-    # the actor's unclipped gradient, for comparison
     reference = copy.deepcopy(runner.actor_critic)
+    for p in reference.parameters():
+        p.grad = None
+
+    # the actor's unclipped gradient, for comparison
     mean = reference.action_mean(batch[0])
     ratio = torch.exp(gaussian_log_prob(batch[2], mean, reference.log_std) - batch[3])
     surrogate = torch.max(-batch[5] * ratio, -batch[5] * ratio.clamp(0.8, 1.2)).mean()
