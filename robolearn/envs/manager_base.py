@@ -126,6 +126,10 @@ class ManagerBase:
     def names(self) -> list[str]:
         return [t.name for t in self.terms]
 
+    def named_terms(self) -> list[tuple[str, Callable]]:
+        """(name, function or built class instance) of each term, in config order."""
+        return [(t.name, t.func) for t in self.terms]
+
     def build_term(self, name: str, source: str, params: dict, namespace: Mapping[str, Callable]) -> Term:
         """Find `source` in the namespace, check `params` against its signature, resolve entity
         params and, for a class term, build it once."""

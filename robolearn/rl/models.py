@@ -87,6 +87,25 @@ class EmpiricalNormalization(nn.Module):
         return y if self.clip is None else y.clamp(-self.clip, self.clip)
 
 
+@torch.no_grad()
+def follow_normalizer(norm: EmpiricalNormalization, net: MLP, x: torch.Tensor) -> None:
+    """Update `norm` with the samples x and re-express the first layer of `net` so that
+    net(norm(x)) is unchanged for every input the clip leaves alone.
+
+    With z = (x - m) / s, the first layer computes W z + b. New statistics (m', s') keep it
+    when W' = W diag(s' / s) and b' = b + W diag(1 / s) (m' - m). The policy that acted in a
+    rollout is therefore still the policy at the first minibatch of the update (probability
+    ratio 1, KL 0), and the update already learns in the coordinates the next rollout uses.
+    """
+    if not norm.enabled:
+        return
+    mean, std = norm.mean.clone(), norm.std
+    norm.update(x)
+    first = net[0]
+    first.bias.add_(first.weight @ ((norm.mean - mean) / std))
+    first.weight.mul_(norm.std / std)
+
+
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
     """log N(actions; mean, exp(log_std)^2) summed over action dimensions: [B]."""
     return (-0.5 * ((actions - mean) * torch.exp(-log_std)).square() - log_std - LOG_SQRT_2PI).sum(-1)
@@ -138,8 +157,10 @@ class ActorCritic(nn.Module):
         return list(self.critic.parameters())
 
     def update_normalizers(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
-        self.actor_normalizer.update(policy_obs)
-        self.critic_normalizer.update(critic_obs)
+        """Merge a rollout into the normalizers without changing what either network computes:
+        the first layer of each MLP absorbs the change of statistics (see `follow_normalizer`)."""
+        follow_normalizer(self.actor_normalizer, self.actor, policy_obs)
+        follow_normalizer(self.critic_normalizer, self.critic, critic_obs)
 
     @torch.no_grad()
     def clamp_noise(self) -> None:
@@ -158,8 +179,11 @@ class ActorCritic(nn.Module):
         """(actions, their log probability, mean, std): a draw from the Gaussian policy."""
         mean = self.action_mean(policy_obs)
         std = self.log_std.exp().expand_as(mean)
-        actions = mean + std * torch.randn(mean.shape, device=mean.device, generator=generator)
-        return actions, gaussian_log_prob(actions, mean, self.log_std), mean, std
+        noise = torch.randn(mean.shape, device=mean.device, generator=generator)
+        actions = torch.addcmul(mean, std, noise)
+        # log N(mean + std * noise; mean, std) needs only the noise: -noise^2/2 - log std - log sqrt(2 pi)
+        log_prob = noise.square().sum(-1).mul_(-0.5).sub_(self.log_std.sum() + LOG_SQRT_2PI * mean.shape[-1])
+        return actions, log_prob, mean, std
 
 
 class InferencePolicy(nn.Module):

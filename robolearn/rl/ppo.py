@@ -3,9 +3,10 @@
 The update never reads the device from the host: the adaptive learning rate is a device tensor
 changed with tensor ops, losses are summed on the device and returned as tensors (the runner
 reads them once per iteration). `algo.compile=true` runs each minibatch step through
-torch.compile. The observation normalizers are updated once per iteration, after the update,
-from the rollout just used: the rollout and the update's first minibatch see the same
-statistics, so the probability ratio starts at exactly 1.
+torch.compile. The observation normalizers are updated once per iteration, from the rollout just
+collected and before the update, and each network's first layer absorbs the change: the policy
+that acted is still the policy at the first minibatch (probability ratio exactly 1, KL 0), and the
+update already learns with the statistics the next rollout acts with.
 """
 
 from __future__ import annotations
@@ -79,10 +80,10 @@ class PPO:
         cfg, s = self.cfg, self.storage
         totals = torch.zeros(len(METRICS), device=self.learning_rate.device)
         count = 0
+        self.ac.update_normalizers(s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1))
         for batch in s.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS):
             totals += self._step(*batch)
             count += 1
-        self.ac.update_normalizers(s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1))
         s.clear()
         means = totals / count
         out = {name: means[k] for k, name in enumerate(METRICS)}

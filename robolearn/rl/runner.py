@@ -46,7 +46,10 @@ class OnPolicyRunner:
     def learn(self, log: Callable[[dict], None], checkpoint_dir: Path | None = None) -> None:
         """Run iterations until cfg.max_iterations; `log` receives one metrics row per iteration."""
         env, alg = self.env, self.alg
-        obs = self._obs if self._obs is not None else env.reset()
+        obs = self._obs
+        if obs is None:  # a fresh run: the normalizers start from the first observations, not from N(0, 1)
+            obs = env.reset()
+            self.actor_critic.update_normalizers(obs["policy"], obs["critic"])
         for it in range(self.iteration, self.cfg.max_iterations):
             start = time.perf_counter()
             with torch.inference_mode():

@@ -27,6 +27,10 @@ def one_line_error(result, *expected):
     (["env.num_envs=lots"], ["num_envs", "lots"]),
     (["seed=1,2"], ["seed"]),  # a sweep without --multirun
     (["task.asset=missing.xml"], ["MJCF file not found", "missing.xml"]),
+    (["algo.gamma=1.5"], ["algo.gamma=1.5 is out of range; valid: 0 <= gamma <= 1"]),
+    (["seed=-1"], ["seed=-1 is out of range; valid: an integer >= 0"]),
+    (["algo.num_mini_batches=0"], ["algo.num_mini_batches=0 is out of range"]),
+    (["runner.save_interval=0"], ["runner.save_interval=0 is out of range"]),
 ])
 def test_bad_train_invocations(tmp_path, args, expected):
     one_line_error(robolearn("train", *FAST, *args, cwd=tmp_path), *expected)

@@ -122,6 +122,15 @@ def test_multirun_sweeps_seeds(tmp_path):
     assert seeds == [1, 2] and all((j / "checkpoints" / "iter_000002.pt").is_file() for j in jobs)
 
 
+def test_cfg_job_shows_the_task_recipe_under_the_command_line(tmp_path):
+    result = robolearn("train", "task=quadruped_flat", "algo.learning_rate=3e-4", "--cfg", "job", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    cfg = yaml.safe_load(result.stdout)
+    assert cfg["algo"]["learning_rate"] == 3e-4
+    assert cfg["algo"]["actor_hidden_dims"] != [64, 64]  # the quadruped's own network sizes
+    assert "algo" not in cfg["task"] and not (tmp_path / "runs").exists()
+
+
 def test_list_prints_tasks_and_backends(tmp_path):
     script = Path(sys.executable).with_name("robolearn")
     assert script.is_file(), "the console script is installed"

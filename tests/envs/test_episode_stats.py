@@ -37,3 +37,22 @@ def test_state_round_trip():
     other = EpisodeStats(4, ["return", "length"], torch.device("cpu"))
     other.load_state_dict(stats.state_dict())
     assert other.summary() == stats.summary()
+
+
+def test_a_run_reports_no_means_until_an_episode_has_finished(make_env):
+    import math
+
+    from robolearn.config import AlgoCfg, RunnerCfg
+    from robolearn.logger import episode_summary
+    from robolearn.rl.runner import OnPolicyRunner
+
+    env = make_env("pendulum", num_envs=8)  # 500-step episodes, no terminations
+    env.stagger_timeouts = False
+    runner = OnPolicyRunner(env, AlgoCfg(num_mini_batches=1), RunnerCfg(num_steps_per_env=8, max_iterations=2), env.device)
+    rows = []
+    runner.learn(rows.append)
+    for row in rows:
+        assert row["episodes"] == 0 and "mean_episode_return" not in row and "episode_window" not in row
+        assert all(math.isfinite(v) for v in row.values() if isinstance(v, float))
+        assert episode_summary(row) == "no episode finished yet"
+    assert episode_summary({"mean_episode_return": 1.5, "mean_episode_length": 10}) == "return 1.50 | length 10.0"

@@ -71,3 +71,37 @@ def test_noise_floor_is_kept_in_place():
     ac.clamp_noise()
     assert ac.log_std is log_std
     assert ac.log_std.exp().tolist() == pytest.approx([1.0, 0.2, 0.5])
+
+
+def test_sampled_log_prob_equals_the_density_of_the_sampled_action():
+    ac = ActorCritic(3, 3, 4, [8], [8], init_noise_std=0.7)
+    obs = torch.randn(6, 3)
+    actions, log_prob, mean, _ = ac.act(obs)
+    assert torch.allclose(log_prob, gaussian_log_prob(actions, mean, ac.log_std), atol=1e-5)
+
+
+def test_updating_the_normalizers_leaves_both_networks_unchanged():
+    """New statistics are absorbed by the first layer: the same inputs give the same actions and
+    values, while the normalizer itself moved (here by a hand-made shift and scale)."""
+    torch.manual_seed(0)
+    ac = ActorCritic(3, 5, 2, [16, 8], [16], normalizer_min_std=0.01)
+    policy_obs, critic_obs = torch.randn(64, 3) * 4 + 7, torch.randn(64, 5) * 0.1 - 2
+    critic_obs[:, 0] = 1.5  # a column that never varies: divided by the floor, still unchanged
+    before = ac.action_mean(policy_obs), ac.value(critic_obs)
+    ac.update_normalizers(policy_obs, critic_obs)
+    after = ac.action_mean(policy_obs), ac.value(critic_obs)
+    assert torch.allclose(ac.actor_normalizer.mean, policy_obs.mean(0))
+    assert torch.allclose(ac.critic_normalizer.std[0], torch.tensor(0.01))
+    for b, a in zip(before, after):
+        assert torch.allclose(b, a, rtol=1e-4, atol=1e-4), (b - a).abs().max()
+
+
+def test_the_first_layer_absorbs_a_hand_worked_change_of_statistics():
+    """1 input, 1 output, no hidden layer: y = w (x - m) / s + b. From (m, s) = (0, 1) to the
+    statistics of {1, 3} (mean 2, std 1): w' = w * 1 / 1, b' = b + w * (2 - 0) / 1."""
+    ac = ActorCritic(1, 1, 1, [], [])
+    with torch.no_grad():
+        ac.actor[0].weight.fill_(0.5), ac.actor[0].bias.fill_(0.25)
+    ac.update_normalizers(torch.tensor([[1.0], [3.0]]), torch.tensor([[1.0], [3.0]]))
+    assert ac.actor[0].weight.item() == 0.5 and ac.actor[0].bias.item() == 0.25 + 0.5 * 2
+    assert ac.action_mean(torch.tensor([[3.0]])).item() == 0.5 * 3 + 0.25

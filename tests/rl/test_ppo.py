@@ -106,33 +106,63 @@ def test_minibatches_cover_every_sample_once_per_epoch():
         assert torch.equal(torch.cat([b[0] for b in epoch]).sort().values, torch.arange(256.0))
 
 
-def test_the_first_minibatch_of_every_update_has_ratio_one_and_kl_zero():
-    """The normalizers change once per iteration, after the update, from the rollout it used: the
-    rollout and the first minibatch see the same statistics and the same parameters."""
-    runner = make_runner(num_steps=8)
-    alg = runner.alg
+def spy_first_minibatches(alg) -> list[tuple[float, float]]:
+    """Record (max |ratio - 1|, KL) of the first minibatch of each update."""
     first: list[tuple[float, float]] = []
-    step = alg._step
+    step, calls = alg._step, [0]
+    per_update = alg.cfg.num_mini_batches * alg.cfg.num_learning_epochs
 
     def spy(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma):
-        if len(first) == seen[0]:
+        if calls[0] % per_update == 0:
             with torch.no_grad():
                 mean = alg.ac.action_mean(policy_obs)
                 ratio = torch.exp(gaussian_log_prob(actions, mean, alg.ac.log_std) - old_log_prob)
                 kl = gaussian_kl(old_mu, old_sigma, mean, alg.ac.log_std.exp().expand_as(mean)).mean()
             first.append(((ratio - 1).abs().max().item(), kl.item()))
+        calls[0] += 1
         return step(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma)
 
     alg._step = spy
-    seen = [0]
+    return first
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_the_first_minibatch_of_every_update_has_ratio_one_and_kl_zero(normalize):
+    """The normalizers take the rollout before the update, and the first layers absorb the new
+    statistics: before any step the update's policy is the policy that acted."""
+    runner = make_runner(num_steps=8, normalize_observations=normalize)
+    first = spy_first_minibatches(runner.alg)
     for _ in range(5):
         collect(runner)
-        alg.update()
-        seen[0] += 1
+        runner.alg.update()
     assert len(first) == 5
-    assert runner.actor_critic.actor_normalizer.count.item() == 5 * 8 * 64  # updated once per iteration
     for ratio_error, kl in first:
-        assert ratio_error < 1e-6 and abs(kl) < 1e-10, first
+        assert ratio_error < 1e-5 and abs(kl) < 1e-10, first
+
+
+def test_normalizers_take_each_rollout_once_before_the_update():
+    """After k updates the normalizer holds the exact mean and variance of every observation the
+    policy acted on (each rollout merged once, in one batch)."""
+    runner = make_runner(num_steps=8)
+    seen = []
+    for _ in range(3):
+        collect(runner)
+        seen.append(runner.storage.policy_obs.flatten(0, 1).clone())
+        runner.alg.update()
+    everything = torch.cat(seen)
+    norm = runner.actor_critic.actor_normalizer
+    assert norm.count.item() == 3 * 8 * 64
+    assert torch.allclose(norm.mean, everything.mean(0), atol=1e-6)
+    assert torch.allclose(norm.var, everything.var(0, unbiased=False), atol=1e-5)
+
+
+def test_a_fresh_run_starts_its_normalizers_from_the_first_observations():
+    runner = make_runner(num_steps=8)
+    runner.cfg.max_iterations = 0
+    runner.learn(lambda row: None)
+    norm = runner.actor_critic.actor_normalizer
+    first_obs = Bandit().reset()["policy"]  # the same generator, the same first draw
+    assert norm.count.item() == 64 and torch.allclose(norm.mean, first_obs.mean(0))
 
 
 def test_gradients_are_clipped_per_network():
