@@ -1,7 +1,7 @@
 """Hydra config registration and in-process composition (the CLI and the tests share this).
 
-A task YAML may carry its own training recipe: `algo:` and `runner:` sections with any of those
-settings (network sizes, learning rate, steps per env, iterations, ...). Precedence, lowest
+A task YAML may carry its own training recipe: `algo:`, `runner:` and `env:` sections with any of
+those settings (network sizes, learning rate, steps per env, iterations, number of envs, ...). Precedence, lowest
 first: the schema defaults (config.py) < configs/algo/<name>.yaml and configs/train.yaml < the
 task's recipe < command-line overrides. The task is stored in Hydra's ConfigStore at the root
 package, so choosing `task=<name>` also brings its recipe, and train.yaml lists the task after
@@ -19,13 +19,13 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 from omegaconf._utils import get_yaml_loader
 
-from robolearn.config import AlgoCfg, RunnerCfg, register_schemas
+from robolearn.config import AlgoCfg, EnvCfg, RunnerCfg, register_schemas
 from robolearn.config_checks import check_train_cfg
 from robolearn.errors import UserError, one_line
 from robolearn.paths import configs_dir
 from robolearn.registry import TaskPlugin, discover_tasks
 
-RECIPE_SECTIONS = {"algo": AlgoCfg, "runner": RunnerCfg}
+RECIPE_SECTIONS = {"algo": AlgoCfg, "runner": RunnerCfg, "env": EnvCfg}
 """Sections of a task YAML that set training defaults for that task, and their schemas."""
 
 
@@ -86,8 +86,9 @@ def split_recipe(name: str, node: dict) -> tuple[dict, dict]:
         valid = [f.name for f in dataclasses.fields(schema)]
         unknown = [k for k in values if k not in valid]
         if unknown:
-            raise UserError(f"task '{name}': its recipe sets {section}.{unknown[0]}, which is not a {section} setting; "
-                            f"valid: {', '.join(valid)}")  # fmt: skip
+            article = "an" if section[0] in "aeiou" else "a"
+            raise UserError(f"task '{name}': its recipe sets {section}.{unknown[0]}, which is not {article} {section} "
+                            f"setting; valid: {', '.join(valid)}")  # fmt: skip
         recipe[section] = values
     return node, recipe
 

@@ -167,7 +167,7 @@ def iteration_times(task: str, num_envs: int, iterations: int, warmup: int = 5, 
             "update_ms": 1e3 * statistics.median(r["learning_s"] for r in rows)}  # fmt: skip
 
 
-def bench_solve(task: str, seed: int) -> dict:
+def bench_solve(task: str, seed: int, overrides: tuple = ()) -> dict:
     key, threshold, iterations = SOLVED[task]
     solved: dict = {}
     rows: list[dict] = []
@@ -180,7 +180,7 @@ def bench_solve(task: str, seed: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         total = watch_rows(train_command(Path(tmp) / "run", f"task={task}", f"seed={seed}",
-                                         f"runner.max_iterations={iterations}"), tmp, on_row)  # fmt: skip
+                                         f"runner.max_iterations={iterations}", *overrides), tmp, on_row)  # fmt: skip
     return {"task": task, "seed": seed, "solved_iteration": solved.get("iteration"),
             "solved_from_launch_s": solved.get("from_launch_s"), "solved_training_s": solved.get("training_s"),
             "command_s": total, "final": rows[-1].get(key),
@@ -196,6 +196,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--override", nargs="*", default=[], help="extra `robolearn train` overrides for solve, "
+                        "e.g. algo.num_mini_batches=2 (a recipe variant)")  # fmt: skip
     args = parser.parse_args()
 
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
@@ -229,7 +231,7 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|")
         for task in args.tasks:
             for seed in args.seeds:
-                s = bench_solve(task, seed)
+                s = bench_solve(task, seed, tuple(args.override))
                 launch = f"{s['solved_from_launch_s']:.1f}" if s["solved_from_launch_s"] is not None else "not solved"
                 training = f"{s['solved_training_s']:.1f}" if s["solved_training_s"] is not None else "-"
                 print(f"| {task} | {seed} | {s['solved_iteration']} | {launch} | {training} | {s['command_s']:.1f} "

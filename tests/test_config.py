@@ -12,7 +12,8 @@ from robolearn.config import EventMode
 def test_default_config_composes():
     cfg = compose_train()
     assert cfg.task.name == "cartpole" and cfg.physics.backend == "auto"
-    assert cfg.env.num_envs == 256 and cfg.algo.learning_rate == 1e-3
+    assert cfg.env.num_envs == 128 and cfg.algo.num_mini_batches == 2  # cartpole's recipe
+    assert cfg.algo.learning_rate == 1e-3 and compose_train(["task=pendulum"]).env.num_envs == 256  # train.yaml
     assert cfg.task.events.reset_state.mode == EventMode.reset
 
 
@@ -71,6 +72,7 @@ def test_task_yaml_is_validated_against_schema_when_chosen(tmp_path, monkeypatch
 RECIPE = """
 algo: {entropy_coef: 0.01, actor_hidden_dims: [32, 32], learning_rate: 5.0e-4}
 runner: {max_iterations: 7, num_steps_per_env: 16}
+env: {num_envs: 48}
 """
 
 
@@ -95,10 +97,11 @@ def test_precedence_schema_then_algo_config_then_task_recipe_then_command_line(t
     assert cfg.runner.save_interval == 50  # train.yaml
     assert cfg.algo.entropy_coef == 0.01 and cfg.algo.actor_hidden_dims == [32, 32]  # the recipe over configs/algo
     assert cfg.runner.max_iterations == 7 and cfg.runner.num_steps_per_env == 16  # ... and over train.yaml
+    assert cfg.env.num_envs == 48 and cfg.env.stagger_timeouts  # an env recipe over train.yaml, schema for the rest
     assert cfg.algo.learning_rate == pytest.approx(1e-4)  # the command line over the recipe
-    other = compose_train(["task=fake", "runner.max_iterations=3", "algo.actor_hidden_dims=[8]"])
-    assert other.runner.max_iterations == 3 and other.algo.actor_hidden_dims == [8]
-    assert "algo" not in other.task and "runner" not in other.task  # the recipe is not a task setting
+    other = compose_train(["task=fake", "runner.max_iterations=3", "algo.actor_hidden_dims=[8]", "env.num_envs=8"])
+    assert other.runner.max_iterations == 3 and other.algo.actor_hidden_dims == [8] and other.env.num_envs == 8
+    assert not {"algo", "runner", "env"} & set(other.task)  # the recipe is not a task setting
 
 
 def test_a_recipe_key_the_schema_does_not_know_is_refused_with_the_task_name(tmp_path, monkeypatch):
@@ -107,6 +110,10 @@ def test_a_recipe_key_the_schema_does_not_know_is_refused_with_the_task_name(tmp
     fake_task(monkeypatch, tmp_path, "algo: {learnin_rate: 0.1}\n")
     with pytest.raises(UserError, match=r"task 'fake': its recipe sets algo.learnin_rate, which is not an? algo "
                                         r"setting; valid: learning_rate, schedule"):  # fmt: skip
+        compose_train(["task=fake"])
+    fake_task(monkeypatch, tmp_path, "env: {num_env: 64}\n")
+    with pytest.raises(UserError, match=r"task 'fake': its recipe sets env.num_env, which is not an env setting; "
+                                        r"valid: num_envs, cuda_graph, stagger_timeouts"):  # fmt: skip
         compose_train(["task=fake"])
     fake_task(monkeypatch, tmp_path, "runner: {max_iterations: lots}\n")
     with pytest.raises(ConfigCompositionException) as info:

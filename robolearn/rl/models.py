@@ -93,9 +93,8 @@ def follow_normalizer(norm: EmpiricalNormalization, net: MLP, x: torch.Tensor) -
     net(norm(x)) is unchanged for every input the clip leaves alone.
 
     With z = (x - m) / s, the first layer computes W z + b. New statistics (m', s') keep it
-    when W' = W diag(s' / s) and b' = b + W diag(1 / s) (m' - m). The policy that acted in a
-    rollout is therefore still the policy at the first minibatch of the update (probability
-    ratio 1, KL 0), and the update already learns in the coordinates the next rollout uses.
+    when W' = W diag(s' / s) and b' = b + W diag(1 / s) (m' - m). PPO does this for the critic at
+    each update (robolearn/rl/ppo.py says why not for the actor).
     """
     if not norm.enabled:
         return
@@ -156,9 +155,10 @@ class ActorCritic(nn.Module):
     def critic_parameters(self) -> list[nn.Parameter]:
         return list(self.critic.parameters())
 
-    def update_normalizers(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
-        """Merge a rollout into the normalizers without changing what either network computes:
-        the first layer of each MLP absorbs the change of statistics (see `follow_normalizer`)."""
+    def seed_normalizers(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
+        """Start both normalizers from a fresh run's first observations, each first layer absorbing
+        them: the networks keep their initial functions, their first-layer columns now scaled to
+        the spread of the observations that feed them."""
         follow_normalizer(self.actor_normalizer, self.actor, policy_obs)
         follow_normalizer(self.critic_normalizer, self.critic, critic_obs)
 

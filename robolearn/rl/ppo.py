@@ -3,20 +3,27 @@
 The update never reads the device from the host: the adaptive learning rate is a device tensor
 changed with tensor ops, losses are summed on the device and returned as tensors (the runner
 reads them once per iteration). `algo.compile=true` runs each minibatch step through
-torch.compile. The observation normalizers are updated once per iteration, from the rollout just
-collected and before the update, and each network's first layer absorbs the change: the policy
-that acted is still the policy at the first minibatch (probability ratio exactly 1, KL 0), and the
-update already learns with the statistics the next rollout acts with.
+torch.compile.
+
+The observation normalizers take each rollout once, at the update. The critic's takes it first
+and its first layer absorbs the change (`follow_normalizer`): the values are unchanged, so value
+clipping compares like with like. The actor's takes it after the epochs: the rollout was drawn
+with the statistics the update sees (probability ratio exactly 1 and KL 0 at the first
+minibatch), and the next rollout acts with the new ones. The actor is not re-expressed like the
+critic: scaling a first-layer column by s'/s also scales down Adam's step for that input, and on
+pendulum (angular velocity spread 0.3 rad/s at reset, ~5 rad/s once it swings) that stalled
+learning for hundreds of iterations (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import torch
+from omegaconf import OmegaConf
 
 from robolearn.config import AlgoCfg
 from robolearn.errors import UserError
 from robolearn.rl.losses import adapt_learning_rate, gae, gaussian_kl, ppo_loss
-from robolearn.rl.models import ActorCritic, gaussian_entropy, gaussian_log_prob
+from robolearn.rl.models import ActorCritic, follow_normalizer, gaussian_entropy, gaussian_log_prob
 from robolearn.rl.optimizer import Adam
 from robolearn.rl.storage import RolloutStorage
 
@@ -39,7 +46,10 @@ class PPO:
                 f"num_envs * runner.num_steps_per_env = {storage.num_steps * storage.num_envs} "
                 f"is not divisible by algo.num_mini_batches = {cfg.num_mini_batches}"
             )
-        self.ac, self.storage, self.cfg = actor_critic, storage, cfg
+        # a plain dataclass, not an OmegaConf node: the minibatch step reads a field per hyperparameter,
+        # and each node access costs ~7 us (~1 ms per update with 20 minibatches)
+        self.cfg = OmegaConf.to_object(cfg) if OmegaConf.is_config(cfg) else cfg
+        self.ac, self.storage = actor_critic, storage
         device = storage.rewards.device
         self.learning_rate = torch.tensor(float(cfg.learning_rate), device=device)
         """The current learning rate: a 0-d device tensor the adaptive schedule changes in place."""
@@ -80,10 +90,12 @@ class PPO:
         cfg, s = self.cfg, self.storage
         totals = torch.zeros(len(METRICS), device=self.learning_rate.device)
         count = 0
-        self.ac.update_normalizers(s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1))
+        policy_obs, critic_obs = s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1)
+        follow_normalizer(self.ac.critic_normalizer, self.ac.critic, critic_obs)
         for batch in s.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS):
             totals += self._step(*batch)
             count += 1
+        self.ac.actor_normalizer.update(policy_obs)
         s.clear()
         means = totals / count
         out = {name: means[k] for k, name in enumerate(METRICS)}

@@ -49,7 +49,7 @@ class OnPolicyRunner:
         obs = self._obs
         if obs is None:  # a fresh run: the normalizers start from the first observations, not from N(0, 1)
             obs = env.reset()
-            self.actor_critic.update_normalizers(obs["policy"], obs["critic"])
+            self.actor_critic.seed_normalizers(obs["policy"], obs["critic"])
         for it in range(self.iteration, self.cfg.max_iterations):
             start = time.perf_counter()
             with torch.inference_mode():

@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from robolearn.rl.models import ActorCritic, EmpiricalNormalization, InferencePolicy, gaussian_entropy, gaussian_log_prob
+from robolearn.rl.models import (
+    ActorCritic,
+    EmpiricalNormalization,
+    InferencePolicy,
+    follow_normalizer,
+    gaussian_entropy,
+    gaussian_log_prob,
+)
 
 
 def test_normalizer_running_statistics_equal_batch_statistics():
@@ -80,15 +87,16 @@ def test_sampled_log_prob_equals_the_density_of_the_sampled_action():
     assert torch.allclose(log_prob, gaussian_log_prob(actions, mean, ac.log_std), atol=1e-5)
 
 
-def test_updating_the_normalizers_leaves_both_networks_unchanged():
-    """New statistics are absorbed by the first layer: the same inputs give the same actions and
-    values, while the normalizer itself moved (here by a hand-made shift and scale)."""
+def test_following_the_normalizer_leaves_the_network_unchanged():
+    """New statistics are absorbed by the first layer: the same inputs give the same outputs,
+    while the normalizer itself moved (here by a hand-made shift and scale)."""
     torch.manual_seed(0)
     ac = ActorCritic(3, 5, 2, [16, 8], [16], normalizer_min_std=0.01)
     policy_obs, critic_obs = torch.randn(64, 3) * 4 + 7, torch.randn(64, 5) * 0.1 - 2
     critic_obs[:, 0] = 1.5  # a column that never varies: divided by the floor, still unchanged
     before = ac.action_mean(policy_obs), ac.value(critic_obs)
-    ac.update_normalizers(policy_obs, critic_obs)
+    follow_normalizer(ac.actor_normalizer, ac.actor, policy_obs)
+    follow_normalizer(ac.critic_normalizer, ac.critic, critic_obs)
     after = ac.action_mean(policy_obs), ac.value(critic_obs)
     assert torch.allclose(ac.actor_normalizer.mean, policy_obs.mean(0))
     assert torch.allclose(ac.critic_normalizer.std[0], torch.tensor(0.01))
@@ -102,6 +110,19 @@ def test_the_first_layer_absorbs_a_hand_worked_change_of_statistics():
     ac = ActorCritic(1, 1, 1, [], [])
     with torch.no_grad():
         ac.actor[0].weight.fill_(0.5), ac.actor[0].bias.fill_(0.25)
-    ac.update_normalizers(torch.tensor([[1.0], [3.0]]), torch.tensor([[1.0], [3.0]]))
+    follow_normalizer(ac.actor_normalizer, ac.actor, torch.tensor([[1.0], [3.0]]))
     assert ac.actor[0].weight.item() == 0.5 and ac.actor[0].bias.item() == 0.25 + 0.5 * 2
     assert ac.action_mean(torch.tensor([[3.0]])).item() == 0.5 * 3 + 0.25
+
+
+def test_seeding_the_normalizers_keeps_the_initial_networks():
+    """The first observations set the statistics; the networks still compute what they did."""
+    torch.manual_seed(0)
+    ac = ActorCritic(2, 2, 1, [8], [8])
+    obs = torch.tensor([[1.0, 5.0], [3.0, 5.0]])  # the second column never varies: floored std
+    probe = torch.randn(16, 2)
+    before = ac.action_mean(probe), ac.value(probe)
+    ac.seed_normalizers(obs, obs)
+    assert ac.actor_normalizer.mean.tolist() == [2.0, 5.0] and ac.critic_normalizer.std[0].item() == 1.0
+    for b, a in zip(before, (ac.action_mean(probe), ac.value(probe))):
+        assert torch.allclose(b, a, atol=1e-5)

@@ -106,9 +106,9 @@ def test_minibatches_cover_every_sample_once_per_epoch():
         assert torch.equal(torch.cat([b[0] for b in epoch]).sort().values, torch.arange(256.0))
 
 
-def spy_first_minibatches(alg) -> list[tuple[float, float]]:
-    """Record (max |ratio - 1|, KL) of the first minibatch of each update."""
-    first: list[tuple[float, float]] = []
+def spy_first_minibatches(alg) -> list[tuple[float, float, float]]:
+    """Record (max |ratio - 1|, KL, max |value - stored value|) of the first minibatch of each update."""
+    first: list[tuple[float, float, float]] = []
     step, calls = alg._step, [0]
     per_update = alg.cfg.num_mini_batches * alg.cfg.num_learning_epochs
 
@@ -118,7 +118,8 @@ def spy_first_minibatches(alg) -> list[tuple[float, float]]:
                 mean = alg.ac.action_mean(policy_obs)
                 ratio = torch.exp(gaussian_log_prob(actions, mean, alg.ac.log_std) - old_log_prob)
                 kl = gaussian_kl(old_mu, old_sigma, mean, alg.ac.log_std.exp().expand_as(mean)).mean()
-            first.append(((ratio - 1).abs().max().item(), kl.item()))
+                value_error = (alg.ac.value(critic_obs) - old_values).abs().max()
+            first.append(((ratio - 1).abs().max().item(), kl.item(), value_error.item()))
         calls[0] += 1
         return step(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma)
 
@@ -128,32 +129,40 @@ def spy_first_minibatches(alg) -> list[tuple[float, float]]:
 
 @pytest.mark.parametrize("normalize", [True, False])
 def test_the_first_minibatch_of_every_update_has_ratio_one_and_kl_zero(normalize):
-    """The normalizers take the rollout before the update, and the first layers absorb the new
-    statistics: before any step the update's policy is the policy that acted."""
+    """Before any step the update's policy and values are those that acted: the actor's normalizer
+    takes the rollout after the update, the critic's before it with its first layer absorbing
+    the change."""
     runner = make_runner(num_steps=8, normalize_observations=normalize)
     first = spy_first_minibatches(runner.alg)
     for _ in range(5):
         collect(runner)
         runner.alg.update()
     assert len(first) == 5
-    for ratio_error, kl in first:
-        assert ratio_error < 1e-5 and abs(kl) < 1e-10, first
+    for ratio_error, kl, value_error in first:
+        assert ratio_error < 1e-5 and abs(kl) < 1e-10 and value_error < 1e-4, first
 
 
-def test_normalizers_take_each_rollout_once_before_the_update():
-    """After k updates the normalizer holds the exact mean and variance of every observation the
-    policy acted on (each rollout merged once, in one batch)."""
+def test_normalizers_take_each_rollout_once_per_update():
+    """After k updates each normalizer holds the exact mean and variance of every observation the
+    policy acted on (each rollout merged once, in one batch); the actor's only after the epochs."""
     runner = make_runner(num_steps=8)
-    seen = []
+    seen, seen_critic = [], []
     for _ in range(3):
         collect(runner)
         seen.append(runner.storage.policy_obs.flatten(0, 1).clone())
+        seen_critic.append(runner.storage.critic_obs.flatten(0, 1).clone())
         runner.alg.update()
-    everything = torch.cat(seen)
-    norm = runner.actor_critic.actor_normalizer
-    assert norm.count.item() == 3 * 8 * 64
-    assert torch.allclose(norm.mean, everything.mean(0), atol=1e-6)
-    assert torch.allclose(norm.var, everything.var(0, unbiased=False), atol=1e-5)
+    ac = runner.actor_critic
+    for norm, everything in ((ac.actor_normalizer, torch.cat(seen)), (ac.critic_normalizer, torch.cat(seen_critic))):
+        assert norm.count.item() == 3 * 8 * 64
+        assert torch.allclose(norm.mean, everything.mean(0), atol=1e-6)
+        assert torch.allclose(norm.var, everything.var(0, unbiased=False), atol=1e-5)
+    counts = []
+    step = runner.alg._step
+    runner.alg._step = lambda *batch: counts.append(runner.actor_critic.actor_normalizer.count.item()) or step(*batch)
+    collect(runner)
+    runner.alg.update()
+    assert set(counts) == {3 * 8 * 64} and runner.actor_critic.actor_normalizer.count.item() == 4 * 8 * 64
 
 
 def test_a_fresh_run_starts_its_normalizers_from_the_first_observations():
