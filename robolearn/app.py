@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from robolearn.physics import resolve_placement
 from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic
 from robolearn.rl.runner import OnPolicyRunner
+from robolearn.run_dir import holds_run
 
 # ONNX, ONNX Runtime and the evaluation are imported where they are used (the end of a run,
 # export, eval), so that a run starts training without paying for them.
@@ -49,12 +51,23 @@ def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int
 
 
 def truncate_metrics(path: Path, iteration: int) -> None:
-    """Drop rows a crashed run wrote after the checkpoint it is resumed from (they are redone)."""
+    """Drop rows a crashed run wrote after the checkpoint it is resumed from (they are redone), and a
+    last line the crash cut short."""
     if not path.is_file():
         return
     lines = path.read_text().splitlines(keepends=True)
-    kept = [line for line in lines if json.loads(line)["iteration"] <= iteration]
-    if len(kept) != len(lines):
+    kept = []
+    for number, line in enumerate(lines, 1):
+        try:
+            row_iteration = json.loads(line)["iteration"]
+        except (ValueError, KeyError, TypeError):
+            if number == len(lines):
+                print(f"warning: {path}: dropped its last line, cut short when the run stopped", file=sys.stderr)
+                continue
+            raise UserError(f"{path} line {number} is not a metrics row; remove that line and resume again") from None
+        if row_iteration <= iteration:
+            kept.append(line if line.endswith("\n") else line + "\n")
+    if kept != lines:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text("".join(kept))
         tmp.replace(path)
@@ -82,6 +95,9 @@ def fits_in_memory(cfg: DictConfig, device: torch.device):
 def train(cfg: DictConfig, run_dir: Path) -> None:
     """Train (or resume) into run_dir: config, manifest, metrics, checkpoints, export."""
     check_train_cfg(cfg)
+    found = holds_run(run_dir)
+    if found and not cfg.resume:  # the CLI refuses an explicit hydra.run.dir before Hydra writes anything
+        raise UserError(f"{run_dir} already holds a run ({', '.join(found)}); continue it with resume={run_dir}")
     backend, device = resolve_placement(cfg.physics.backend, cfg.device)
     seed_everything(cfg.seed)
     free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else 0

@@ -15,7 +15,9 @@ USAGE = """usage: robolearn <command> [args]
 commands:
   train  [overrides] [--multirun]   train a policy; any config value is an override, e.g.
                                      task=pendulum physics=mujoco env.num_envs=128 seed=3
-                                     resume=<run dir> continues a run from its last checkpoint
+                                     resume=<run dir> continues a run from its last checkpoint;
+                                     a hydra.run.dir that holds a run is refused (overwrite=true
+                                     moves the old run aside)
   export run=<run dir> [format=onnx|tensorrt] [precision=fp32|fp16] [checkpoint=<file>] [out=<dir>]
                                      write a deploy bundle (policy.onnx, engine, robot.yaml) and
                                      report each artifact's parity with torch and its latency
@@ -70,6 +72,8 @@ def _train(args: list[str]) -> int:
         return _resume(Path(resume[-1].split("=", 1)[1]).expanduser().resolve(),
                        [a for a in overrides if not a.startswith("resume=")])
 
+    if not any(a in ("-m", "--multirun") for a in overrides):
+        _claim_run_dir(overrides)
     failures: list[UserError] = []
 
     def job(cfg) -> None:
@@ -92,6 +96,21 @@ def _train(args: list[str]) -> int:
         more = f" (and {len(failures) - 1} more failed jobs)" if len(failures) > 1 else ""
         raise UserError(f"{failures[0]}{more}")
     return 0
+
+
+def _claim_run_dir(overrides: list[str]) -> None:
+    """An explicit hydra.run.dir is checked before Hydra writes its .hydra/ files into it."""
+    from robolearn.errors import UserError
+    from robolearn.run_dir import claim_run_dir
+
+    run_dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.run.dir=")]
+    flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
+    if flags and flags[-1] not in ("true", "false"):
+        raise UserError(f"overwrite={flags[-1]} is not valid: use overwrite=true or overwrite=false")
+    if run_dirs and "${" not in run_dirs[-1]:
+        aside = claim_run_dir(Path(run_dirs[-1]).expanduser(), overwrite=bool(flags) and flags[-1] == "true")
+        if aside is not None:
+            print(f"moved the run that was in {run_dirs[-1]} aside to {aside}")
 
 
 def _resume(run_dir: Path, overrides: list[str]) -> int:

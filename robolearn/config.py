@@ -342,6 +342,9 @@ class TrainCfg:
     """Learner device: auto (cuda if available), cpu, cuda, cuda:N."""
     resume: Optional[str] = None
     """Run directory to continue from its latest checkpoint."""
+    overwrite: bool = False
+    """Move a run that already lives in hydra.run.dir aside (to <dir>.replaced-<time>) instead of
+    refusing to start."""
 
 
 def register_schemas(cs: ConfigStore) -> None:

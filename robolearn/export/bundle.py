@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from robolearn.evaluate import evaluate
 from robolearn.export.metadata import robot_metadata, versions, write_robot_yaml
 from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, ParityReport, check_parity, export_onnx
 from robolearn.rl.models import ActorCritic, InferencePolicy
+from robolearn.run_dir import check_export_target
 from robolearn_deploy.engines import OnnxRuntimeEngine
 from robolearn_deploy.timing import latency_ms
 
@@ -148,12 +150,12 @@ def export_bundle(
     """Evaluate the deterministic policy in `env` (the bundle's training evaluation, and the
     recorded observations for parity), then write and check the bundle at `out_dir`."""
     check_options(fmt, precision)
+    check_export_target(out_dir)
     evaluation, recorded = evaluate(env, actor_critic.action_mean, record_steps=32)
     policy = InferencePolicy(copy.deepcopy(actor_critic).cpu())
     recorded = recorded.cpu()
-    staging = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
     try:
         reports = _artifacts(policy, env.observation_dims()["policy"], staging, fmt, precision, recorded)
         failed = [r for r in reports if not r.parity.ok]
@@ -175,10 +177,12 @@ def export_bundle(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    previous = out_dir.with_name(out_dir.name + ".old")
-    shutil.rmtree(previous, ignore_errors=True)
-    if out_dir.exists():
+    previous = None
+    if out_dir.exists():  # an empty directory or a bundle (check_export_target): swapped as a whole
+        previous = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.previous-", dir=out_dir.parent))
+        previous.rmdir()
         out_dir.rename(previous)
     staging.rename(out_dir)
-    shutil.rmtree(previous, ignore_errors=True)
+    if previous is not None:
+        shutil.rmtree(previous, ignore_errors=True)
     return ExportResult(out_dir, reports, evaluation)

@@ -1,0 +1,83 @@
+"""Where a run or a bundle may be written: nothing a user already has is overwritten unasked.
+
+- A training run goes into a directory that does not exist, is empty, or holds only what
+  Hydra wrote at launch. One that already holds a run is refused unless `resume=` names it, or
+  `overwrite=true` moves it aside first (`<dir>.replaced-<time>`; nothing is deleted).
+- An export goes to a new path, an empty directory or an existing bundle (replaced as a whole).
+  Any other file or directory is refused.
+- A file where a directory should be, or a place that cannot be written, is one line, not a
+  traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from robolearn.errors import UserError
+
+RUN_CONTENTS = ("config.yaml", "manifest.json", "metrics.jsonl", "checkpoints", "export", "tensorboard")
+"""What a training run writes; any of it in a directory means a run lives there."""
+
+
+def _writable_place(path: Path, what: str) -> None:
+    """Fail in one line if `path` cannot be created or written (a file on the way, no permission)."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe != path and not probe.is_dir():
+        raise UserError(f"{what}={path}: {probe} is a file, not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"{what}={path}: {probe} is not writable (permission denied)")
+
+
+def holds_run(path: Path) -> list[str]:
+    """The names in `path` that a training run writes (empty if none, or if `path` is not a dir)."""
+    if not path.is_dir():
+        return []
+    return sorted(name for name in RUN_CONTENTS if (path / name).exists())
+
+
+def claim_run_dir(path: Path, overwrite: bool = False) -> Path | None:
+    """Check that a new run may be written into `path`. With `overwrite`, an existing run there is
+    moved aside first; returns where it went (None if nothing was moved)."""
+    if path.exists() and not path.is_dir():
+        raise UserError(f"hydra.run.dir={path} is a file; choose a directory for the run")
+    _writable_place(path, "hydra.run.dir")
+    found = holds_run(path)
+    if not found:
+        return None
+    if not overwrite:
+        raise UserError(
+            f"hydra.run.dir={path} already holds a run ({', '.join(found)}); continue it with resume={path}, "
+            f"choose another directory, or add overwrite=true to move the old run aside"
+        )
+    aside = _free_name(path, "replaced-" + time.strftime("%Y%m%d-%H%M%S"))
+    path.rename(aside)
+    return aside
+
+
+def check_export_target(out: Path) -> None:
+    """Refuse an export path that is not new, an empty directory or a robolearn bundle."""
+    if out.is_file() or out.is_symlink() and not out.is_dir():
+        raise UserError(f"out={out} is an existing file; choose a new path (or an existing bundle to replace)")
+    if out.is_dir() and any(out.iterdir()) and not (out / "robot.yaml").is_file():
+        raise UserError(
+            f"out={out} is a directory that is not a robolearn bundle (no robot.yaml); choose a new path "
+            f"(or an existing bundle to replace)"
+        )
+    _writable_place(out, "out")
+    if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
+        raise UserError(f"out={out} is not writable (permission denied)")
+
+
+def _free_name(path: Path, suffix: str) -> Path:
+    candidate = path.with_name(f"{path.name}.{suffix}")
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.{suffix}-{n}")
+    return candidate

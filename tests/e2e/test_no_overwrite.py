@@ -1,0 +1,78 @@
+"""Nothing a user has is overwritten unasked: run directories, export targets, a cut-short metrics file."""
+
+import json
+
+import pytest
+
+from .conftest import robolearn
+from .test_errors import FAST, one_line_error, snapshot
+
+NO_EXPORT = [*FAST, "runner.export_onnx=false"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("no_overwrite")
+    run = folder / "run"
+    result = robolearn("train", *NO_EXPORT, f"hydra.run.dir={run}", cwd=folder)
+    assert result.returncode == 0, result.stderr
+    return run
+
+
+def test_training_into_a_run_is_refused_and_leaves_it_as_it_was(run):
+    before = snapshot(run)
+    result = robolearn("train", *NO_EXPORT, f"hydra.run.dir={run}", cwd=run.parent)
+    one_line_error(result, f"hydra.run.dir={run} already holds a run", f"resume={run}", "overwrite=true")
+    assert snapshot(run) == before  # .hydra/ included: refused before Hydra writes anything
+
+
+def test_overwrite_moves_the_old_run_aside_whole(tmp_path):
+    run = tmp_path / "run"
+    assert robolearn("train", *NO_EXPORT, f"hydra.run.dir={run}", "seed=3", cwd=tmp_path).returncode == 0
+    before = snapshot(run)
+    result = robolearn("train", *NO_EXPORT, f"hydra.run.dir={run}", "overwrite=true", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (aside,) = tmp_path.glob("run.replaced-*")
+    assert f"aside to {aside}" in result.stdout
+    assert snapshot(aside) == before
+    assert json.loads((run / "manifest.json").read_text())["seed"] == 0
+
+
+def test_a_file_or_a_bad_overwrite_value_is_one_line(tmp_path):
+    user_file = tmp_path / "notes.txt"
+    user_file.write_text("mine")
+    one_line_error(robolearn("train", *NO_EXPORT, f"hydra.run.dir={user_file}", cwd=tmp_path), "is a file")
+    one_line_error(robolearn("train", *NO_EXPORT, f"hydra.run.dir={user_file}/run", cwd=tmp_path),
+                   f"{user_file} is a file, not a directory")  # fmt: skip
+    one_line_error(robolearn("train", *NO_EXPORT, "overwrite=maybe", cwd=tmp_path), "overwrite=maybe is not valid")
+    assert user_file.read_text() == "mine"
+
+
+def test_export_refuses_a_users_file_or_folder_and_replaces_a_bundle(run):
+    folder = run.parent
+    user_file = folder / "policy.onnx"
+    user_file.write_bytes(b"not mine to replace")
+    one_line_error(robolearn("export", f"run={run}", f"out={user_file}", cwd=folder), f"out={user_file} is an existing file")
+    assert user_file.read_bytes() == b"not mine to replace"
+
+    user_dir = folder / "stuff"
+    user_dir.mkdir()
+    (user_dir / "a.txt").write_text("a")
+    one_line_error(robolearn("export", f"run={run}", f"out={user_dir}", cwd=folder), "not a robolearn bundle")
+    assert [p.name for p in user_dir.iterdir()] == ["a.txt"]
+
+    bundle = folder / "bundle"
+    for _ in range(2):  # a new path, then the bundle it made: replaced
+        result = robolearn("export", f"run={run}", f"out={bundle}", cwd=folder)
+        assert result.returncode == 0, result.stderr
+        assert (bundle / "robot.yaml").is_file()
+    assert not [p for p in folder.iterdir() if p.name.startswith(".bundle")]  # no staging left behind
+
+
+def test_resume_drops_a_metrics_line_cut_short(run):
+    metrics = run / "metrics.jsonl"
+    metrics.write_text(metrics.read_text() + '{"iteration": 2, "mean_ep')
+    result = robolearn("train", f"resume={run}", "runner.max_iterations=2", cwd=run.parent)
+    assert result.returncode == 0, result.stderr
+    assert "dropped its last line" in result.stderr
+    assert [json.loads(line)["iteration"] for line in metrics.read_text().splitlines()] == [1, 2]
