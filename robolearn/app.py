@@ -17,6 +17,7 @@ from robolearn.config import TrainCfg
 from robolearn.config_checks import check_train_cfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
+from robolearn.interrupts import Interrupted, stop_on_signals
 from robolearn.logger import RunLogger
 from robolearn.manifest import describe_run, write_manifest
 from robolearn.physics import resolve_placement
@@ -123,7 +124,10 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
         if resumed_from is not None:
             logger.message(f"resuming {run_dir} from iteration {resumed_from}")
         try:
-            runner.learn(logger.log, run_dir / "checkpoints")
+            with stop_on_signals() as stop:  # outside the iterations a signal stops at once
+                runner.learn(logger.log, run_dir / "checkpoints", should_stop=stop)
+            if stop():
+                raise Interrupted(stop.signum, run_dir, runner.iteration, _checkpoint_on_stop(runner, run_dir))
         finally:
             logger.close()
         if cfg.runner.export_onnx:
@@ -132,6 +136,16 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
             print_export(export_bundle(runner.actor_critic, env, run_dir / "export"))
     finally:
         env.close()
+
+
+def _checkpoint_on_stop(runner: OnPolicyRunner, run_dir: Path) -> Path | None:
+    """The checkpoint of the iteration training stopped after (written now unless it exists)."""
+    if runner.iteration == 0:
+        return None
+    path = checkpoint.checkpoint_path(run_dir / "checkpoints", runner.iteration)
+    if not path.exists():
+        runner.save(path)
+    return path
 
 
 def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:

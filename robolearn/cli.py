@@ -48,7 +48,10 @@ def hydra_error_message(exc: BaseException) -> str | None:
         noun = _GROUP_NOUNS.get(group, f"'{group}' option")
         return f"unknown {noun} '{name}'; valid: {', '.join(options)}"
     if isinstance(exc, (HydraException, OmegaConfBaseException)):
-        message = one_line(exc).replace(" To append to your config use +", "; to add a new key use +")
+        message = one_line(exc)
+        unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""))
+        if unknown:
+            return unknown
         cause = exc.__cause__
         if cause is not None and one_line(cause) not in message:
             message += f" ({one_line(cause).split(' full_key:')[0]})"
@@ -56,17 +59,35 @@ def hydra_error_message(exc: BaseException) -> str | None:
     return None
 
 
+def _unknown_key_message(message: str, cause: str) -> str | None:
+    """'algo.learnin_rate is not a setting of algo; valid: ...' for Hydra's "Could not override"
+    (which would suggest adding the key with +, which the schema then refuses anyway)."""
+    import dataclasses
+    import re
+
+    from robolearn import config
+
+    key = re.search(r"Could not override '([^']+)'", message)
+    schema = re.search(r"not in '(\w+)'", cause or message)
+    kind = getattr(config, schema.group(1), None) if schema else None
+    if key is None or not dataclasses.is_dataclass(kind):
+        return None
+    parent = key.group(1).rpartition(".")[0] or "the training config"
+    return f"{key.group(1)} is not a setting of {parent}; valid: {', '.join(f.name for f in dataclasses.fields(kind))}"
+
+
 def _train(args: list[str]) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
 
     from robolearn import app
-    from robolearn.compose import register_configs
+    from robolearn.compose import refuse_broken_task, register_configs
     from robolearn.errors import UserError
     from robolearn.paths import configs_dir
 
     register_configs()
     overrides = list(args)
+    refuse_broken_task(overrides)
     resume = [a for a in overrides if a.startswith("resume=")]
     if resume:
         return _resume(Path(resume[-1].split("=", 1)[1]).expanduser().resolve(),
@@ -218,6 +239,7 @@ def _list(args: list[str]) -> int:
     from robolearn.compose import load_task_yaml, register_configs
     from robolearn.errors import UserError
     from robolearn.physics import BACKENDS, resolve_backend
+    from robolearn.registry import BROKEN
 
     if args:
         raise UserError(f"list takes no arguments, got {' '.join(args)}")
@@ -226,6 +248,8 @@ def _list(args: list[str]) -> int:
     for name, plugin in sorted(tasks.items()):
         description = load_task_yaml(plugin.config).get("description", "")
         print(f"  {name:<16} {description}")
+    for name, reason in sorted(BROKEN.items()):
+        print(f"  {name:<16} [broken: {reason}]")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     print(f"physics backends (device {device}):")
     for name, info in BACKENDS.items():
@@ -249,13 +273,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"robolearn: unknown command '{verb}'; valid: {', '.join(VERBS)}", file=sys.stderr)
         return 2
     from robolearn.errors import UserError
+    from robolearn.interrupts import Interrupted
 
     try:
         return VERBS[verb](rest)
     except UserError as exc:
         message = str(exc)
+    except Interrupted as exc:  # training stopped at an iteration boundary, with a checkpoint
+        print(f"robolearn {verb}: {exc.line()}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
-        print("robolearn: interrupted (checkpoints already written are kept)", file=sys.stderr)
+        print(f"robolearn {verb}: stopped at once (a second signal, or outside training); only checkpoints "
+              f"written before can be resumed", file=sys.stderr)  # fmt: skip
         return 130
     except Exception as exc:
         # a bundle error (the deploy runtime is imported only by the verbs that use it)

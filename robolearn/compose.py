@@ -23,7 +23,7 @@ from robolearn.config import AlgoCfg, EnvCfg, RunnerCfg, register_schemas
 from robolearn.config_checks import check_train_cfg
 from robolearn.errors import UserError, one_line
 from robolearn.paths import configs_dir
-from robolearn.registry import TaskPlugin, discover_tasks
+from robolearn.registry import BROKEN, TaskPlugin, discover_tasks
 
 RECIPE_SECTIONS = {"algo": AlgoCfg, "runner": RunnerCfg, "env": EnvCfg}
 """Sections of a task YAML that set training defaults for that task, and their schemas."""
@@ -100,18 +100,32 @@ def register_configs() -> dict[str, TaskPlugin]:
     cs = ConfigStore.instance()
     register_schemas(cs)
     tasks = discover_tasks()
-    for name, plugin in tasks.items():
-        task, recipe = split_recipe(name, load_task_yaml(plugin.config))
-        if task.get("name") != name:
-            raise UserError(f"task '{name}': {plugin.config} says name '{task.get('name')}'; the names must match")
+    for name, plugin in list(tasks.items()):
+        BROKEN.pop(name, None)  # found again: judged afresh
+        try:
+            task, recipe = split_recipe(name, load_task_yaml(plugin.config))
+            if task.get("name") != name:
+                raise UserError(f"task '{name}': {plugin.config} says name '{task.get('name')}'; the names must match")
+        except UserError as exc:  # this task is unusable; the others are not
+            BROKEN[name] = str(exc)
+            del tasks[name]
+            continue
         cs.store(group="task", name=name, node={"task": task, **recipe}, package="_global_")
     return tasks
+
+
+def refuse_broken_task(overrides: list[str]) -> None:
+    """`task=<name>` of an installed task that failed to load: say why, not "unknown task"."""
+    chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("task=")]
+    if chosen and chosen[-1] in BROKEN:
+        raise UserError(f"task '{chosen[-1]}' is installed but cannot be used: {BROKEN[chosen[-1]]}")
 
 
 def compose_train(overrides: list[str] | None = None) -> DictConfig:
     """The training config `robolearn train <overrides>` would run with, composed in-process and
     checked (config_checks.py)."""
     register_configs()
+    refuse_broken_task(list(overrides or []))
     with initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
         cfg = compose(config_name="train", overrides=list(overrides or []))
     check_train_cfg(cfg)

@@ -7,6 +7,7 @@ each in one line that names the field and its valid range.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -71,8 +72,26 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
+def check_known_keys(node: DictConfig, path: str = "") -> None:
+    """Refuse a key that no schema declares, also one added with `+` (Hydra lets `+key=value` into
+    any config; the schema would not read it, so the user's setting would be silently ignored)."""
+    kind = OmegaConf.get_type(node)
+    if dataclasses.is_dataclass(kind):
+        known = [f.name for f in dataclasses.fields(kind)]
+        for key in node.keys():
+            if key not in known:
+                where = path[:-1] or "the training config"
+                raise UserError(f"{path}{key} is not a setting of {where} (a + override cannot add one); "
+                                f"valid: {', '.join(known)}")  # fmt: skip
+    for key in node.keys():
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():
+            check_known_keys(child, f"{path}{key}.")
+
+
 def check_train_cfg(cfg: DictConfig) -> None:
-    """Raise a UserError for the first value outside its valid range."""
+    """Raise a UserError for an undeclared key or the first value outside its valid range."""
+    check_known_keys(cfg)
     for key, (ok, valid) in RULES.items():
         value = OmegaConf.select(cfg, key)
         if isinstance(value, DictConfig) or value is None and key != "algo.normalizer_clip":

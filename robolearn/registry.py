@@ -6,7 +6,8 @@ A task package registers one `TaskPlugin` under its task name:
     my_task = "my_package.my_task:TASK"
 
 Nothing is discovered at import time: `discover_tasks()` reads the entry points when called
-(by the CLI, the tests, or user code). The same name registered twice is an error.
+(by the CLI, the tests, or user code). A plugin that fails to load is set aside in BROKEN
+with the reason; the other tasks keep working.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from robolearn.errors import UserError
+from robolearn.errors import UserError, one_line
 
 ENTRY_POINT_GROUP = "robolearn.tasks"
 
@@ -39,32 +40,46 @@ class TaskPlugin:
         return self.config.parent
 
 
+BROKEN: dict[str, str] = {}
+"""Installed task plugins that failed to load, with the reason (filled by discovery and by
+compose.register_configs): `robolearn list` shows them, `task=<name>` names the reason, and
+every other task keeps working."""
+
+
 def discover_tasks() -> dict[str, TaskPlugin]:
-    """Load every installed task plugin, keyed by name."""
+    """Load every installed task plugin, keyed by name. One that fails to load (an import error, not
+    a TaskPlugin, a name that does not match, a name registered twice) goes to BROKEN instead."""
     tasks: dict[str, TaskPlugin] = {}
     sources: dict[str, str] = {}
+    BROKEN.clear()
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         source = f"{ep.value} ({ep.dist.name if ep.dist else 'unknown distribution'})"
-        if ep.name in tasks:
-            raise UserError(
-                f"task '{ep.name}' is registered twice: by {sources[ep.name]} and by {source}; "
-                "uninstall or rename one of them"
-            )
-        plugin = ep.load()
-        if not isinstance(plugin, TaskPlugin):
-            raise UserError(f"entry point '{ep.name}' = {ep.value} is not a robolearn TaskPlugin")
-        if plugin.name != ep.name:
-            raise UserError(
-                f"entry point '{ep.name}' = {ep.value} holds a task named '{plugin.name}'; "
-                "the two names must match"
-            )
-        tasks[ep.name] = plugin
+        if ep.name in tasks or ep.name in BROKEN:
+            first = sources.get(ep.name, "another plugin")
+            tasks.pop(ep.name, None)
+            BROKEN[ep.name] = (f"task '{ep.name}' is registered twice: by {first} and by {source}; "
+                               "uninstall or rename one of them")  # fmt: skip
+            continue
         sources[ep.name] = source
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # a plugin's own bug must not stop the other tasks
+            BROKEN[ep.name] = f"{source} failed to import: {type(exc).__name__}: {one_line(exc)}"
+            continue
+        if not isinstance(plugin, TaskPlugin):
+            BROKEN[ep.name] = f"entry point '{ep.name}' = {ep.value} is not a robolearn TaskPlugin"
+        elif plugin.name != ep.name:
+            BROKEN[ep.name] = (f"entry point '{ep.name}' = {ep.value} holds a task named '{plugin.name}'; "
+                               "the two names must match")  # fmt: skip
+        else:
+            tasks[ep.name] = plugin
     return tasks
 
 
 def get_task(name: str, tasks: Mapping[str, TaskPlugin] | None = None) -> TaskPlugin:
     tasks = discover_tasks() if tasks is None else tasks
+    if name not in tasks and name in BROKEN:
+        raise UserError(f"task '{name}' is installed but cannot be used: {BROKEN[name]}")
     if name not in tasks:
         valid = ", ".join(sorted(tasks)) or "(none installed)"
         raise UserError(f"unknown task '{name}'; valid tasks: {valid}")

@@ -1,4 +1,4 @@
-"""Tasks are discovered through entry points; one name registered twice is an error."""
+"""Tasks are discovered through entry points; a plugin that cannot be used is set aside with the reason."""
 
 from importlib.metadata import EntryPoint
 
@@ -20,17 +20,48 @@ def fake_entry_points(*pairs):
     return lambda group: [ep for ep in eps if ep.group == group]
 
 
-def test_same_name_twice_is_an_error(monkeypatch):
+def test_same_name_twice_sets_both_aside(monkeypatch):
     monkeypatch.setattr(registry, "entry_points", fake_entry_points(
-        ("cartpole", "robolearn_tasks.cartpole:TASK"), ("cartpole", "robolearn_tasks.pendulum:TASK")))
-    with pytest.raises(UserError, match="task 'cartpole' is registered twice"):
-        registry.discover_tasks()
+        ("cartpole", "robolearn_tasks.cartpole:TASK"), ("cartpole", "robolearn_tasks.pendulum:TASK"),
+        ("pendulum", "robolearn_tasks.pendulum:TASK")))  # fmt: skip
+    assert set(registry.discover_tasks()) == {"pendulum"}
+    with pytest.raises(UserError, match="task 'cartpole' is installed but cannot be used: task 'cartpole' is registered twice"):
+        registry.get_task("cartpole")
 
 
 def test_entry_point_name_must_match_task_name(monkeypatch):
     monkeypatch.setattr(registry, "entry_points", fake_entry_points(("swing", "robolearn_tasks.pendulum:TASK")))
+    assert registry.discover_tasks() == {}
     with pytest.raises(UserError, match="holds a task named 'pendulum'"):
-        registry.discover_tasks()
+        registry.get_task("swing")
+
+
+def test_a_plugin_that_fails_to_import_leaves_the_others_working(monkeypatch):
+    monkeypatch.setattr(registry, "entry_points", fake_entry_points(
+        ("cartpole", "robolearn_tasks.cartpole:TASK"), ("broken", "no_such_package.tasks:TASK"),
+        ("notaplugin", "robolearn.registry:ENTRY_POINT_GROUP")))  # fmt: skip
+    assert set(registry.discover_tasks()) == {"cartpole"}
+    assert "failed to import: ModuleNotFoundError: No module named 'no_such_package'" in registry.BROKEN["broken"]
+    with pytest.raises(UserError, match="task 'broken' is installed but cannot be used: no_such_package.tasks:TASK"):
+        registry.get_task("broken")
+    with pytest.raises(UserError, match="is not a robolearn TaskPlugin"):
+        registry.get_task("notaplugin")
+    assert registry.get_task("cartpole").name == "cartpole"
+
+
+def test_a_task_yaml_that_cannot_be_read_sets_only_that_task_aside(monkeypatch, tmp_path):
+    from robolearn import compose
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nasset: [unclosed\n")
+    plugin = registry.TaskPlugin(name="bad", config=bad)
+    real = registry.discover_tasks
+    monkeypatch.setattr(compose, "discover_tasks", lambda: {**real(), "bad": plugin})
+    tasks = compose.register_configs()
+    assert "bad" not in tasks and "cartpole" in tasks and "cannot read task config" in registry.BROKEN["bad"]
+    with pytest.raises(UserError, match="task 'bad' is installed but cannot be used: cannot read task config"):
+        compose.compose_train(["task=bad"])
+    assert compose.compose_train(["task=cartpole"]).task.name == "cartpole"
 
 
 def test_unknown_task_lists_valid_ones():

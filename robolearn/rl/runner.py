@@ -43,14 +43,18 @@ class OnPolicyRunner:
         self.wall_time_s = 0.0
         self._obs: dict[str, torch.Tensor] | None = None
 
-    def learn(self, log: Callable[[dict], None], checkpoint_dir: Path | None = None) -> None:
-        """Run iterations until cfg.max_iterations; `log` receives one metrics row per iteration."""
+    def learn(self, log: Callable[[dict], None], checkpoint_dir: Path | None = None,
+              should_stop: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
+        """Run iterations until cfg.max_iterations, or until `should_stop()` is true at an iteration
+        boundary; `log` receives one metrics row per iteration."""
         env, alg = self.env, self.alg
         obs = self._obs
         if obs is None:  # a fresh run: the normalizers start from the first observations, not from N(0, 1)
             obs = env.reset()
             self.actor_critic.seed_normalizers(obs["policy"], obs["critic"])
         for it in range(self.iteration, self.cfg.max_iterations):
+            if should_stop():
+                break
             start = time.perf_counter()
             with torch.inference_mode():
                 for _ in range(self.cfg.num_steps_per_env):

@@ -23,7 +23,12 @@ def one_line_error(result, *expected):
     (["task=nope"], ["unknown task 'nope'", "cartpole, pendulum, quadruped_flat"]),
     (["physics=bullet"], ["unknown physics backend 'bullet'", "auto, mjx, mujoco, warp"]),
     (["physics.backend=bullet"], ["unknown physics backend 'bullet'", "auto, warp, mjx, mujoco"]),
-    (["algo.learning_rat=1"], ["learning_rat"]),
+    (["algo.learning_rat=1"], ["algo.learning_rat is not a setting of algo; valid: learning_rate, schedule"]),
+    (["+env.typo=3"], ["env.typo is not a setting of env (a + override cannot add one); valid: num_envs"]),
+    (["+task.anything=1"], ["task.anything is not a setting of task", "valid: name, description, asset"]),
+    (["+zzz=1"], ["zzz is not a setting of the training config", "valid: task, physics, algo"]),
+    (["+task.rewards.upright.wieght=1"], ["task.rewards.upright.wieght is not a setting", "valid: func, weight, params"]),
+    (["task.rewards.upright.wieght=1"], ["task.rewards.upright.wieght is not a setting", "valid: func, weight, params"]),
     (["env.num_envs=lots"], ["num_envs", "lots"]),
     (["seed=1,2"], ["seed"]),  # a sweep without --multirun
     (["task.asset=missing.xml"], ["MJCF file not found", "missing.xml"]),

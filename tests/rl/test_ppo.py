@@ -258,3 +258,13 @@ def test_compiled_update_matches_eager():
         assert a[key].item() == pytest.approx(b[key].item(), rel=1e-4, abs=1e-6), key
     for p, q in zip(eager.actor_critic.parameters(), compiled.actor_critic.parameters()):
         assert torch.allclose(p, q, atol=1e-5)
+
+
+def test_learning_stops_at_the_iteration_boundary_it_is_asked_to():
+    runner = make_runner(num_steps=4)
+    runner.cfg.max_iterations = 10
+    rows = []
+    runner.learn(rows.append, should_stop=lambda: len(rows) >= 2)
+    assert [r["iteration"] for r in rows] == [1, 2] and runner.iteration == 2
+    runner.learn(rows.append, should_stop=lambda: True)  # asked before any iteration: none runs
+    assert runner.iteration == 2

@@ -1,0 +1,96 @@
+"""Ctrl-C and SIGTERM stop training at an iteration boundary with a checkpoint that resumes exactly;
+a second signal stops at once without corrupting what is on disk."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from robolearn import checkpoint
+
+from .conftest import metrics, robolearn
+from .test_errors import FAST
+
+LONG = [*FAST, "runner.export_onnx=false", "runner.max_iterations=100000", "runner.save_interval=100000", "seed=7"]
+
+
+def start(run, *args):
+    keys = {a.split("=")[0] for a in args}
+    base = [a for a in LONG if a.split("=")[0] not in keys]
+    return subprocess.Popen([sys.executable, "-m", "robolearn.cli", "train", *base, *args, f"hydra.run.dir={run}"],
+                            cwd=run.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+def wait_for_rows(run, count, proc, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        path = run / "metrics.jsonl"
+        if path.is_file() and len(path.read_text().splitlines()) >= count:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError("training produced no metrics")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_checkpoints_the_last_iteration_and_resume_continues_exactly(tmp_path, sig):
+    run = tmp_path / "run"
+    proc = start(run)
+    wait_for_rows(run, 3, proc)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    last = metrics(run)[-1]["iteration"]
+    saved = checkpoint.checkpoint_path(run / "checkpoints", last)
+    assert lines[0] == (f"robolearn train: stopped by {sig.name} after iteration {last}, checkpoint {saved}; "
+                        f"continue with: robolearn train resume={run}")  # fmt: skip
+
+    resumed = robolearn("train", f"resume={run}", f"runner.max_iterations={last + 2}", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    straight = tmp_path / "straight"
+    args = [a for a in LONG if not a.startswith("runner.max_iterations")]
+    done = robolearn("train", *args, f"runner.max_iterations={last + 2}", f"hydra.run.dir={straight}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    a = torch.load(checkpoint.latest(run), weights_only=False)
+    b = torch.load(checkpoint.latest(straight), weights_only=False)
+    assert a["iteration"] == b["iteration"] == last + 2
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
+    assert [r["iteration"] for r in metrics(run)] == list(range(1, last + 3))
+
+
+def test_a_second_signal_stops_at_once_and_leaves_the_run_resumable(tmp_path):
+    run = tmp_path / "run"
+    # long iterations (4,000 steps each) so that the second signal lands inside one
+    proc = start(run, "runner.num_steps_per_env=4000", "runner.save_interval=1")
+    wait_for_rows(run, 1, proc)
+    time.sleep(0.5)  # inside iteration 2 (~3 s)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "stopped at once" in stderr and "Traceback" not in stderr, stderr
+    assert not list((run / "checkpoints").glob("*.tmp"))
+    for path in checkpoint.list_checkpoints(run / "checkpoints"):
+        torch.load(path, weights_only=False)  # each one whole
+    last = checkpoint.latest(run)
+    resumed = robolearn("train", f"resume={run}", f"runner.max_iterations={int(last.stem.split('_')[1]) + 1}",
+                        "runner.num_steps_per_env=4000", cwd=tmp_path)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == list(range(1, len(rows) + 1))
+
+
+def test_a_signal_before_the_first_iteration_says_there_is_nothing_to_resume(tmp_path):
+    from robolearn.interrupts import Interrupted
+
+    stopped = Interrupted(signal.SIGTERM, tmp_path, 0, None)
+    assert stopped.exit_code == 143
+    assert "no checkpoint to resume from" in stopped.line() and "resume=" not in stopped.line()
