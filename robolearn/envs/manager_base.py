@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from robolearn.errors import UserError
+from robolearn.errors import UserError, one_line
 from robolearn.scene.entities import resolve_entities
 
 
@@ -129,6 +129,19 @@ class ManagerBase:
     def named_terms(self) -> list[tuple[str, Callable]]:
         """(name, function or built class instance) of each term, in config order."""
         return [(t.name, t.func) for t in self.terms]
+
+    def term_error(self, term: Term, exc: Exception) -> UserError:
+        """A term that raised (at build or while stepping), named with its task in one line."""
+        task = getattr(getattr(self._env, "cfg", None), "name", "?")
+        return UserError(f"task '{task}': {self.KIND} term '{term.name}' ({term.source}) failed: "
+                         f"{type(exc).__name__}: {one_line(exc)}")  # fmt: skip
+
+    def call_once(self, term: Term):
+        """One call of a term at build, to check what it returns; an exception names the term."""
+        try:
+            return term.func(self._env, **term.params)
+        except Exception as exc:
+            raise self.term_error(term, exc) from exc
 
     def build_term(self, name: str, source: str, params: dict, namespace: Mapping[str, Callable]) -> Term:
         """Find `source` in the namespace, check `params` against its signature, resolve entity

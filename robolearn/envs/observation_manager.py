@@ -46,7 +46,7 @@ class ObservationManager(ManagerBase):
             start, columns, slices, terms = 0, [], [], []
             for name, tcfg in gcfg["terms"].items():
                 term = self.build_term(f"{group}/{name}", tcfg.func, plain(tcfg.params), namespace)
-                dim = self._width(term, env)
+                dim = self._width(term)
                 sl = ObsSlice(name, start, start + dim, float(tcfg.scale), tcfg.clip, tcfg.units, tcfg.func, plain(tcfg.params))
                 self.terms.append(term)
                 terms.append((slice(sl.start, sl.stop), term.func, term.params))
@@ -69,10 +69,9 @@ class ObservationManager(ManagerBase):
                 "clip": clip if torch.isfinite(clip).any() else None,
             }
 
-    @staticmethod
-    def _width(term: Term, env) -> int:
-        value = term.func(env, **term.params)
-        if not isinstance(value, torch.Tensor) or value.dim() != 2 or value.shape[0] != env.num_envs:
+    def _width(self, term: Term) -> int:
+        value = self.call_once(term)
+        if not isinstance(value, torch.Tensor) or value.dim() != 2 or value.shape[0] != self._env.num_envs:
             shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
             raise UserError(f"observation term '{term.name}' ({term.source}) must return [num_envs, k], got {shape}")
         return value.shape[1]
@@ -84,10 +83,15 @@ class ObservationManager(ManagerBase):
     def compute(self) -> dict[str, torch.Tensor]:
         env = self._env
         gen = env.generator
+        k = 0  # the flat index into self.terms, for an error message
         for group, terms in self._groups.items():
             out = self.buffers[group]
-            for columns, func, params in terms:
-                out[:, columns] = func(env, **params)
+            try:
+                for columns, func, params in terms:
+                    out[:, columns] = func(env, **params)
+                    k += 1
+            except Exception as exc:
+                raise self.term_error(self.terms[k], exc) from exc
             post = self._post[group]
             if post["uniform"] is not None:
                 out.addcmul_(torch.rand(out.shape, generator=gen, device=out.device).mul_(2).sub_(1), post["uniform"])

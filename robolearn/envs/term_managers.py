@@ -13,11 +13,12 @@ from robolearn.errors import UserError
 from robolearn.mdp.state import root_pos_w
 
 
-def _check_output(kind: str, term: Term, env, dtype: torch.dtype | None) -> None:
+def _check_output(manager: ManagerBase, term: Term, dtype: torch.dtype | None) -> None:
     """A plain term returns [num_envs] (of `dtype`): checked once at build, naming the term."""
     if term.stateful:  # calling it would advance its state; it is checked by its first step
         return
-    value = term.func(env, **term.params)
+    kind, env = manager.KIND, manager._env
+    value = manager.call_once(term)
     ok = isinstance(value, torch.Tensor) and tuple(value.shape) == (env.num_envs,)
     if ok and dtype is not None:
         ok = value.dtype == dtype
@@ -46,12 +47,15 @@ class RewardManager(ManagerBase):
 
     def check_outputs(self) -> None:
         for term in self.terms:
-            _check_output("reward", term, self._env, None)
+            _check_output(self, term, None)
 
     def compute(self) -> torch.Tensor:
         env = self._env
-        for k, (func, params) in enumerate(self._calls):
-            self.values[k] = func(env, **params)
+        try:
+            for k, (func, params) in enumerate(self._calls):
+                self.values[k] = func(env, **params)
+        except Exception as exc:
+            raise self.term_error(self.terms[k], exc) from exc
         torch.mv(self.values.T, self.weights, out=self.reward)
         self.episode_sums.addcmul_(self.values, self.weights.unsqueeze(1))
         return self.reward
@@ -76,12 +80,15 @@ class TerminationManager(ManagerBase):
 
     def check_outputs(self) -> None:
         for term in self.terms:
-            _check_output("termination", term, self._env, torch.bool)
+            _check_output(self, term, torch.bool)
 
     def compute(self) -> torch.Tensor:
         env = self._env
-        for k, (func, params) in enumerate(self._calls):
-            self.fired[k] = func(env, **params)
+        try:
+            for k, (func, params) in enumerate(self._calls):
+                self.fired[k] = func(env, **params)
+        except Exception as exc:
+            raise self.term_error(self.terms[k], exc) from exc
         torch.any(self.fired, dim=0, out=self.terminated)
         return self.terminated
 

@@ -115,3 +115,28 @@ def test_an_interval_event_never_fires_on_the_first_step_of_an_episode(make_env)
         env.step(torch.zeros(16, 12))
     steps = torch.cat(fired_at)
     assert steps.numel() > 16 and steps.min() >= 5, steps
+
+
+def test_a_term_that_raises_is_named_with_its_task_at_build_and_while_stepping(make_env):
+    from robolearn.envs.manager_base import Term
+
+    env = make_env(num_envs=4)
+
+    def broken(env):
+        raise ZeroDivisionError("division by zero")
+
+    with pytest.raises(UserError, match=r"task 'cartpole': reward term 'mine' \(my_module.broken\) failed: "
+                                        r"ZeroDivisionError: division by zero"):  # fmt: skip
+        env.rewards.call_once(Term("mine", broken, {}, "my_module.broken"))
+    env.reset()
+    k = env.rewards.names.index("alive") if "alive" in env.rewards.names else 0
+    name, source = env.rewards.terms[k].name, env.rewards.terms[k].source
+    env.rewards._calls[k] = (lambda env: torch.zeros(3), {})  # the wrong shape, from the second step on
+    with pytest.raises(UserError, match=rf"task 'cartpole': reward term '{name}' \({source}\) failed: RuntimeError: "):
+        env.step(torch.zeros(4, 1))
+    obs_term = env.observations.terms[1]
+    env.rewards._calls[k] = (env.rewards.terms[k].func, env.rewards.terms[k].params)
+    group = env.observations._groups["policy"]
+    group[1] = (group[1][0], lambda env: torch.ones(4, 7), {})
+    with pytest.raises(UserError, match=rf"observation term '{obs_term.name}' \({obs_term.source}\) failed: RuntimeError"):
+        env.step(torch.zeros(4, 1))
