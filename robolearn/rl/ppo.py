@@ -31,10 +31,12 @@ METRICS = ("surrogate_loss", "value_loss", "entropy", "clip_fraction", "kl")
 BATCH_FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "advantages", "returns", "mu", "sigma")
 
 
-def clip_grad_norm(grads: torch.Tensor, max_norm: float) -> None:
-    """Scale a flat gradient in place so that its L2 norm is at most max_norm (no host read)."""
+def clip_grad_norm(grads: torch.Tensor, max_norm: float) -> torch.Tensor:
+    """Scale a flat gradient in place so that its L2 norm is at most max_norm (no host read);
+    returns the norm before clipping (not finite if any gradient is not)."""
     norm = torch.linalg.vector_norm(grads)
     grads.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+    return norm
 
 
 class PPO:
@@ -89,23 +91,30 @@ class PPO:
         as device tensors (nothing is read back here)."""
         cfg, s = self.cfg, self.storage
         totals = torch.zeros(len(METRICS), device=self.learning_rate.device)
+        applied = torch.zeros((), device=self.learning_rate.device)  # minibatches whose step was taken
         count = 0
         policy_obs, critic_obs = s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1)
         follow_normalizer(self.ac.critic_normalizer, self.ac.critic, critic_obs)
         for batch in s.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS):
-            totals += self._step(*batch)
+            metrics, ok = self._step(*batch)
+            totals += metrics
+            applied += ok
             count += 1
         self.ac.actor_normalizer.update(policy_obs)
         s.clear()
-        means = totals / count
+        means = totals / applied.clamp(min=1)
         out = {name: means[k] for k, name in enumerate(METRICS)}
+        out["health/skipped_minibatches"] = count - applied
         out["learning_rate"] = self.learning_rate.clone()
         out["action_std"] = self.ac.log_std.detach().exp().mean()
         return out
 
     def _minibatch_step(self, policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns,
                         old_mu, old_sigma) -> torch.Tensor:  # fmt: skip
-        """One gradient step; returns the METRICS of this minibatch as one [len(METRICS)] tensor."""
+        """One gradient step; returns the METRICS of this minibatch as one [len(METRICS)] tensor (zeros
+        if skipped) and whether the step was taken: a minibatch whose loss or gradient is not finite
+        (a diverged environment's transition, an overflow) is skipped on the device, so the weights
+        and Adam's moments stay as they were."""
         cfg = self.cfg
         log_std = self.ac.log_std
         mean = self.ac.action_mean(policy_obs)
@@ -120,11 +129,13 @@ class PPO:
         )  # fmt: skip
         self.optimizer.zero_grad()
         loss.backward()
+        ok = torch.isfinite(loss)
         for grads in self.optimizer.group_grads():  # actor, critic: each norm clipped on its own
-            clip_grad_norm(grads, cfg.max_grad_norm)
-        self.optimizer.step()
+            ok = ok & torch.isfinite(clip_grad_norm(grads, cfg.max_grad_norm))
+        self.optimizer.step(ok)
         self.ac.clamp_noise()
-        return torch.stack([*(metrics[name] for name in METRICS[:-1]), kl])
+        values = torch.stack([*(metrics[name] for name in METRICS[:-1]), kl])
+        return torch.where(ok, values, 0.0), ok.to(values.dtype)
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict()}

@@ -53,3 +53,23 @@ def test_adam_state_loads_in_place():
     opt.load_state_dict(saved)
     assert held[0] is lr and lr.item() == pytest.approx(1e-3) and held[1].item() == 1.0
     assert torch.equal(held[2], saved["exp_avg"])
+
+
+def test_a_disabled_step_leaves_everything_and_an_enabled_one_is_a_plain_step():
+    gen = torch.Generator().manual_seed(1)
+    ours = [torch.nn.Parameter(torch.randn(4, generator=gen))]
+    plain = [torch.nn.Parameter(ours[0].detach().clone())]
+    a, b = Adam([ours], torch.tensor(1e-2)), Adam([plain], torch.tensor(1e-2))
+    for step in range(20):
+        grad = torch.randn(4, generator=gen)
+        a.flat_grad.copy_(grad)
+        b.flat_grad.copy_(grad)
+        a.step(torch.tensor(True))
+        b.step()
+        if step % 5 == 4:  # a poisoned gradient, refused on the device
+            before = {k: v.clone() for k, v in a.state_dict().items()}, a.flat.clone()
+            a.flat_grad.fill_(float("nan"))
+            a.step(torch.tensor(False))
+            assert all(torch.equal(v, before[0][k]) for k, v in a.state_dict().items())
+            assert torch.equal(a.flat, before[1])
+    assert torch.allclose(a.flat, b.flat, atol=1e-7) and torch.equal(a.step_count, b.step_count)

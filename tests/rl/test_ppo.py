@@ -184,10 +184,10 @@ def test_gradients_are_clipped_per_network():
                                                      "advantages", "returns", "mu", "sigma")))  # fmt: skip
     seen = {}
 
-    def record_then_step():
+    def record_then_step(enabled=None):
         seen["actor"] = torch.cat([p.grad.flatten() for p in runner.actor_critic.actor_parameters()]).norm().item()
         seen["critic"] = torch.cat([p.grad.flatten() for p in runner.actor_critic.critic_parameters()]).norm().item()
-        real_step()
+        real_step(enabled)
 
     reference = copy.deepcopy(runner.actor_critic)
     for p in reference.parameters():
@@ -268,3 +268,14 @@ def test_learning_stops_at_the_iteration_boundary_it_is_asked_to():
     assert [r["iteration"] for r in rows] == [1, 2] and runner.iteration == 2
     runner.learn(rows.append, should_stop=lambda: True)  # asked before any iteration: none runs
     assert runner.iteration == 2
+
+
+def test_a_minibatch_with_a_non_finite_loss_is_skipped_and_counted():
+    runner = make_runner(num_steps=4, num_mini_batches=4, num_learning_epochs=5)
+    collect(runner)
+    runner.storage.log_probs.view(-1)[7] = float("nan")  # one sample: one minibatch in each epoch
+    out = runner.alg.update()
+    assert out["health/skipped_minibatches"].item() == 5
+    assert all(torch.isfinite(p).all() for p in runner.actor_critic.parameters())
+    assert all(torch.isfinite(v).all() for k, v in out.items() if k != "health/skipped_minibatches")
+    assert runner.alg.optimizer.step_count.item() == 15  # 20 minibatches, 5 skipped
