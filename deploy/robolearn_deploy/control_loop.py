@@ -80,6 +80,11 @@ class ControlLoop:
         self.period = bundle.control_period_s
         self.max_latency = self.safety.max_latency_s if self.safety.max_latency_s is not None else self.period
         self.observations = ObservationBuilder(bundle, robot.joint_names, out=policy.input_buffer)
+        provided = getattr(robot, "signals", None)
+        missing = [name for name in self.observations.signals if provided is not None and name not in provided]
+        if missing:
+            raise DeployError(f"the policy needs signal {missing[0]!r}, which {type(robot).__name__} does not provide "
+                              f"(it provides: {', '.join(provided) or 'none'}); needed: {', '.join(self.observations.signals)}")  # fmt: skip
         self.actions = ActionMapper(bundle, robot.joint_names, self.safety.damping_kd)
         self._limits = self._joint_limits(bundle.joint_limits, list(robot.joint_names))
         self._log = open(log, "a") if log is not None else None
@@ -142,16 +147,19 @@ class ControlLoop:
         action, command, started = None, None, time.perf_counter()
         problem = None
         if self.tripped is None:  # once tripped, only the safe command is sent
-            problem = self._check_state(state)
+            problem = self.observations.check_reading(state) or self._check_state(state)
             if problem is None:
-                action, command, problem = self._policy_step(state)
+                try:
+                    action, command, problem = self._policy_step(state)
+                except Exception as exc:  # a source or engine failing: the robot still gets a command
+                    action, command, problem = None, None, f"policy step failed: {type(exc).__name__}: {exc}"
             if problem is None:
                 late = self.robot.now() - tick
                 if late > self.max_latency:
                     problem = f"step {index} finished {late * 1e3:.1f} ms after its tick (limit {self.max_latency * 1e3:.1f} ms)"
             if problem is not None:
                 self.tripped = problem
-                self._safe = self.actions.safe_command(state, self.safety.safe_mode)
+                self._safe = self._safe_command(state)
         compute = time.perf_counter() - started
         if self.tripped is not None:
             command, action = self._safe, None
@@ -160,6 +168,14 @@ class ControlLoop:
         if self._log is not None:
             self._write_log(record)
         return record
+
+    def _safe_command(self, state: RobotState) -> JointCommand:
+        """The safe command for `state`; a reading too malformed to hold a pose gets damping only."""
+        n = len(self.robot.joint_names)
+        pos = getattr(state, "joint_pos", None)
+        if not isinstance(pos, np.ndarray) or pos.shape != (n,):
+            state = RobotState(np.full(n, np.nan), np.zeros(n))  # no position target anywhere
+        return self.actions.safe_command(state, self.safety.safe_mode)
 
     # --- the loop ---------------------------------------------------------------------------------
     def run(self, steps: int, on_step: Callable[[Step], bool | None] | None = None) -> LoopReport:

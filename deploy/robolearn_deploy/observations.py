@@ -34,6 +34,8 @@ class SourceContext:
         self.bundle = bundle
         self.joint_names = list(joint_names)
         self._index = {name: i for i, name in enumerate(self.joint_names)}
+        self.signals: dict[str, int] = {}
+        """The signals the layout reads from `state.signals`, with their widths."""
 
     def joint_indices(self, term: ObsTerm) -> np.ndarray:
         joints = term.params.get("joints")
@@ -125,6 +127,7 @@ def _signal(name: str | None, size: int | None = None) -> SourceFactory:
             width = len(commands[key]["components"])
         if width is not None:
             ctx.expect_width(term, width)
+        ctx.signals[key] = term.stop - term.start
 
         def write(state, last_action, out):
             out[:] = state.signals[key]
@@ -176,6 +179,26 @@ class ObservationBuilder:
         self._scale = scale if (scale != 1).any() else None
         self._clip = clip if np.isfinite(clip).any() else None
         self.last_action = np.zeros(bundle.num_actions, dtype=np.float32)
+        self.signals = dict(ctx.signals)
+        """Signal name -> width, for every signal the bundle's layout reads (checked by ControlLoop)."""
+        self._num_joints = len(ctx.joint_names)
+
+    def check_reading(self, state: RobotState) -> str | None:
+        """Why `state` cannot be turned into an observation (None if it can): joint arrays of the
+        wrong length, a signal missing or of the wrong size. Values are judged elsewhere."""
+        n = self._num_joints
+        for field in ("joint_pos", "joint_vel"):
+            value = getattr(state, field, None)
+            if not isinstance(value, np.ndarray) or value.shape != (n,):
+                shape = value.shape if isinstance(value, np.ndarray) else type(value).__name__
+                return f"reading's {field} has shape {shape}, the robot has {n} joints"
+        signals = getattr(state, "signals", None) or {}
+        for name, width in self.signals.items():
+            if name not in signals:
+                return f"reading lacks signal {name!r} (the policy needs {', '.join(self.signals)})"
+            if np.size(signals[name]) != width:
+                return f"reading's signal {name!r} has {np.size(signals[name])} values, the policy needs {width}"
+        return None
 
     def build(self, state: RobotState) -> np.ndarray:
         """The policy input for `state` (a view of one buffer, overwritten by the next call)."""

@@ -38,8 +38,13 @@ class Policy:
         return self._obs[0]
 
     def act(self, obs: np.ndarray | None = None) -> np.ndarray:
-        """One observation [D] -> action [A] (a buffer overwritten by the next call)."""
+        """One observation [D] -> action [A] (a buffer overwritten by the next call). Anything but
+        D real numbers is refused: numpy would broadcast a scalar or a [1] array silently."""
         if obs is not None:
+            obs = np.asarray(obs)
+            if obs.shape != (self.bundle.obs_size,) or obs.dtype.kind not in "fiu":
+                raise DeployError(f"Policy.act takes one observation of {self.bundle.obs_size} real numbers, "
+                                  f"got shape {obs.shape} dtype {obs.dtype}")  # fmt: skip
             self._obs[0] = obs
         if isinstance(self.engine, OnnxRuntimeEngine):
             self.engine.run_bound()
@@ -49,6 +54,10 @@ class Policy:
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """A batch [B, D] -> [B, A] (new array)."""
+        obs = np.asarray(obs)
+        if obs.ndim != 2 or obs.shape[1] != self.bundle.obs_size or obs.dtype.kind not in "fiu":
+            raise DeployError(f"a Policy call takes a batch [B, {self.bundle.obs_size}] of real numbers, "
+                              f"got shape {obs.shape} dtype {obs.dtype}")  # fmt: skip
         return self.engine.run(np.ascontiguousarray(obs, dtype=np.float32))
 
     # --- engine choice --------------------------------------------------------------------------

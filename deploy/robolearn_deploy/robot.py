@@ -50,6 +50,10 @@ class RobotInterface(ABC):
     hardware; a simulator may run its own clock instead (see sim.MujocoRobot)."""
 
     joint_names: Sequence[str]
+    signals: Sequence[str] | None = None
+    """The names of the `RobotState.signals` this driver provides. Declared, they are checked
+    against what the bundle needs when the ControlLoop is built; undeclared, a reading without a
+    needed signal trips the safe command on its tick."""
     spin_s: float = 0.001
     """sleep_until busy-waits this last stretch: a core woken from sleep runs the next step several
     times slower (measured here: ~190 us instead of ~30 us for a small policy after a 20 ms sleep)."""

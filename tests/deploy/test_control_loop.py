@@ -185,3 +185,73 @@ def test_damping_falls_back_to_damping_kd_where_the_servo_has_no_kd(servo_pendul
     robot.q, robot.qd, robot.step_delay = np.array([0.3]), np.array([0.0]), {0: 1.0}
     ControlLoop(Policy(tmp_path / "b"), robot, Safety(damping_kd=2.5)).run(1)
     assert robot.commands[0].kd[0] == 2.5 and robot.commands[0].kp[0] == 0.0
+
+
+def test_policy_act_refuses_what_numpy_would_broadcast(cartpole_bundle):
+    from robolearn_deploy.errors import DeployError
+
+    policy = Policy(cartpole_bundle)
+    size = policy.bundle.obs_size
+    for bad in (np.float32(0.5), np.zeros(1), np.zeros(size + 1), np.zeros((1, size)), np.array(["a"] * size)):
+        with pytest.raises(DeployError, match=f"Policy.act takes one observation of {size} real numbers, got shape"):
+            policy.act(bad)
+    assert policy.act([0.1] * size).shape == (policy.bundle.num_actions,)  # a list of floats is fine
+    with pytest.raises(DeployError, match=rf"a Policy call takes a batch \[B, {size}\]"):
+        policy(np.zeros(size))
+
+
+class PartialRobot(ScriptedRobot):
+    """Returns a reading with one joint missing from the third read on."""
+
+    def read_state(self):
+        state = super().read_state()
+        return state if self.reads < 3 else RobotState(state.joint_pos[:1], state.joint_vel[:1])
+
+
+def test_a_reading_that_lacks_a_joint_trips_and_the_robot_still_gets_a_safe_command(cartpole_bundle):
+    robot = PartialRobot()
+    report = ControlLoop(Policy(cartpole_bundle), robot).run(4)
+    assert report.trip_step == 2 and "reading's joint_pos has shape (1,), the robot has 2 joints" in report.tripped
+    assert len(robot.commands) == 4  # a command on every tick, the bad one included
+    for command in robot.commands[2:]:
+        assert np.all(command.kp == 0) and np.all(np.isfinite(command.position)) and command.kd.max() > 0  # damping
+
+
+REFERENCE = "docs/reference/quadruped_flat_cpu/bundle"
+
+
+class Legs(RobotInterface):
+    """A 12-joint driver whose readings carry the IMU but no velocity command."""
+
+    def __init__(self, joint_names, signals=None):
+        self.joint_names, self.commands, self.t = joint_names, [], 0.0
+        if signals is not None:
+            self.signals = signals
+
+    def now(self):
+        return self.t
+
+    def sleep_until(self, t):
+        self.t = max(self.t, t)
+
+    def read_state(self):
+        n = len(self.joint_names)
+        return RobotState(np.zeros(n), np.zeros(n), {"base_ang_vel": np.zeros(3), "projected_gravity": np.array([0, 0, -1.0])})
+
+    def write_command(self, command):
+        self.commands.append(command)
+
+
+def test_a_signal_the_policy_needs_is_checked_when_the_loop_is_built_or_trips_on_its_tick():
+    from pathlib import Path
+
+    from robolearn_deploy.errors import DeployError
+
+    policy = Policy(Path(__file__).parents[2] / REFERENCE)
+    joints = [a.joint for a in policy.bundle.actuators]
+    with pytest.raises(DeployError, match="the policy needs signal 'base_velocity', which Legs does not provide"):
+        ControlLoop(policy, Legs(joints, signals=["base_ang_vel", "projected_gravity"]))
+    undeclared = Legs(joints)
+    report = ControlLoop(policy, undeclared).run(2)
+    assert report.trip_step == 0 and "reading lacks signal 'base_velocity'" in report.tripped
+    assert len(undeclared.commands) == 2
