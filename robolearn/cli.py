@@ -66,14 +66,14 @@ def _unknown_key_message(message: str, cause: str) -> str | None:
     import re
 
     from robolearn import config
+    from robolearn.config_checks import not_a_setting
 
     key = re.search(r"Could not override '([^']+)'", message)
     schema = re.search(r"not in '(\w+)'", cause or message)
     kind = getattr(config, schema.group(1), None) if schema else None
     if key is None or not dataclasses.is_dataclass(kind):
         return None
-    parent = key.group(1).rpartition(".")[0] or "the training config"
-    return f"{key.group(1)} is not a setting of {parent}; valid: {', '.join(f.name for f in dataclasses.fields(kind))}"
+    return not_a_setting(key.group(1), kind)
 
 
 def _train(args: list[str]) -> int:

@@ -72,17 +72,21 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
+def not_a_setting(key: str, schema: type, note: str = "") -> str:
+    """'algo.learnin_rate is not a setting of algo; valid: ...' (the fields of `schema`)."""
+    where = key.rpartition(".")[0] or "the training config"
+    return f"{key} is not a setting of {where}{note}; valid: {', '.join(f.name for f in dataclasses.fields(schema))}"
+
+
 def check_known_keys(node: DictConfig, path: str = "") -> None:
     """Refuse a key that no schema declares, also one added with `+` (Hydra lets `+key=value` into
     any config; the schema would not read it, so the user's setting would be silently ignored)."""
     kind = OmegaConf.get_type(node)
     if dataclasses.is_dataclass(kind):
-        known = [f.name for f in dataclasses.fields(kind)]
+        known = {f.name for f in dataclasses.fields(kind)}
         for key in node.keys():
             if key not in known:
-                where = path[:-1] or "the training config"
-                raise UserError(f"{path}{key} is not a setting of {where} (a + override cannot add one); "
-                                f"valid: {', '.join(known)}")  # fmt: skip
+                raise UserError(not_a_setting(f"{path}{key}", kind, " (a + override cannot add one)"))
     for key in node.keys():
         child = node._get_node(key)
         if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():

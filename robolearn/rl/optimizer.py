@@ -64,24 +64,19 @@ class Adam:
         gradient is zeroed and every increment is scaled by 0."""
         b1, b2 = self.beta1, self.beta2
         grad = self.flat_grad
-        if enabled is None:
-            self.step_count += 1
-            self.exp_avg.lerp_(grad, 1 - b1)
-            self.exp_avg_sq.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-            scale = self.lr
-        else:
+        on = 1.0
+        if enabled is not None:
             grad.masked_fill_(~enabled, 0.0)  # a non-finite gradient must not reach the moments
             on = enabled.to(self.flat.dtype)
-            self.step_count += on
-            self.exp_avg.lerp_(grad, (1 - b1) * on)
-            self.exp_avg_sq.mul_(1 - (1 - b2) * on).addcmul_(grad, grad, value=1 - b2)  # grad is 0 when off
-            scale = self.lr * on
+        self.step_count += on
+        self.exp_avg.lerp_(grad, (1 - b1) * on)
+        self.exp_avg_sq.mul_(1 - (1 - b2) * on).addcmul_(grad, grad, value=1 - b2)  # grad is 0 when off
         step = self.step_count.clamp(min=1)  # a skipped first step: nothing to correct, no 0/0
         correction1 = 1 - torch.pow(b1, step)
         correction2 = 1 - torch.pow(b2, step)
         # p -= lr / c1 * m / (sqrt(v) / sqrt(c2) + eps)
         denom = (self.exp_avg_sq.sqrt() / correction2.sqrt()).add_(self.eps)
-        self.flat.sub_(self.exp_avg / denom * (scale / correction1))
+        self.flat.sub_(self.exp_avg / denom * (self.lr * on / correction1))
 
     def state_dict(self) -> dict:
         return {"lr": self.lr.clone(), "step": self.step_count.clone(), "exp_avg": self.exp_avg.clone(),
