@@ -13,7 +13,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from robolearn import checkpoint
-from robolearn.config import TrainCfg
+from robolearn.config import EnvCfg, TrainCfg
 from robolearn.config_checks import check_train_cfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
@@ -48,6 +48,7 @@ def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int
         seed=env_seed(cfg.seed), physics_settings=OmegaConf.to_container(cfg.physics),
         cuda_graph=cfg.env.cuda_graph, randomization=cfg.get("randomization"),
         stagger_timeouts=cfg.env.stagger_timeouts, episode_window=cfg.runner.episode_window,
+        state_limit=cfg.env.get("state_limit", EnvCfg.state_limit),
     )  # fmt: skip
 
 
@@ -118,6 +119,7 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
             runner.load(checkpoint.load(source), source)
             resumed_from = runner.iteration
             truncate_metrics(run_dir / "metrics.jsonl", resumed_from)
+        runner.start()  # startup events run before the run's files are written: a failure leaves no run
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
         write_manifest(run_dir, describe_run(cfg.seed, cfg.task.name, backend, str(device), resumed_from))
         logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress)

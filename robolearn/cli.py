@@ -35,8 +35,9 @@ _GROUP_NOUNS = {"task": "task", "physics": "physics backend", "algo": "algorithm
                 "randomization": "randomization preset"}
 
 
-def hydra_error_message(exc: BaseException) -> str | None:
-    """One line for a Hydra/OmegaConf composition error, or None if `exc` is not one."""
+def hydra_error_message(exc: BaseException, overrides: list[str] = ()) -> str | None:
+    """One line for a Hydra/OmegaConf composition error, or None if `exc` is not one. `overrides`:
+    the command line, to list the valid keys where a key that is not there was overridden."""
     from hydra.errors import HydraException, MissingConfigException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -49,7 +50,7 @@ def hydra_error_message(exc: BaseException) -> str | None:
         return f"unknown {noun} '{name}'; valid: {', '.join(options)}"
     if isinstance(exc, (HydraException, OmegaConfBaseException)):
         message = one_line(exc)
-        unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""))
+        unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""), overrides)
         if unknown:
             return unknown
         cause = exc.__cause__
@@ -59,7 +60,7 @@ def hydra_error_message(exc: BaseException) -> str | None:
     return None
 
 
-def _unknown_key_message(message: str, cause: str) -> str | None:
+def _unknown_key_message(message: str, cause: str, overrides: list[str] = ()) -> str | None:
     """'algo.learnin_rate is not a setting of algo; valid: ...' for Hydra's "Could not override"
     (which would suggest adding the key with +, which the schema then refuses anyway)."""
     import dataclasses
@@ -69,11 +70,35 @@ def _unknown_key_message(message: str, cause: str) -> str | None:
     from robolearn.config_checks import not_a_setting
 
     key = re.search(r"Could not override '([^']+)'", message)
+    if key is None:
+        return None
     schema = re.search(r"not in '(\w+)'", cause or message)
     kind = getattr(config, schema.group(1), None) if schema else None
-    if key is None or not dataclasses.is_dataclass(kind):
+    if dataclasses.is_dataclass(kind):
+        return not_a_setting(key.group(1), kind)
+    missing = re.search(r"Key '([^']+)' is not in struct", cause or message)
+    if missing is None:
         return None
-    return not_a_setting(key.group(1), kind)
+    return _not_a_key(key.group(1), missing.group(1), overrides)
+
+
+def _not_a_key(key: str, missing: str, overrides: list[str]) -> str:
+    """A key that is not in a dict of the config (a term, a group, a command): which keys are."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from robolearn.compose import compose_train
+
+    parts = key.split(".")
+    parent = ".".join(parts[: parts.index(missing)]) if missing in parts else key.rpartition(".")[0]
+    line = f"{key}: '{missing}' is not in {parent or 'the training config'}"
+    choices = [a for a in overrides if "=" in a and "." not in a.split("=", 1)[0] and not a.startswith(("+", "~"))]
+    try:  # the config with only the group choices (task=..., physics=...) shows what is there
+        node = OmegaConf.select(compose_train(choices), parent) if parent else None
+    except Exception:
+        node = None
+    if isinstance(node, DictConfig):
+        return f"{line}; valid: {', '.join(str(k) for k in node.keys())}"
+    return line
 
 
 def _train(args: list[str]) -> int:
@@ -289,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         # a bundle error (the deploy runtime is imported only by the verbs that use it)
         deploy = sys.modules.get("robolearn_deploy.errors")
-        message = str(exc) if deploy is not None and isinstance(exc, deploy.DeployError) else hydra_error_message(exc)
+        message = str(exc) if deploy is not None and isinstance(exc, deploy.DeployError) else hydra_error_message(exc, rest)
         if message is None:
             raise
     print(f"robolearn {verb}: error: {message}", file=sys.stderr)

@@ -237,6 +237,9 @@ class EnvCfg:
     stagger_timeouts: bool = True
     """Start training with every env at a random point of its time limit, so that time-outs (and
     the resets they cause) are spread over steps instead of all landing on one."""
+    state_limit: float = 1.0e6
+    """An env whose |qpos| or |qvel| exceeds this (or is not finite) has diverged: it is reset and
+    its transition is not learned from (counted as health/nonfinite_resets)."""
 
 
 @dataclass

@@ -8,10 +8,11 @@ each in one line that names the field and its valid range.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from robolearn.errors import UserError
 
@@ -39,9 +40,14 @@ def _layers(v) -> bool:
     return all(isinstance(x, int) and x >= 1 for x in v)
 
 
+def _nonzero(v) -> bool:
+    return v != 0
+
+
 RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "seed": (_non_negative, "an integer >= 0"),
     "env.num_envs": (_at_least_one, "an integer >= 1"),
+    "env.state_limit": (_positive, "> 0"),
     "physics.num_threads": (_non_negative, ">= 0 (0: every core)"),
     "physics.nconmax": (_non_negative, ">= 0 (0: derived from the model)"),
     "physics.njmax": (_non_negative, ">= 0 (0: derived from the model)"),
@@ -69,7 +75,19 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "runner.save_interval": (_at_least_one, "an integer >= 1"),
     "runner.keep_checkpoints": (_at_least_one, "an integer >= 1"),
     "runner.episode_window": (_at_least_one, "an integer >= 1"),
+    # the task (the rules that need the model, e.g. joint names, run when the env is built);
+    # `*` stands for any key at that level (a term, a group, a command)
+    "task.decimation": (_at_least_one, "an integer >= 1"),
+    "task.episode_length_s": (_positive, "> 0 (seconds)"),
+    "task.sim_dt": (_positive, "> 0 (seconds), or null for the model's own timestep"),
+    "task.action.scale": (_nonzero, "a number other than 0"),
+    "task.observations.*.terms.*.scale": (_nonzero, "a number other than 0"),
+    "task.observations.*.terms.*.clip": (_positive, "> 0, or null for no clip"),
+    "task.observations.*.terms.*.noise.scale": (_non_negative, ">= 0"),
+    "task.commands.*.standing_probability": (_unit, "0 <= p <= 1"),
 }
+NULLABLE = frozenset({"algo.normalizer_clip", "task.sim_dt", "task.observations.*.terms.*.clip"})
+"""Rules whose field may be null (null means 'none' / 'default')."""
 
 
 def not_a_setting(key: str, schema: type, note: str = "") -> str:
@@ -96,13 +114,16 @@ def check_known_keys(node: DictConfig, path: str = "") -> None:
 def check_train_cfg(cfg: DictConfig) -> None:
     """Raise a UserError for an undeclared key or the first value outside its valid range."""
     check_known_keys(cfg)
-    for key, (ok, valid) in RULES.items():
-        value = OmegaConf.select(cfg, key)
-        if isinstance(value, DictConfig) or value is None and key != "algo.normalizer_clip":
-            continue  # absent in a partial config (e.g. a test's): the schema default applies
-        plain = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-        if not ok(plain):
-            raise UserError(f"{key}={_show(plain)} is out of range; valid: {valid}")
+    check_finite(cfg)
+    for pattern, (ok, valid) in RULES.items():
+        for key, value in _select(cfg, pattern):
+            if isinstance(value, DictConfig) or value is None and pattern not in NULLABLE:
+                continue  # absent in a partial config (e.g. a test's): the schema default applies
+            if value is None:
+                continue
+            plain = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+            if not ok(plain):
+                raise UserError(f"{key}={_show(plain)} is out of range; valid: {valid}")
     samples = cfg.env.num_envs * cfg.runner.num_steps_per_env
     if samples % cfg.algo.num_mini_batches:
         raise UserError(f"algo.num_mini_batches={cfg.algo.num_mini_batches} does not divide env.num_envs * "
@@ -110,6 +131,33 @@ def check_train_cfg(cfg: DictConfig) -> None:
     if cfg.algo.min_noise_std >= cfg.algo.init_noise_std:
         raise UserError(f"algo.min_noise_std={cfg.algo.min_noise_std} must be below algo.init_noise_std="
                         f"{cfg.algo.init_noise_std}")  # fmt: skip
+
+
+def check_finite(node: Any, path: str = "") -> None:
+    """Refuse nan and inf anywhere in the config: no setting means anything with them."""
+    if isinstance(node, DictConfig):
+        for key in node.keys():
+            child = node._get_node(key)
+            if not child._is_missing():
+                check_finite(node[key], f"{path}{key}.")
+    elif isinstance(node, ListConfig):
+        for k, value in enumerate(node):
+            check_finite(value, f"{path[:-1]}[{k}].")
+    elif isinstance(node, float) and not math.isfinite(node):
+        raise UserError(f"{path[:-1]}={node} is out of range; valid: a finite number")
+
+
+def _select(cfg: DictConfig, pattern: str):
+    """(key, value) of every field that `pattern` names; `*` matches each key at its level."""
+    head, _, rest = pattern.partition(".*.")
+    if not rest:
+        yield pattern, OmegaConf.select(cfg, pattern)
+        return
+    group = OmegaConf.select(cfg, head)
+    if not isinstance(group, DictConfig):
+        return
+    for name in group.keys():
+        yield from _select(cfg, f"{head}.{name}.{rest}")
 
 
 def _show(value: Any) -> str:

@@ -1,7 +1,10 @@
 """The batched environment: one task on one physics backend, stepped as an ordered pipeline.
 
-    action -> ctrl -> physics x decimation -> terminations -> rewards -> resets(+events)
-           -> interval events -> commands -> observations
+    action -> ctrl -> physics x decimation -> health -> terminations -> rewards -> resets(+events)
+           -> interval events -> commands -> observations -> health
+
+An env whose state, reward or observation is not finite is terminated, reset and marked `invalid`
+for the learner (envs/health.py).
 
 On a CUDA device with a graph-safe backend (warp), the torch work before and after the physics is
 replayed as two CUDA graphs around the backend's own graphed step (cuda_graph.py).
@@ -18,14 +21,15 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from robolearn import mdp
-from robolearn.config import EventMode, RandomizationCfg, TaskCfg
+from robolearn import mdp, memory
+from robolearn.config import EnvCfg, EventMode, RandomizationCfg, TaskCfg
 from robolearn.envs import env_state
 from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep
 from robolearn.envs.episode_stats import EpisodeStats
 from robolearn.envs.event_manager import EventManager
+from robolearn.envs.health import EnvHealth
 from robolearn.envs.observation_manager import ObservationManager
 from robolearn.envs.term_managers import CurriculumManager, MetricManager, RewardManager, TerminationManager
 from robolearn.envs.terrain import TerrainState
@@ -59,11 +63,13 @@ class BatchedEnv:
         randomization: RandomizationCfg | None = None,
         stagger_timeouts: bool = True,
         episode_window: int = EPISODE_WINDOW,
+        state_limit: float = EnvCfg.state_limit,
     ):
         """`randomization`: the preset (configs/randomization/); None means the `default` one.
         `stagger_timeouts`: reset() spreads the first episodes' time-outs (training); off, every
         first episode runs its full length. `episode_window`: how many finished episodes the
-        reported episode means cover."""
+        reported episode means cover. `state_limit`: |qpos| or |qvel| above it is a diverged
+        simulation (reset and not learned from, like a non-finite one)."""
         if cfg.decimation < 1:
             raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
         self.cfg = cfg
@@ -72,6 +78,8 @@ class BatchedEnv:
         self.scene = Scene.build(cfg, plugin, self.device)
         model = self.model = self.scene.model
         self.asset_path, self.edit_spec = self.scene.asset_path, self.scene.edit_spec
+        if self.device.type == "cpu":  # a GPU reports its own allocation failures (app.fits_in_memory)
+            memory.require(memory.env_bytes(model, num_envs), f"env.num_envs={num_envs}", "lower env.num_envs")
         self.physics = make_backend(physics, model, num_envs, self.device, physics_settings)
         self.decimation = cfg.decimation
         self.dt = float(model.opt.timestep) * cfg.decimation
@@ -99,6 +107,7 @@ class BatchedEnv:
         self.truncated = torch.zeros_like(self.terminated)
         self.prev_qvel = self.default_qvel.clone()
         """Joint velocities before the last step's physics (joint accelerations)."""
+        self.health = EnvHealth(num_envs, self.device, state_limit)
 
         namespace = term_namespace(plugin)
         preset = randomization if randomization is not None else RandomizationCfg()
@@ -132,6 +141,12 @@ class BatchedEnv:
         """The observations returned by the last reset/step (restored by load_state_dict)."""
         return self.observations.buffers
 
+    @property
+    def invalid(self) -> torch.Tensor:
+        """[N] bool: the last step's transition must not be learned from (a diverged simulation, a
+        non-finite reward or observation); that env was terminated and reset (envs/health.py)."""
+        return self.health.invalid
+
     def observation_dims(self) -> dict[str, int]:
         return {group: buf.shape[1] for group, buf in self.observations.buffers.items()}
 
@@ -146,7 +161,9 @@ class BatchedEnv:
         self._reset_envs(everyone, record=False)
         if self.stagger_timeouts if spread_timeouts is None else spread_timeouts:
             self.episode_length.random_(0, self.max_episode_length, generator=self.generator)
-        return self.observations.compute()
+        obs = self.observations.compute()
+        self.health.check_observations(obs)
+        return obs
 
     def track_metrics(self, enabled: bool) -> None:
         """Compute the task's metrics every step (evaluation) or not (training)."""
@@ -171,14 +188,21 @@ class BatchedEnv:
     def _after_physics(self):
         self.episode_length += 1
         self.episode_steps += 1
+        health = self.health  # diverged envs end here, without a reward (envs/health.py)
+        invalid = health.check_state(self.physics)
         self.terminated = self.terminations.compute()
+        reward = self.rewards.compute(health)  # adds the envs whose reward is not finite
+        if health.maybe_invalid:  # always on an accelerator; on the CPU only when one is
+            self.terminated = self.terminated | invalid
+            health.count()
         self.truncated = (self.episode_length >= self.max_episode_length) & ~self.terminated
-        reward = self.rewards.compute()
         self.metrics.after_physics()
         self._reset_envs(self.terminated | self.truncated)
         self.events.step_interval(self.dt)
         self.commands.step(self.dt)
-        return self.observations.compute(), reward, self.terminated, self.truncated
+        obs = self.observations.compute()
+        self.health.check_observations(obs)
+        return obs, reward, self.terminated, self.truncated
 
     def _reset_envs(self, mask: torch.Tensor, record: bool = True) -> None:
         # On the CPU, asking whether any environment ended costs nothing and usually saves the
@@ -212,7 +236,8 @@ class BatchedEnv:
         problem = self.physics.health()
         if problem is not None:
             raise UserError(problem)
-        return {**self.stats.summary(), **self.events.update_adaptive(), **self.curriculum.log()}
+        health = {"health/nonfinite_resets": float(self.health.pop())}
+        return {**self.stats.summary(), **health, **self.events.update_adaptive(), **self.curriculum.log()}
 
     # --- checkpointing --------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -19,6 +19,7 @@ def state_dict(env) -> dict:
         "episode_length": env.episode_length.clone(),
         "episode_steps": env.episode_steps.clone(),
         "prev_qvel": env.prev_qvel.clone(),
+        "health": env.health.state_dict(),
         "stats": env.stats.state_dict(),
         "managers": {name: manager.state_dict() for name, manager in env.managers().items()},
         "terrain": None if env.terrain is None else env.terrain.state_dict(),
@@ -39,6 +40,8 @@ def load_state_dict(env, state: Mapping) -> None:
     env.episode_length.copy_(state["episode_length"])
     env.episode_steps.copy_(state["episode_steps"])
     env.prev_qvel.copy_(state["prev_qvel"])
+    if "health" in state:  # absent in checkpoints written before non-finite containment
+        env.health.load_state_dict(state["health"])
     env.stats.load_state_dict(state["stats"])
     for name, manager in env.managers().items():
         manager.load_state_dict(state["managers"][name])

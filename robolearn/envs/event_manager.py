@@ -72,7 +72,10 @@ class EventManager(ManagerBase):
     def apply(self, mode: EventMode, mask: torch.Tensor) -> None:
         env = self._env
         for term in self.modes[mode]:
-            term.func(env, mask, **term.params)
+            try:
+                term.func(env, mask, **term.params)
+            except Exception as exc:
+                raise self.term_error(term, exc) from exc
 
     def reset(self, mask: torch.Tensor) -> None:
         super().reset(mask)
@@ -90,8 +93,11 @@ class EventManager(ManagerBase):
         self.time_left -= dt
         due = self.time_left <= 0
         env = self._env
-        for k, (func, params) in enumerate(self._interval):
-            func(env, due[k], **params)
+        try:
+            for k, (func, params) in enumerate(self._interval):
+                func(env, due[k], **params)
+        except Exception as exc:
+            raise self.term_error(self.modes[EventMode.interval][k], exc) from exc
         self._draw_intervals(due)
 
     # --- adaptive ranges ------------------------------------------------------------------------

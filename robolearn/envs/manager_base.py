@@ -133,8 +133,10 @@ class ManagerBase:
     def term_error(self, term: Term, exc: Exception) -> UserError:
         """A term that raised (at build or while stepping), named with its task in one line."""
         task = getattr(getattr(self._env, "cfg", None), "name", "?")
-        return UserError(f"task '{task}': {self.KIND} term '{term.name}' ({term.source}) failed: "
-                         f"{type(exc).__name__}: {one_line(exc)}")  # fmt: skip
+        where = f"task '{task}': {self.KIND} term '{term.name}' ({term.source})"
+        if isinstance(exc, UserError):  # already says what is wrong and what is valid
+            return UserError(f"{where}: {exc}")
+        return UserError(f"{where} failed: {type(exc).__name__}: {one_line(exc)}")
 
     def call_once(self, term: Term):
         """One call of a term at build, to check what it returns; an exception names the term."""

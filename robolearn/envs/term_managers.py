@@ -49,13 +49,17 @@ class RewardManager(ManagerBase):
         for term in self.terms:
             _check_output(self, term, None)
 
-    def compute(self) -> torch.Tensor:
+    def compute(self, health=None) -> torch.Tensor:
+        """The step's reward [N]. `health` (envs/health.py) zeroes the terms of invalid envs and
+        marks those whose terms are not finite, before anything is summed."""
         env = self._env
         try:
             for k, (func, params) in enumerate(self._calls):
                 self.values[k] = func(env, **params)
         except Exception as exc:
             raise self.term_error(self.terms[k], exc) from exc
+        if health is not None:
+            health.check_rewards(self.values)
         torch.mv(self.values.T, self.weights, out=self.reward)
         self.episode_sums.addcmul_(self.values, self.weights.unsqueeze(1))
         return self.reward
@@ -143,11 +147,17 @@ class CurriculumManager(ManagerBase):
     def apply(self, mask: torch.Tensor) -> None:
         env = self._env
         for term in self.terms:
-            term.func(env, mask, **term.params)
+            try:
+                term.func(env, mask, **term.params)
+            except Exception as exc:
+                raise self.term_error(term, exc) from exc
 
     def log(self) -> dict[str, float]:
         logged: dict[str, float] = {}
         for term in self.terms:
             if hasattr(term.func, "log"):
-                logged.update(term.func.log(self._env))
+                try:
+                    logged.update(term.func.log(self._env))
+                except Exception as exc:
+                    raise self.term_error(term, exc) from exc
         return logged

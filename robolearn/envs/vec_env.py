@@ -10,6 +10,9 @@
   is cut here: no value is bootstrapped.
 - `truncated` [N] bool: the episode hit its time limit (a time-out) without terminating. The
   state was not terminal, so the learner bootstraps from its value estimate.
+- `invalid` [N] bool (optional attribute, read after each `step`): the transition just taken must
+  not be learned from (its simulation diverged, or its reward or observation was not finite); that
+  env was terminated and reset. The learner masks it out (robolearn/envs/health.py).
 - Environments that ended are reset inside `step`; the returned `obs` is already the first
   observation of their next episode.
 - `pop_episode_stats()` returns `episodes` (how many ended since the last call) and, once any

@@ -10,6 +10,9 @@ every `step` and `reset` (read the attributes each time: a backend may re-bind t
     sensordata  [N, nsensordata] sensor readings: after a step, those MuJoCo computed in the last
                                  substep (before its integration); after a reset, of the new state
     time        [N]              simulation time of each environment
+    unstable    [N] bool         the engine itself reset this environment during the last step
+                                 (native MuJoCo's automatic reset after a non-finite or huge value;
+                                 engines that let the value through leave it False)
 
 State tensors are float32 (the learner's dtype) whatever the engine computes in; an engine that
 integrates in float64 keeps its own float64 state, so stepping never round-trips through float32.
@@ -77,6 +80,7 @@ class PhysicsBackend(ABC):
         self.act: torch.Tensor
         self.sensordata: torch.Tensor
         self.time: torch.Tensor
+        self.unstable = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
 
     @abstractmethod
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:

@@ -12,22 +12,47 @@ Per-environment model parameters need one MjModel per environment. Until the fir
 `set_model_field`, all environments share the nominal model (faster: one model stays in cache).
 Writing a field copies the changed rows into those environments' models; that write, like the
 sensor refresh after a reset of a model with sensors, visits only the masked environments.
+
+When a value becomes non-finite or huge, MuJoCo resets that environment's data itself and warns
+"the simulation is unstable". The backend sees the reset (the environment's clock went back) and
+reports it in `unstable`, so the env resets it properly and counts it; the warnings themselves are
+not printed (nor written to MUJOCO_LOG.TXT in the working directory). Other MuJoCo warnings are
+printed once each.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import sys
 
 import mujoco
 import numpy as np
 import torch
 from mujoco import rollout
 
+from robolearn.memory import gib, require
 from robolearn.physics.base import INERTIAL_FIELDS, PhysicsBackend, check_field, model_attr
 
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 _CTRL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL)
+
+
+_printed_warnings: set[str] = set()
+
+
+def _on_mujoco_warning(message: str) -> None:
+    """MuJoCo's warning hook: instability is reported per environment (`unstable`), not printed;
+    any other warning is printed once."""
+    if "simulation is unstable" in message or message in _printed_warnings:
+        return
+    _printed_warnings.add(message)
+    print(f"MuJoCo warning: {message}", file=sys.stderr)
+
+
+def _install_warning_hook() -> None:
+    if mujoco.get_mju_user_warning() is None:  # a hook the user installed stays theirs
+        mujoco.set_mju_user_warning(_on_mujoco_warning)
 
 
 def _state_slice(model: mujoco.MjModel, component: mujoco.mjtState) -> slice:
@@ -45,6 +70,7 @@ class MujocoBackend(PhysicsBackend):
         self, model: mujoco.MjModel, num_envs: int, device: torch.device | str = "cpu", num_threads: int = 0
     ):
         super().__init__(model, num_envs, torch.device(device))
+        _install_warning_hook()
         self.num_threads = num_threads or len(os.sched_getaffinity(0))
         self._pool = rollout.Rollout(nthread=self.num_threads)
         self._datas = [mujoco.MjData(model) for _ in range(self.num_threads)]
@@ -67,6 +93,8 @@ class MujocoBackend(PhysicsBackend):
             "qvel": _state_slice(model, mujoco.mjtState.mjSTATE_QVEL),
             "act": _state_slice(model, mujoco.mjtState.mjSTATE_ACT),
         }
+        self._time_before = np.zeros(num_envs)
+        self._unstable_np = np.zeros(num_envs, dtype=bool)
         self._fields: dict[str, torch.Tensor] = {}
         self._field_views: dict[str, list[np.ndarray]] = {}
 
@@ -92,6 +120,8 @@ class MujocoBackend(PhysicsBackend):
         ctrl_buf, state_out, sensor_out = self._step_buffers(substeps)
         ctrl_np = ctrl.detach().to("cpu", torch.float64).numpy()
         ctrl_buf[:] = ctrl_np if ctrl_np.ndim == 3 else ctrl_np[:, None, :]  # rollout takes one per step
+        clock = self._state[:, self._slices["time"].start]
+        self._time_before[:] = clock
         self._pool.rollout(
             self._models, self._datas, self._state, ctrl_buf,
             control_spec=_CTRL_SPEC, skip_checks=True, nstep=substeps,
@@ -99,6 +129,10 @@ class MujocoBackend(PhysicsBackend):
         )  # fmt: skip
         self._state[:] = state_out[:, -1]
         self._sensor_np[:] = sensor_out[:, -1]
+        # an automatic reset inside the step restarted that environment's clock from 0
+        expected = self._time_before + (substeps - 0.5) * self.model.opt.timestep
+        np.less(self._state[:, self._slices["time"].start], expected, out=self._unstable_np)
+        self.unstable.copy_(torch.from_numpy(self._unstable_np))
         self._refresh()
 
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
@@ -148,6 +182,10 @@ class MujocoBackend(PhysicsBackend):
         rows = values.detach().to("cpu", self.param_dtype).numpy()[ids]
         current[torch.from_numpy(ids).to(current.device)] = torch.from_numpy(rows).to(current.device)
         if not self._per_env_models:
+            size = mujoco.mj_sizeModel(self.model)
+            require(self.num_envs * size, f"env.num_envs={self.num_envs} with per-environment model parameters "
+                    f"({field}: one {gib(size)} MjModel copy per environment)",
+                    "lower env.num_envs, or randomize no model field (randomization=none)")  # fmt: skip
             self._models = [copy.deepcopy(self.model) for _ in range(self.num_envs)]
             self._per_env_models = True
         if field not in self._field_views:  # numpy views into each model's memory, made once

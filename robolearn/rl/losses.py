@@ -14,6 +14,7 @@ def gae(
     timeout_values: torch.Tensor,
     gamma: float,
     lam: float,
+    valid: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalized advantage estimation over a rollout of T steps and N environments.
 
@@ -23,6 +24,9 @@ def gae(
       - truncated (time-out): the state was not terminal, so the return is bootstrapped with
         timeout_values[t], the value estimate of the state the episode was cut in.
     Either way the advantage recursion does not cross into the next episode.
+    valid [T, N] (optional): a step that is not valid (a diverged simulation's, envs/health.py) gets
+    advantage 0 and return values[t], so the steps before it bootstrap from values[t] as if the
+    episode had been cut there.
     Returns (advantages, returns), both [T, N].
     """
     T = rewards.shape[0]
@@ -34,6 +38,8 @@ def gae(
         bootstrap = torch.where(truncated[t], timeout_values[t], next_values * (1.0 - ended[t]))
         delta = rewards[t] + gamma * bootstrap - values[t]
         next_adv = delta + gamma * lam * (1.0 - ended[t]) * next_adv
+        if valid is not None:
+            next_adv = torch.where(valid[t] > 0, next_adv, 0.0)
         advantages[t] = next_adv
         next_values = values[t]
     return advantages, advantages + values
@@ -58,6 +64,7 @@ def ppo_loss(
     value_loss_coef: float,
     entropy_coef: float,
     value_clip: float | None = 0.2,
+    weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Clipped-surrogate PPO loss on one minibatch (all inputs [B], entropy [B] or a scalar).
     Returns (loss, metrics).
@@ -67,21 +74,31 @@ def ppo_loss(
     value     = mean(max((V - R)^2, (V_old + clip(V - V_old, -c, c) - R)^2)),  c = value_clip
                 (unclipped, mean((V - R)^2), when value_clip is None)
     loss      = surrogate + value_loss_coef * value - entropy_coef * mean(entropy)
+    weights [B] (optional, 0 or 1): every mean over samples becomes sum(w x) / sum(w), so a sample
+    of weight 0 (a masked-out transition) has no part in the loss or the metrics.
     """
+    if weights is None:
+        mean = torch.mean
+    else:
+        total = weights.sum().clamp(min=1.0)
+
+        def mean(x: torch.Tensor) -> torch.Tensor:
+            return (x * weights).sum() / total
+
     ratio = torch.exp(log_prob - old_log_prob)
-    surrogate = torch.max(-advantages * ratio, -advantages * ratio.clamp(1.0 - clip_param, 1.0 + clip_param)).mean()
+    surrogate = mean(torch.max(-advantages * ratio, -advantages * ratio.clamp(1.0 - clip_param, 1.0 + clip_param)))
     if value_clip is not None:
         clipped = old_values + (values - old_values).clamp(-value_clip, value_clip)
-        value_loss = torch.max((values - returns).square(), (clipped - returns).square()).mean()
+        value_loss = mean(torch.max((values - returns).square(), (clipped - returns).square()))
     else:
-        value_loss = (values - returns).square().mean()
+        value_loss = mean((values - returns).square())
     entropy_mean = entropy.mean()
     loss = surrogate + value_loss_coef * value_loss - entropy_coef * entropy_mean
     metrics = {
         "surrogate_loss": surrogate.detach(),
         "value_loss": value_loss.detach(),
         "entropy": entropy_mean.detach(),
-        "clip_fraction": ((ratio - 1.0).abs() > clip_param).float().mean().detach(),
+        "clip_fraction": mean(((ratio - 1.0).abs() > clip_param).float()).detach(),
     }
     return loss, metrics
 

@@ -62,14 +62,21 @@ class EmpiricalNormalization(nn.Module):
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
-        """Merge the statistics of the samples x [B, dim] (parallel mean/variance combination)."""
+    def update(self, x: torch.Tensor, weights: torch.Tensor | None = None) -> None:
+        """Merge the statistics of the samples x [B, dim] (parallel mean/variance combination);
+        with weights [B] (0 or 1), only the samples of weight 1 (no host read)."""
         if not self.enabled:
             return
-        n = x.shape[0]
-        batch_mean, batch_var = x.mean(dim=0), x.var(dim=0, unbiased=False)
+        if weights is None:
+            n = x.shape[0]
+            batch_mean, batch_var = x.mean(dim=0), x.var(dim=0, unbiased=False)
+        else:
+            n = weights.sum()
+            share = weights.unsqueeze(1) / n.clamp(min=1.0)
+            batch_mean = (x * share).sum(0)
+            batch_var = ((x - batch_mean).square() * share).sum(0)
         total = self.count + n
-        w = (n / total).float()
+        w = (n / total.clamp(min=1.0)).float()  # 0 when no sample counts: nothing changes
         delta = batch_mean - self.mean
         self.mean += w * delta
         self.var.copy_((1 - w) * self.var + w * batch_var + w * (1 - w) * delta.square())
@@ -88,7 +95,8 @@ class EmpiricalNormalization(nn.Module):
 
 
 @torch.no_grad()
-def follow_normalizer(norm: EmpiricalNormalization, net: MLP, x: torch.Tensor) -> None:
+def follow_normalizer(norm: EmpiricalNormalization, net: MLP, x: torch.Tensor,
+                      weights: torch.Tensor | None = None) -> None:  # fmt: skip
     """Update `norm` with the samples x and re-express the first layer of `net` so that
     net(norm(x)) is unchanged for every input the clip leaves alone.
 
@@ -99,7 +107,7 @@ def follow_normalizer(norm: EmpiricalNormalization, net: MLP, x: torch.Tensor) -
     if not norm.enabled:
         return
     mean, std = norm.mean.clone(), norm.std
-    norm.update(x)
+    norm.update(x, weights)
     first = net[0]
     first.bias.add_(first.weight @ ((norm.mean - mean) / std))
     first.weight.mul_(norm.std / std)

@@ -28,7 +28,8 @@ from robolearn.rl.optimizer import Adam
 from robolearn.rl.storage import RolloutStorage
 
 METRICS = ("surrogate_loss", "value_loss", "entropy", "clip_fraction", "kl")
-BATCH_FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "advantages", "returns", "mu", "sigma")
+BATCH_FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "advantages", "returns", "mu", "sigma",
+                "valid")  # fmt: skip
 
 
 def clip_grad_norm(grads: torch.Tensor, max_norm: float) -> torch.Tensor:
@@ -71,9 +72,16 @@ class PPO:
         )  # fmt: skip
         return actions
 
-    def record(self, rewards: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor) -> None:
-        self.storage.write(rewards=rewards, terminated=terminated, truncated=truncated)
-        self.storage.advance()
+    def record(self, rewards: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
+               invalid: torch.Tensor | None = None) -> None:  # fmt: skip
+        """The step's outcome; `invalid` [N] marks transitions not to learn from (envs/health.py)."""
+        s = self.storage
+        s.write(rewards=rewards, terminated=terminated, truncated=truncated)
+        if invalid is None:
+            s.valid[s.step].fill_(1.0)
+        else:
+            torch.logical_not(invalid, out=s.valid[s.step])
+        s.advance()
 
     def compute_returns(self, last_obs: dict[str, torch.Tensor]) -> None:
         s = self.storage
@@ -81,9 +89,14 @@ class PPO:
         # A time-out bootstraps with the value of the state it was cut in; V(s_t) of that step is the
         # estimate we have (the final observation itself is replaced by the reset one).
         s.advantages[:], s.returns[:] = gae(
-            s.rewards, s.values, last_values, s.terminated, s.truncated, s.values, self.cfg.gamma, self.cfg.lam
-        )
-        s.advantages.sub_(s.advantages.mean()).div_(s.advantages.std() + 1e-8)
+            s.rewards, s.values, last_values, s.terminated, s.truncated, s.values, self.cfg.gamma, self.cfg.lam,
+            s.valid,
+        )  # fmt: skip
+        # normalized over the valid transitions (the others are 0 and weigh nothing in the loss)
+        count = s.valid.sum().clamp(min=2.0)
+        mean = s.advantages.sum() / count
+        std = torch.sqrt(((s.advantages - mean).square() * s.valid).sum() / (count - 1))
+        s.advantages.sub_(mean).div_(std + 1e-8).mul_(s.valid)
 
     # --- learning -----------------------------------------------------------------------------------
     def update(self) -> dict[str, torch.Tensor]:
@@ -94,13 +107,14 @@ class PPO:
         applied = torch.zeros((), device=self.learning_rate.device)  # minibatches whose step was taken
         count = 0
         policy_obs, critic_obs = s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1)
-        follow_normalizer(self.ac.critic_normalizer, self.ac.critic, critic_obs)
+        valid = s.valid.flatten()
+        follow_normalizer(self.ac.critic_normalizer, self.ac.critic, critic_obs, valid)
         for batch in s.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS):
             metrics, ok = self._step(*batch)
             totals += metrics
             applied += ok
             count += 1
-        self.ac.actor_normalizer.update(policy_obs)
+        self.ac.actor_normalizer.update(policy_obs, valid)
         s.clear()
         means = totals / applied.clamp(min=1)
         out = {name: means[k] for k, name in enumerate(METRICS)}
@@ -110,7 +124,7 @@ class PPO:
         return out
 
     def _minibatch_step(self, policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns,
-                        old_mu, old_sigma) -> torch.Tensor:  # fmt: skip
+                        old_mu, old_sigma, valid) -> torch.Tensor:  # fmt: skip
         """One gradient step; returns the METRICS of this minibatch as one [len(METRICS)] tensor (zeros
         if skipped) and whether the step was taken: a minibatch whose loss or gradient is not finite
         (a diverged environment's transition, an overflow) is skipped on the device, so the weights
@@ -120,12 +134,12 @@ class PPO:
         mean = self.ac.action_mean(policy_obs)
         values = self.ac.value(critic_obs)
         with torch.no_grad():
-            kl = gaussian_kl(old_mu, old_sigma, mean, log_std.exp().expand_as(mean)).mean()
+            kl = (gaussian_kl(old_mu, old_sigma, mean, log_std.exp().expand_as(mean)) * valid).sum() / valid.sum().clamp(min=1.0)
             if cfg.schedule == "adaptive":
                 self.learning_rate.copy_(adapt_learning_rate(self.learning_rate, kl, cfg.desired_kl))
         loss, metrics = ppo_loss(
             gaussian_log_prob(actions, mean, log_std), old_log_prob, advantages, values, old_values, returns,
-            gaussian_entropy(log_std), cfg.clip_param, cfg.value_loss_coef, cfg.entropy_coef, self._value_clip,
+            gaussian_entropy(log_std), cfg.clip_param, cfg.value_loss_coef, cfg.entropy_coef, self._value_clip, valid,
         )  # fmt: skip
         self.optimizer.zero_grad()
         loss.backward()

@@ -16,6 +16,7 @@ from robolearn import checkpoint
 from robolearn.config import AlgoCfg, RunnerCfg
 from robolearn.envs.vec_env import VecEnv
 from robolearn.errors import UserError
+from robolearn.memory import require
 from robolearn.rl.models import ActorCritic
 from robolearn.rl.ppo import PPO
 from robolearn.rl.storage import RolloutStorage
@@ -35,6 +36,10 @@ class OnPolicyRunner:
     def __init__(self, env: VecEnv, algo: AlgoCfg, cfg: RunnerCfg, device: torch.device):
         self.env, self.cfg, self.device = env, cfg, device
         dims = env.observation_dims()
+        if torch.device(device).type == "cpu":
+            require(RolloutStorage.nbytes(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions),
+                    f"env.num_envs={env.num_envs} x runner.num_steps_per_env={cfg.num_steps_per_env} (the rollout)",
+                    "lower env.num_envs or runner.num_steps_per_env")  # fmt: skip
         self.actor_critic = ActorCritic.from_config(algo, dims, env.num_actions).to(device)
         self.storage = RolloutStorage(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions, device)
         self.alg = PPO(self.actor_critic, self.storage, algo)
@@ -48,10 +53,7 @@ class OnPolicyRunner:
         """Run iterations until cfg.max_iterations, or until `should_stop()` is true at an iteration
         boundary; `log` receives one metrics row per iteration."""
         env, alg = self.env, self.alg
-        obs = self._obs
-        if obs is None:  # a fresh run: the normalizers start from the first observations, not from N(0, 1)
-            obs = env.reset()
-            self.actor_critic.seed_normalizers(obs["policy"], obs["critic"])
+        obs = self.start()
         for it in range(self.iteration, self.cfg.max_iterations):
             if should_stop():
                 break
@@ -60,7 +62,7 @@ class OnPolicyRunner:
                 for _ in range(self.cfg.num_steps_per_env):
                     actions = alg.act(obs)
                     obs, reward, terminated, truncated = env.step(actions)
-                    alg.record(reward, terminated, truncated)
+                    alg.record(reward, terminated, truncated, getattr(env, "invalid", None))
                 alg.compute_returns(obs)
             collected = time.perf_counter()
             losses = read_once(alg.update())
@@ -85,6 +87,15 @@ class OnPolicyRunner:
             ):
                 self.save(checkpoint.checkpoint_path(checkpoint_dir, self.iteration))
                 checkpoint.prune(checkpoint_dir, self.cfg.keep_checkpoints)
+
+    def start(self) -> dict[str, torch.Tensor]:
+        """The observations training continues from. A fresh run resets the env here (startup
+        events: per-env model parameters are allocated now) and starts the normalizers from the
+        first observations, not from N(0, 1); a resumed one continues from the checkpoint's."""
+        if self._obs is None:
+            self._obs = self.env.reset()
+            self.actor_critic.seed_normalizers(self._obs["policy"], self._obs["critic"])
+        return self._obs
 
     # --- checkpoints ---------------------------------------------------------------------------------
     def save(self, path: Path) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import torch
 
 FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "mu", "sigma",
-          "rewards", "terminated", "truncated", "advantages", "returns")  # fmt: skip
+          "rewards", "terminated", "truncated", "valid", "advantages", "returns")  # fmt: skip
 
 
 class RolloutStorage:
@@ -22,7 +22,17 @@ class RolloutStorage:
         self.actions, self.mu, self.sigma = buf(A), buf(A), buf(A)
         self.log_probs, self.values, self.rewards = buf(), buf(), buf()
         self.terminated, self.truncated = buf(dtype=torch.bool), buf(dtype=torch.bool)
+        self.valid = buf().fill_(1.0)
+        """1.0, or 0.0 for a transition the env marked invalid (envs/health.py): masked out of the
+        normalizers, the advantages and the loss."""
         self.advantages, self.returns = buf(), buf()
+
+    @staticmethod
+    def nbytes(num_steps: int, num_envs: int, obs_dims: dict[str, int], num_actions: int) -> int:
+        """What the buffers take (float32; the two bool ones counted as float), and the flattened
+        copies one update makes of the observations."""
+        per_sample = 2 * (obs_dims["policy"] + obs_dims["critic"]) + 3 * num_actions + 9
+        return 4 * num_steps * num_envs * per_sample
 
     def write(self, **fields: torch.Tensor) -> None:
         """Copy values into the current step (the env overwrites its buffers in place)."""

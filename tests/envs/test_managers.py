@@ -4,6 +4,7 @@ time-outs and interval timers."""
 import pytest
 import torch
 
+from robolearn.config import EventMode
 from robolearn.envs.manager_base import clone_state
 from robolearn.errors import UserError
 from robolearn.mdp import observations
@@ -140,3 +141,25 @@ def test_a_term_that_raises_is_named_with_its_task_at_build_and_while_stepping(m
     group[1] = (group[1][0], lambda env: torch.ones(4, 7), {})
     with pytest.raises(UserError, match=rf"observation term '{obs_term.name}' \({obs_term.source}\) failed: RuntimeError"):
         env.step(torch.zeros(4, 1))
+
+
+def test_an_event_or_curriculum_term_that_raises_is_named_with_its_task(make_env):
+    env = make_env(num_envs=4)
+    env.reset()
+    term = env.events.modes[EventMode.reset][0]
+    real = term.func
+    term.func = lambda env, mask, **params: torch.zeros(2)[mask]  # a mask of 4 into 2: IndexError
+    with pytest.raises(UserError, match=rf"task 'cartpole': event term '{term.name}' \({term.source}\) failed: "
+                                        r"IndexError: "):  # fmt: skip
+        env.reset()
+    term.func = real
+
+    def refuses(env, mask):
+        raise UserError("value 3 is out of range; valid: 0..2")
+
+    from robolearn.envs.manager_base import Term
+
+    env.curriculum.terms.append(Term("levels", refuses, {}, "my_module.levels"))
+    with pytest.raises(UserError, match=r"^task 'cartpole': curriculum term 'levels' \(my_module.levels\): value 3 "
+                                        r"is out of range; valid: 0..2$"):  # fmt: skip
+        env.curriculum.apply(torch.ones(4, dtype=torch.bool))

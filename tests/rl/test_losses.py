@@ -106,3 +106,34 @@ def test_gaussian_kl_matches_closed_form():
     assert kl.item() == pytest.approx(math.log(2) + 2 / 8 - 0.5)
     same = gaussian_kl(torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2))
     assert torch.all(same == 0)
+
+
+def test_gae_gives_an_invalid_step_no_advantage_and_cuts_before_it():
+    # The env marked step 2 invalid (a diverged simulation: terminated, reward 0). It gets A = 0 and
+    # return V_2; step 1 bootstraps from V_2 as if its episode had been cut there.
+    # gamma = 0.9, lam = 0.8, r = [1, 1, 0, 1], V = [2, 3, 4, 5], V(after last) = 6.
+    # t=3:           delta = 1 + 0.9*6 - 5 = 1.4              A_3 = 1.4
+    # t=2 invalid:                                            A_2 = 0
+    # t=1:           delta = 1 + 0.9*4 - 3 = 1.6              A_1 = 1.6 + 0.72*0 = 1.6
+    # t=0:           delta = 1 + 0.9*3 - 2 = 1.7              A_0 = 1.7 + 0.72*1.6 = 2.852
+    terminated = col(False, False, True, False, dtype=torch.bool)
+    truncated = col(False, False, False, False, dtype=torch.bool)
+    adv, ret = gae(col(1.0, 1.0, 0.0, 1.0), col(2.0, 3.0, 4.0, 5.0), torch.tensor([6.0]), terminated, truncated,
+                   col(0.0, 0.0, 0.0, 0.0), gamma=0.9, lam=0.8, valid=col(1.0, 1.0, 0.0, 1.0))  # fmt: skip
+    assert adv[:, 0].tolist() == pytest.approx([2.852, 1.6, 0.0, 1.4])
+    assert ret[:, 0].tolist() == pytest.approx([4.852, 4.6, 4.0, 6.4])
+
+
+def test_ppo_loss_with_weights_is_the_loss_of_the_weighted_samples_alone():
+    gen = torch.Generator().manual_seed(0)
+    args = [torch.randn(6, generator=gen) for _ in range(6)]  # log probs (new, old), A, V, V_old, R
+    weights = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 1.0])
+    kept = [a[weights.bool()] for a in args]
+    garbage = [a.clone() for a in args]
+    for a in garbage:
+        a[~weights.bool()] = 1e6  # what a masked sample holds does not matter
+    loss, metrics = ppo_loss(*garbage, torch.tensor(1.0), 0.2, 0.5, 0.01, 0.2, weights)
+    ref_loss, ref_metrics = ppo_loss(*kept, torch.tensor(1.0), 0.2, 0.5, 0.01, 0.2)
+    assert loss.item() == pytest.approx(ref_loss.item(), rel=1e-6)
+    for name in ref_metrics:
+        assert metrics[name].item() == pytest.approx(ref_metrics[name].item(), rel=1e-6, abs=1e-7)

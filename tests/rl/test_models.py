@@ -126,3 +126,21 @@ def test_seeding_the_normalizers_keeps_the_initial_networks():
     assert ac.actor_normalizer.mean.tolist() == [2.0, 5.0] and ac.critic_normalizer.std[0].item() == 1.0
     for b, a in zip(before, (ac.action_mean(probe), ac.value(probe))):
         assert torch.allclose(b, a, atol=1e-5)
+
+
+def test_a_weighted_normalizer_update_takes_only_the_samples_of_weight_one():
+    gen = torch.Generator().manual_seed(0)
+    data = torch.randn(200, 3, generator=gen) * 2 + 1
+    weights = (torch.rand(200, generator=gen) > 0.3).float()
+    garbage = data.clone()
+    garbage[weights == 0] = 1e6
+    masked, reference = EmpiricalNormalization(3), EmpiricalNormalization(3)
+    masked.update(data[:50])
+    reference.update(data[:50])
+    masked.update(garbage, weights)
+    reference.update(data[weights.bool()])
+    assert torch.allclose(masked.mean, reference.mean, atol=1e-5) and torch.allclose(masked.var, reference.var, rtol=1e-4)
+    assert masked.count.item() == reference.count.item()
+    before = masked.mean.clone()
+    masked.update(garbage, torch.zeros(200))  # nothing counts: nothing changes
+    assert torch.equal(masked.mean, before)

@@ -9,7 +9,8 @@ import torch
 from robolearn.config import AlgoCfg, RunnerCfg
 from robolearn.rl.losses import gae, gaussian_kl
 from robolearn.rl.models import gaussian_log_prob
-from robolearn.rl.runner import OnPolicyRunner
+from robolearn.rl.ppo import BATCH_FIELDS
+from robolearn.rl.runner import OnPolicyRunner, read_once
 from tests.sync_guard import HostSyncError, no_host_sync
 
 
@@ -112,7 +113,7 @@ def spy_first_minibatches(alg) -> list[tuple[float, float, float]]:
     step, calls = alg._step, [0]
     per_update = alg.cfg.num_mini_batches * alg.cfg.num_learning_epochs
 
-    def spy(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma):
+    def spy(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma, valid):
         if calls[0] % per_update == 0:
             with torch.no_grad():
                 mean = alg.ac.action_mean(policy_obs)
@@ -121,7 +122,8 @@ def spy_first_minibatches(alg) -> list[tuple[float, float, float]]:
                 value_error = (alg.ac.value(critic_obs) - old_values).abs().max()
             first.append(((ratio - 1).abs().max().item(), kl.item(), value_error.item()))
         calls[0] += 1
-        return step(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma)
+        return step(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma,
+                    valid)  # fmt: skip
 
     alg._step = spy
     return first
@@ -180,8 +182,7 @@ def test_gradients_are_clipped_per_network():
     runner = make_runner(env=env, max_grad_norm=5.0, schedule="fixed")
     alg = runner.alg
     collect(runner)
-    batch = next(runner.storage.minibatches(4, 1, ("policy_obs", "critic_obs", "actions", "log_probs", "values",
-                                                     "advantages", "returns", "mu", "sigma")))  # fmt: skip
+    batch = next(runner.storage.minibatches(4, 1, BATCH_FIELDS))
     seen = {}
 
     def record_then_step(enabled=None):
@@ -279,3 +280,39 @@ def test_a_minibatch_with_a_non_finite_loss_is_skipped_and_counted():
     assert all(torch.isfinite(p).all() for p in runner.actor_critic.parameters())
     assert all(torch.isfinite(v).all() for k, v in out.items() if k != "health/skipped_minibatches")
     assert runner.alg.optimizer.step_count.item() == 15  # 20 minibatches, 5 skipped
+
+
+def test_a_transition_marked_invalid_has_no_part_in_the_update():
+    # Two identical runners and rollouts; in the second, the transitions the env marked invalid hold
+    # garbage (all but the stored values, which the step before bootstraps from). The updates agree.
+    runners = []
+    for garbage in (False, True):
+        torch.manual_seed(0)
+        runner = make_runner(num_steps=6, num_mini_batches=4, num_learning_epochs=3)
+        s = runner.storage
+        obs = runner.env.reset()
+        runner.actor_critic.seed_normalizers(obs["policy"], obs["critic"])
+        torch.manual_seed(1)
+        with torch.inference_mode():
+            for t in range(6):
+                obs, reward, terminated, truncated = runner.env.step(runner.alg.act(obs))
+                invalid = torch.zeros(64, dtype=torch.bool)
+                invalid[[3, 17, 40]] = t in (2, 4)
+                runner.alg.record(reward, terminated | invalid, truncated, invalid)
+            bad = s.valid == 0
+            assert bad.sum() == 6
+            if garbage:
+                for name in ("policy_obs", "critic_obs", "actions", "mu"):
+                    getattr(s, name)[bad] = 1e3
+                s.log_probs[bad], s.sigma[bad], s.rewards[bad] = -50.0, 7.0, 1e6
+            runner.alg.compute_returns(obs)
+        torch.manual_seed(2)
+        runner.metrics = read_once(runner.alg.update())
+        runners.append(runner)
+    clean, dirty = runners
+    for p, q in zip(clean.actor_critic.parameters(), dirty.actor_critic.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+    for a, b in zip(clean.actor_critic.buffers(), dirty.actor_critic.buffers()):
+        assert torch.allclose(a.double(), b.double(), atol=1e-6)
+    for key in clean.metrics:
+        assert clean.metrics[key] == pytest.approx(dirty.metrics[key], rel=1e-5, abs=1e-7), key

@@ -1,0 +1,116 @@
+"""Non-finite containment: an environment whose simulation diverges is reset, not learned from.
+
+Each step an environment's transition is *invalid* when
+  - its state after the physics is not finite or exceeds `state_limit` (|qpos| or |qvel|;
+    env.state_limit, 1e6 by default: far beyond any physical robot, far below MuJoCo's own 1e10),
+  - the engine itself reset it during the step (native MuJoCo's automatic reset after a
+    "simulation is unstable" warning; `PhysicsBackend.unstable`),
+  - a reward term returned a non-finite value for it (RewardManager.compute), or
+  - the observation it acted on was not finite (that row was replaced by zeros when it was made,
+    so the policy and the normalizers never see it).
+An invalid environment is terminated and reset in the same step, its reward is 0, and the learner
+masks the transition out of the normalizers, the advantages and the loss (`env.invalid`).
+`nonfinite_resets` counts them on the device; the env reports and zeroes the count once per
+iteration (`health/nonfinite_resets`). Everything here is tensor ops: no host reads per step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+_max, _add, _any = np.maximum.reduce, np.add.reduce, np.logical_or.reduce  # no Python wrappers: ~1 us each
+
+
+def _worst(x: torch.Tensor) -> float:
+    """max |x| of a CPU tensor through numpy (NaN if any is NaN): ~3 us where torch takes ~10."""
+    return _max(np.abs(x.numpy()), axis=None) if x.numel() else 0.0
+
+
+def _finite(x: torch.Tensor) -> bool:
+    """Whether every value of a CPU tensor is finite (one numpy sum: a NaN or inf propagates)."""
+    return bool(np.isfinite(_add(x.numpy(), axis=None)))
+
+
+class EnvHealth:
+    """On an accelerator every check is a few tensor ops per step, with no host read. On the CPU,
+    where reading is free but each small torch op costs microseconds, one numpy test per tensor
+    decides whether anything is wrong, and the masked work runs only when something is
+    (`maybe_invalid`)."""
+
+    def __init__(self, num_envs: int, device: torch.device, state_limit: float):
+        if not state_limit > 0:
+            raise ValueError(f"state_limit must be > 0, got {state_limit}")
+        self.state_limit = float(state_limit)
+        self.invalid = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        """Whether this step's transition must not be learned from, [N] (see the module docstring)."""
+        self.pending = torch.zeros_like(self.invalid)
+        """Envs whose last observation was not finite: invalid at their next step."""
+        self.nonfinite_resets = torch.zeros((), dtype=torch.long, device=device)
+        """Invalid transitions since the last `pop`."""
+        self._host = self.invalid.device.type == "cpu"
+        self.maybe_invalid = True
+        """False only where the host knows that no env is invalid this step (the CPU)."""
+        self._maybe_pending = True
+
+    def check_state(self, physics) -> torch.Tensor:
+        """Start this step's `invalid` from the physics state, the engine's own resets and the
+        observations flagged by the last step; returns it (the reward check adds to it)."""
+        inv = self.invalid
+        if self._host:
+            limit = self.state_limit  # a NaN compares False
+            state_ok = _worst(physics.qpos) <= limit and _worst(physics.qvel) <= limit
+            if state_ok and not self._maybe_pending and not _any(physics.unstable.numpy()):
+                if self.maybe_invalid:
+                    inv.zero_()
+                self.maybe_invalid = False
+                return inv
+        self.maybe_invalid = True
+        torch.logical_or(self.pending, physics.unstable, out=inv)
+        for state in (physics.qpos, physics.qvel):
+            if state.shape[1]:
+                # NaN compares False, so a NaN row is caught by the same test as a huge one
+                inv |= ~(state.abs().amax(1) <= self.state_limit)
+        return inv
+
+    def check_rewards(self, values: torch.Tensor) -> None:
+        """values [K, N] (each reward term's): an env with a non-finite term becomes invalid, and
+        every invalid env's terms become 0 (its reward and episode sums take no NaN)."""
+        if self._host:
+            if not self.maybe_invalid and _finite(values):
+                return
+            self.maybe_invalid = True
+        self.invalid |= ~torch.isfinite(values.sum(0))
+        values.masked_fill_(self.invalid, 0.0)
+
+    def count(self) -> None:
+        if self.maybe_invalid:
+            self.nonfinite_resets += self.invalid.sum()
+
+    def check_observations(self, buffers: dict[str, torch.Tensor]) -> None:
+        """Zero each observation row that is not finite; that env is invalid at its next step."""
+        if self._host and all(map(_finite, buffers.values())):
+            if self._maybe_pending:
+                self.pending.zero_()
+            self._maybe_pending = False
+            return
+        self._maybe_pending = True
+        self.pending.zero_()
+        for buf in buffers.values():
+            bad = ~torch.isfinite(buf.sum(1))  # one reduction: a NaN or an inf anywhere in the row
+            self.pending |= bad
+            buf.masked_fill_(bad.unsqueeze(1), 0.0)
+
+    def pop(self) -> torch.Tensor:
+        """The count since the last call, as a device scalar (the caller reads it with the rest)."""
+        count = self.nonfinite_resets.clone()
+        self.nonfinite_resets.zero_()
+        return count
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"pending": self.pending.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.pending.copy_(state["pending"])
+        self._maybe_pending = True
