@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import random
 import sys
@@ -11,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError
 
 from robolearn import checkpoint
 from robolearn.config import EnvCfg, TrainCfg
-from robolearn.config_checks import check_train_cfg
+from robolearn.config_checks import check_train_cfg, not_a_setting
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
 from robolearn.interrupts import Interrupted, stop_on_signals
@@ -162,7 +164,13 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
     bad = [o for o in overrides if "=" not in o or o.startswith(("hydra.", "+", "~", "-"))]
     if bad:
         raise UserError(f"cannot apply '{bad[0]}' to a saved run: use plain key=value overrides")
-    return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+    try:
+        return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+    except Exception as exc:  # a key the schema does not have, a value of the wrong type
+        kind, key = getattr(exc, "object_type", None), getattr(exc, "full_key", None)
+        if isinstance(exc, ConfigKeyError) and key and dataclasses.is_dataclass(kind):
+            raise UserError(not_a_setting(key, kind)) from None
+        raise UserError(f"cannot apply {' '.join(overrides)} to {path}: {one_line(exc).split(' full_key:')[0]}") from None
 
 
 def print_export(result, source: str = "") -> None:

@@ -53,7 +53,9 @@ def load(path: Path) -> dict:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for truncated or foreign files
-        raise UserError(f"checkpoint {path} is unreadable ({type(exc).__name__}: {one_line(exc)[:200]})") from None
+        detail = f"{type(exc).__name__}: {one_line(exc)}"[:120]
+        raise UserError(f"checkpoint {path} is unreadable: not a checkpoint robolearn wrote, or damaged or cut short "
+                        f"({detail}); move it away to use the one before it") from None  # fmt: skip
 
 
 def restore(module, state: dict, source: Path) -> None:
@@ -66,6 +68,8 @@ def restore(module, state: dict, source: Path) -> None:
 
 def latest(run_dir: Path) -> Path:
     """The newest checkpoint of a run directory, or a UserError saying why there is none."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir} is a file, not a run directory")
     if not run_dir.is_dir():
         raise UserError(f"run directory not found: {run_dir}")
     found = list_checkpoints(run_dir / "checkpoints")

@@ -13,6 +13,7 @@ import numpy as np
 from robolearn_deploy.bundle import Artifact, Bundle, sha256
 from robolearn_deploy.engines import Engine, OnnxRuntimeEngine
 from robolearn_deploy.errors import DeployError
+from robolearn_deploy.tensorrt import PRECISIONS
 
 ENGINES = ("auto", "onnxruntime", "tensorrt")
 
@@ -25,6 +26,10 @@ class Policy:
         self.bundle = bundle if isinstance(bundle, Bundle) else Bundle.load(bundle)
         if engine not in ENGINES:
             raise DeployError(f"unknown engine '{engine}'; valid: {', '.join(ENGINES)}")
+        if precision not in PRECISIONS:
+            raise DeployError(f"unknown precision '{precision}'; valid: {', '.join(PRECISIONS)}")
+        if not isinstance(threads, int) or threads < 1:
+            raise DeployError(f"threads={threads!r} is not valid; valid: an integer >= 1")
         self.engine = self._open(engine, precision, threads)
         self._obs = np.zeros((1, self.bundle.obs_size), np.float32)
         self._out = np.zeros((1, self.bundle.num_actions), np.float32)

@@ -112,7 +112,7 @@ def load_model(path: Path, sim_dt: float | None = None, edit: Callable[[mujoco.M
     """Compile an MJCF file, after `edit` changed its spec (a task plugin's edit_spec); a missing
     or broken file is a UserError naming the file."""
     if not path.is_file():
-        raise UserError(f"MJCF file not found: {path}")
+        raise UserError(f"MJCF file not found: {path}" + (" (that is a directory)" if path.is_dir() else ""))
     try:
         if edit is None:
             model = mujoco.MjModel.from_xml_path(str(path))

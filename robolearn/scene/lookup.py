@@ -8,7 +8,7 @@ import mujoco
 import torch
 
 from robolearn.errors import UserError
-from robolearn.physics.base import RANDOMIZABLE_FIELDS, model_attr
+from robolearn.physics.base import RANDOMIZABLE_FIELDS, check_field, model_attr
 
 _KIND = {
     mujoco.mjtObj.mjOBJ_BODY: ("body", "nbody"),
@@ -61,6 +61,7 @@ def single_dof_joints(model: mujoco.MjModel, wanted: Sequence[str] | None) -> tu
 def field_rows(model: mujoco.MjModel, field: str, wanted: Sequence[str] | None) -> list[int]:
     """Rows of a randomizable MjModel field that belong to the named entities (for an option like
     opt.gravity, which belongs to no entity: its components, and `names` must be left out)."""
+    check_field(field)
     objtype = RANDOMIZABLE_FIELDS[field]
     if objtype is None:
         if wanted is not None:

@@ -1,0 +1,310 @@
+"""The bad-input corpus (tests/e2e/test_bad_inputs.py): a workspace of the files a user has, and
+every mistake as a command line run against its own copy of that workspace.
+
+`{ws}` in an argument is that copy. Each case names its class (cli, config, plugin, file) and the
+words its one-line error must contain: what is wrong and, where there is a choice, what is valid.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FAST = ["runner.max_iterations=1", "env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1"]
+NEW = "hydra.run.dir={ws}/new"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    cls: str
+    args: tuple[str, ...]
+    expect: tuple[str, ...]
+    site: bool = False
+    """Run with the workspace's fake plugin distributions on PYTHONPATH."""
+    exit_code: int = 2
+
+
+def train(id: str, *args: str, expect: tuple[str, ...], cls: str = "config", **kw) -> Case:
+    """A `robolearn train` that must fail before anything trains (FAST keeps it short if not)."""
+    return Case(id, cls, ("train", *FAST, NEW, *args), expect, **kw)
+
+
+def cli(id: str, *args: str, expect: tuple[str, ...], cls: str = "cli", **kw) -> Case:
+    return Case(id, cls, tuple(args), expect, **kw)
+
+
+# --- the workspace -------------------------------------------------------------------------------
+PLUGIN_MODULE = '''
+from pathlib import Path
+
+import torch
+
+from robolearn.registry import TaskPlugin
+
+HERE = Path(__file__).parent
+
+
+def short_reward(env):
+    return torch.zeros(3)
+
+
+def raising_reward(env):
+    raise KeyError("base_link")
+
+
+def nan_obs_width(env):
+    return torch.zeros(env.num_envs)
+
+
+def is_alive(env):
+    return torch.ones(env.num_envs)
+
+
+SHAPE = TaskPlugin(name="oops_shape", config=HERE / "shape.yaml", terms={"short_reward": short_reward})
+RAISE = TaskPlugin(name="oops_raise", config=HERE / "raise.yaml", terms={"raising_reward": raising_reward})
+OBS = TaskPlugin(name="oops_obs", config=HERE / "obs.yaml", terms={"nan_obs_width": nan_obs_width})
+CLASH = TaskPlugin(name="oops_clash", config=HERE / "clash.yaml", terms={"is_alive": is_alive})
+BADYAML = TaskPlugin(name="oops_yaml", config=HERE / "bad.yaml")
+NOYAML = TaskPlugin(name="oops_noyaml", config=HERE / "missing.yaml")
+MISMATCH = TaskPlugin(name="something_else", config=HERE / "shape.yaml")
+DUPLICATE = TaskPlugin(name="cartpole", config=HERE / "shape.yaml")
+'''
+ENTRY_POINTS = """[robolearn.tasks]
+oops_shape = oops_tasks:SHAPE
+oops_raise = oops_tasks:RAISE
+oops_obs = oops_tasks:OBS
+oops_clash = oops_tasks:CLASH
+oops_yaml = oops_tasks:BADYAML
+oops_noyaml = oops_tasks:NOYAML
+oops_import = oops_tasks.missing:TASK
+oops_notplugin = json:dumps
+oops_mismatch = oops_tasks:MISMATCH
+cartpole = oops_tasks:DUPLICATE
+"""
+
+
+def _task_yaml(cartpole_yaml: str, name: str, extra_reward: str = "", extra_obs: str = "") -> str:
+    text = cartpole_yaml.replace("name: cartpole", f"name: {name}", 1)
+    if extra_reward:
+        text = text.replace("rewards:\n", f"rewards:\n  {extra_reward}\n", 1)
+    if extra_obs:
+        text = text.replace("    terms:\n", f"    terms:\n      {extra_obs}\n", 1)
+    return text
+
+
+def write_plugins(site: Path, cartpole_yaml: str) -> None:
+    """One installed distribution, `oops-tasks`, whose every task is broken in its own way."""
+    dist = site / "oops_tasks-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: oops-tasks\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(ENTRY_POINTS)
+    package = site / "oops_tasks"
+    package.mkdir()
+    (package / "__init__.py").write_text(PLUGIN_MODULE)
+    (package / "shape.yaml").write_text(_task_yaml(cartpole_yaml, "oops_shape", "short: {func: short_reward, weight: 1.0}"))
+    (package / "raise.yaml").write_text(_task_yaml(cartpole_yaml, "oops_raise", "raising: {func: raising_reward}"))
+    (package / "obs.yaml").write_text(_task_yaml(cartpole_yaml, "oops_obs", extra_obs="flat: {func: nan_obs_width}"))
+    (package / "clash.yaml").write_text(_task_yaml(cartpole_yaml, "oops_clash"))
+    (package / "bad.yaml").write_text("name: oops_yaml\nrewards: [unclosed\n")
+
+
+def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
+    """The files a user has: a finished run and its bundle, damaged copies of both, a notes file,
+    a plain folder, two files that are not MJCF, and a broken plugin distribution."""
+    (root / "notes.txt").write_text("my notes\n")
+    (root / "plain_dir").mkdir()
+    (root / "plain_dir" / "readme.txt").write_text("not a run, not a bundle\n")
+    shutil.copytree(run, root / "run")
+    shutil.copytree(run / "export", root / "bundle")
+    checkpoints = sorted((root / "run" / "checkpoints").glob("*.pt"))
+
+    def damaged(name: str, base: str = "run") -> Path:
+        return shutil.copytree(root / base, root / name)
+
+    no_ckpt = damaged("nockpt_run")
+    shutil.rmtree(no_ckpt / "checkpoints")
+    (no_ckpt / "checkpoints").mkdir()
+    (damaged("badckpt_run") / "checkpoints" / checkpoints[-1].name).write_bytes(b"\x00garbage")
+    (damaged("emptyckpt_run") / "checkpoints" / checkpoints[-1].name).write_bytes(b"")
+    (damaged("badcfg_run") / "config.yaml").write_text("task: [unclosed\n")
+    metrics = damaged("badmetrics_run") / "metrics.jsonl"
+    metrics.write_text("garbage line\n" + metrics.read_text())
+    (damaged("nobundle_onnx", "bundle") / "policy.onnx").unlink()
+    (damaged("badyaml_bundle", "bundle") / "robot.yaml").write_text("actuators: [unclosed\n")
+    onnx = damaged("tampered_bundle", "bundle") / "policy.onnx"
+    onnx.write_bytes(onnx.read_bytes()[:-8] + b"\x00" * 8)
+    (root / "not_mjcf.xml").write_text("hello, I am not a robot\n")
+    (root / "broken.xml").write_text(
+        "<mujoco><worldbody><geom type='sphere' size='0.1'/></worldbody>"
+        "<actuator><motor joint='x'/></actuator></mujoco>"
+    )
+    write_plugins(root / "site", cartpole_yaml)
+
+
+# --- the corpus ----------------------------------------------------------------------------------
+CASES: list[Case] = [
+    # the command line: verbs, their arguments, the run directory
+    cli("unknown_verb", "trian", expect=("unknown command 'trian'", "valid: train, export, eval, sim2sim, list")),
+    cli("export_no_run", "export", expect=("export needs run=",)),
+    cli("export_empty_run", "export", "run=", expect=("run=",)),
+    cli("export_run_is_a_file", "export", "run={ws}/notes.txt", expect=("notes.txt", "not a robolearn run directory")),
+    cli("export_run_is_a_plain_dir", "export", "run={ws}/plain_dir", expect=("plain_dir", "not a robolearn run directory")),
+    cli("export_run_missing", "export", "run={ws}/missing", expect=("missing", "not a robolearn run directory")),
+    cli("export_unknown_argument", "export", "run={ws}/run", "fmt=onnx", expect=("unexpected argument 'fmt=onnx'",)),
+    cli("export_argument_without_value", "export", "run", expect=("run",)),
+    cli("export_unknown_format", "export", "run={ws}/run", "format=tflite", expect=("unknown export format 'tflite'", "onnx, tensorrt")),
+    cli("export_unknown_precision", "export", "run={ws}/run", "precision=int8", expect=("unknown precision 'int8'", "fp32, fp16")),
+    cli("eval_no_run", "eval", expect=("eval needs run=",)),
+    cli("eval_run_is_a_plain_dir", "eval", "run={ws}/plain_dir", expect=("plain_dir", "not a robolearn run directory")),
+    cli("eval_zero_episodes", "eval", "run={ws}/run", "episodes=0", expect=("episodes must be at least 1, got 0",)),
+    cli("eval_episodes_not_a_number", "eval", "run={ws}/run", "episodes=many", expect=("episodes=many is not an integer",)),
+    cli("eval_unknown_argument", "eval", "run={ws}/run", "bogus=1", expect=("unexpected argument 'bogus=1'",)),
+    cli("sim2sim_no_bundle", "sim2sim", expect=("sim2sim needs bundle=",)),
+    cli("sim2sim_plain_dir", "sim2sim", "bundle={ws}/plain_dir", expect=("has no robot.yaml",)),
+    cli("sim2sim_episodes_not_a_number", "sim2sim", "bundle={ws}/bundle", "episodes=many", expect=("episodes=many is not an integer",)),
+    cli("sim2sim_realtime_not_a_flag", "sim2sim", "bundle={ws}/bundle", "realtime=yes", expect=("realtime=yes", "true and false")),
+    cli("list_unknown_argument", "list", "bogus", expect=("bogus",)),
+    cli("train_sweep_without_multirun", "train", *FAST, NEW, "seed=1,2", expect=("seed",)),
+    cli("train_overwrite_not_a_flag", "train", *FAST, NEW, "overwrite=maybe", expect=("overwrite=maybe is not valid", "overwrite=true or overwrite=false")),
+    cli("train_into_an_existing_run", "train", *FAST, "hydra.run.dir={ws}/run", expect=("already holds a run", "resume=", "overwrite=true")),
+    cli("resume_missing_dir", "train", "resume={ws}/missing", expect=("missing",)),
+    cli("resume_a_file", "train", "resume={ws}/notes.txt", expect=("notes.txt is a file, not a run directory",)),
+    cli("resume_a_plain_dir", "train", "resume={ws}/plain_dir", expect=("plain_dir",)),
+    cli("resume_with_other_network", "train", "resume={ws}/run", "algo.actor_hidden_dims=[8]", expect=("does not fit",)),
+    cli("resume_with_other_num_envs", "train", "resume={ws}/run", "env.num_envs=4", expect=("env.num_envs",)),
+    cli("resume_mistyped_key", "train", "resume={ws}/run", "runner.max_iteratons=2",
+        expect=("runner.max_iteratons is not a setting of runner", "valid: num_steps_per_env")),  # fmt: skip
+    cli("resume_out_of_range", "train", "resume={ws}/run", "algo.gamma=3", expect=("algo.gamma=3", "0 <= gamma <= 1")),
+    # configuration values: every schema field with a range, types, unknown keys and choices
+    train("seed_negative", "seed=-1", expect=("seed=-1 is out of range", "an integer >= 0")),
+    train("seed_not_an_integer", "seed=1.5", expect=("seed", "1.5")),
+    train("seed_text", "seed=abc", expect=("seed", "abc")),
+    train("num_envs_zero", "env.num_envs=0", expect=("env.num_envs=0 is out of range", "an integer >= 1")),
+    train("num_envs_negative", "env.num_envs=-5", expect=("env.num_envs=-5 is out of range",)),
+    train("num_envs_text", "env.num_envs=lots", expect=("num_envs", "lots")),
+    train("num_envs_list", "env.num_envs=[1,2]", expect=("num_envs",)),
+    train("num_envs_too_many_for_memory", "env.num_envs=1000000000", expect=("env.num_envs=1000000000 needs ~", "GiB free", "lower env.num_envs")),
+    train("state_limit_zero", "env.state_limit=0", expect=("env.state_limit=0.0 is out of range", "> 0")),
+    train("cuda_graph_not_a_flag", "env.cuda_graph=maybe", expect=("cuda_graph", "maybe")),
+    train("num_threads_negative", "physics.num_threads=-1", expect=("physics.num_threads=-1 is out of range",)),
+    train("nconmax_negative", "physics.nconmax=-1", expect=("physics.nconmax=-1 is out of range",)),
+    train("njmax_negative", "physics.njmax=-2", expect=("physics.njmax=-2 is out of range",)),
+    train("backend_unknown_group", "physics=bullet", expect=("unknown physics backend 'bullet'", "mujoco")),
+    train("backend_unknown_value", "physics.backend=bullet", expect=("unknown physics backend 'bullet'", "mujoco")),
+    train("device_unknown", "device=tpu", expect=("tpu",)),
+    train("task_unknown", "task=nope", expect=("unknown task 'nope'", "cartpole, pendulum")),
+    train("randomization_unknown", "randomization=extreme", expect=("extreme", "valid")),
+    train("learning_rate_zero", "algo.learning_rate=0", expect=("algo.learning_rate=0.0 is out of range", "> 0")),
+    train("learning_rate_negative", "algo.learning_rate=-0.001", expect=("algo.learning_rate=-0.001 is out of range",)),
+    train("learning_rate_nan", "algo.learning_rate=nan", expect=("algo.learning_rate=nan is out of range", "a finite number")),
+    train("learning_rate_inf", "algo.learning_rate=inf", expect=("algo.learning_rate=inf is out of range", "a finite number")),
+    train("schedule_unknown", "algo.schedule=cosine", expect=("algo.schedule=cosine is out of range", "adaptive or fixed")),
+    train("desired_kl_zero", "algo.desired_kl=0", expect=("algo.desired_kl=0.0 is out of range",)),
+    train("clip_param_negative", "algo.clip_param=-0.2", expect=("algo.clip_param=-0.2 is out of range",)),
+    train("value_clip_zero", "algo.value_clip=0", expect=("algo.value_clip=0.0 is out of range",)),
+    train("value_loss_coef_negative", "algo.value_loss_coef=-1", expect=("algo.value_loss_coef=-1.0 is out of range",)),
+    train("entropy_coef_negative", "algo.entropy_coef=-0.01", expect=("algo.entropy_coef=-0.01 is out of range",)),
+    train("gamma_above_one", "algo.gamma=1.5", expect=("algo.gamma=1.5 is out of range", "0 <= gamma <= 1")),
+    train("gamma_negative", "algo.gamma=-0.1", expect=("algo.gamma=-0.1 is out of range",)),
+    train("lam_above_one", "algo.lam=2", expect=("algo.lam=2.0 is out of range", "0 <= lam <= 1")),
+    train("epochs_zero", "algo.num_learning_epochs=0", expect=("algo.num_learning_epochs=0 is out of range",)),
+    train("minibatches_zero", "algo.num_mini_batches=0", expect=("algo.num_mini_batches=0 is out of range",)),
+    train("minibatches_not_a_divisor", "algo.num_mini_batches=7", expect=("algo.num_mini_batches=7 does not divide", "a divisor of 64")),
+    train("max_grad_norm_zero", "algo.max_grad_norm=0", expect=("algo.max_grad_norm=0.0 is out of range",)),
+    train("init_noise_std_zero", "algo.init_noise_std=0", expect=("algo.init_noise_std=0.0 is out of range",)),
+    train("min_noise_std_negative", "algo.min_noise_std=-1", expect=("algo.min_noise_std=-1.0 is out of range",)),
+    train("min_noise_std_above_init", "algo.min_noise_std=2", expect=("algo.min_noise_std=2.0 must be below algo.init_noise_std",)),
+    train("hidden_dims_zero_layer", "algo.actor_hidden_dims=[0]", expect=("algo.actor_hidden_dims=[0] is out of range", "layer sizes >= 1")),
+    train("hidden_dims_negative_layer", "algo.critic_hidden_dims=[64,-1]", expect=("algo.critic_hidden_dims=[64,-1] is out of range",)),
+    train("hidden_dims_not_a_list", "algo.actor_hidden_dims=64", expect=("actor_hidden_dims",)),
+    train("activation_unknown", "algo.activation=sigmoid", expect=("algo.activation=sigmoid is out of range", "elu, relu, tanh")),
+    train("normalizer_min_std_zero", "algo.normalizer_min_std=0", expect=("algo.normalizer_min_std=0.0 is out of range",)),
+    train("normalizer_clip_zero", "algo.normalizer_clip=0", expect=("algo.normalizer_clip=0.0 is out of range", "null for no clip")),
+    train("compile_not_a_flag", "algo.compile=perhaps", expect=("compile", "perhaps")),
+    train("steps_per_env_zero", "runner.num_steps_per_env=0", expect=("runner.num_steps_per_env=0 is out of range",)),
+    train("max_iterations_zero", "runner.max_iterations=0", expect=("runner.max_iterations=0 is out of range",)),
+    train("save_interval_zero", "runner.save_interval=0", expect=("runner.save_interval=0 is out of range",)),
+    train("keep_checkpoints_zero", "runner.keep_checkpoints=0", expect=("runner.keep_checkpoints=0 is out of range",)),
+    train("episode_window_zero", "runner.episode_window=0", expect=("runner.episode_window=0 is out of range",)),
+    train("rollout_too_big_for_memory", "env.num_envs=2000000", "runner.num_steps_per_env=5000", expect=("runner.num_steps_per_env=5000", "needs ~", "GiB free")),
+    train("decimation_zero", "task.decimation=0", expect=("task.decimation=0 is out of range",)),
+    train("episode_length_negative", "task.episode_length_s=-2", expect=("task.episode_length_s=-2.0 is out of range", "seconds")),
+    train("sim_dt_zero", "task.sim_dt=0", expect=("task.sim_dt=0.0 is out of range",)),
+    train("action_scale_zero", "task.action.scale=0", expect=("task.action.scale=0.0 is out of range", "other than 0")),
+    train("action_unknown_actuator", "task.action.actuators=[nope]", expect=("nope",)),
+    train("obs_noise_negative", "task.observations.policy.terms.cart_pos.noise.scale=-1", expect=("noise.scale=-1.0 is out of range", ">= 0")),
+    train("obs_noise_type_unknown", "task.observations.policy.terms.cart_pos.noise.type=pink", expect=("pink",)),
+    train("obs_clip_zero", "task.observations.policy.terms.cart_pos.clip=0", expect=("clip=0.0 is out of range",)),
+    train("obs_scale_zero", "task.observations.policy.terms.cart_pos.scale=0", expect=("scale=0.0 is out of range",)),
+    train("obs_unknown_term_function", "task.observations.policy.terms.cart_pos.func=nope", expect=("unknown function 'nope'", "valid:")),
+    train("obs_unknown_joint", "task.observations.policy.terms.cart_pos.params.joints=[nope]", expect=("cart_pos", "nope", "valid:")),
+    train("obs_mistyped_term", "task.observations.policy.terms.cartpos.scale=2", expect=("'cartpos' is not in task.observations.policy.terms", "valid: cart_pos")),
+    train("obs_group_missing_policy", "~task.observations.policy", expect=("'policy' observation group",)),
+    train("reward_unknown_function", "task.rewards.upright.func=nope", expect=("unknown function 'nope'",)),
+    train("reward_unknown_param", "task.rewards.upright.params.bogus=1", expect=("upright", "bogus")),
+    train("reward_weight_text", "task.rewards.upright.weight=heavy", expect=("weight", "heavy")),
+    train("reward_mistyped_key", "task.rewards.upright.wieght=1", expect=("task.rewards.upright.wieght is not a setting", "valid: func, weight, params")),
+    train("reward_mistyped_term", "task.rewards.uprigt.weight=2", expect=("'uprigt' is not in task.rewards", "valid:", "upright")),
+    train("termination_unknown_function", "task.terminations.pole_fell.func=nope", expect=("unknown function 'nope'",)),
+    train("event_unknown_model_field", "task.events.pole_mass.params.field=body_colour", expect=("body_colour", "valid:")),
+    train("event_unknown_body", "task.events.pole_mass.params.names=[nope]", expect=("nope",)),
+    train("event_bad_interval", "task.events.pole_mass.mode=interval", "task.events.pole_mass.interval_s=[0,1]", expect=("interval_s must be 0 < low <= high",)),
+    train("event_unknown_mode", "task.events.pole_mass.mode=sometimes", expect=("sometimes",)),
+    train("plus_key_in_env", "+env.typo=3", expect=("env.typo is not a setting of env (a + override cannot add one)", "valid: num_envs")),
+    train("plus_key_in_task", "+task.anything=1", expect=("task.anything is not a setting of task", "valid: name, description, asset")),
+    train("plus_key_at_top", "+zzz=1", expect=("zzz is not a setting of the training config", "valid: task, physics, algo")),
+    train("mistyped_algo_key", "algo.learning_rat=1", expect=("algo.learning_rat is not a setting of algo", "valid: learning_rate")),
+    train("rewards_not_a_mapping", "task.rewards=[1,2]", expect=("rewards",)),
+    train("commands_standing_probability", "task=quadruped_flat", "task.commands.base_velocity.standing_probability=1.5",
+          expect=("standing_probability=1.5 is out of range", "0 <= p <= 1")),  # fmt: skip
+    train("commands_bad_range", "task=quadruped_flat", "task.commands.base_velocity.ranges.lin_vel_x=[1,-1]",
+          expect=("lin_vel_x", "[low, high]")),  # fmt: skip
+    train("terrain_zero_levels", "task=quadruped_rough", "task.terrain.num_levels=0", expect=("terrain.num_levels=0 is invalid",)),
+    train("terrain_unknown_type", "task=quadruped_rough", "task.terrain.types={lava: 1.0}", expect=("lava", "valid:")),
+    train("terrain_init_level_beyond", "task=quadruped_rough", "task.terrain.max_init_level=99", expect=("terrain.max_init_level=99 is invalid", "valid: 0..")),
+    # files: MJCF, run directories and bundles that are missing, damaged or in the way
+    train("asset_missing", "task.asset=missing.xml", expect=("MJCF file not found", "missing.xml"), cls="file"),
+    train("asset_not_mjcf", "task.asset={ws}/not_mjcf.xml", expect=("not_mjcf.xml", "cannot load MJCF"), cls="file"),
+    train("asset_broken_mjcf", "task.asset={ws}/broken.xml", expect=("broken.xml", "cannot load MJCF"), cls="file"),
+    train("asset_is_a_directory", "task.asset={ws}/plain_dir", expect=("plain_dir (that is a directory)",), cls="file"),
+    cli("run_dir_is_a_file", "train", *FAST, "hydra.run.dir={ws}/notes.txt", expect=("hydra.run.dir=", "notes.txt is a file"), cls="file"),
+    cli("run_dir_under_a_file", "train", *FAST, "hydra.run.dir={ws}/notes.txt/sub", expect=("notes.txt is a file, not a directory",), cls="file"),
+    cli("export_out_is_a_file", "export", "run={ws}/run", "out={ws}/notes.txt", expect=("notes.txt is an existing file",), cls="file"),
+    cli("export_out_is_a_plain_dir", "export", "run={ws}/run", "out={ws}/plain_dir", expect=("plain_dir is a directory that is not a robolearn bundle",), cls="file"),
+    cli("export_out_under_a_file", "export", "run={ws}/run", "out={ws}/notes.txt/b", expect=("notes.txt is a file, not a directory",), cls="file"),
+    cli("export_run_without_checkpoint", "export", "run={ws}/nockpt_run", expect=("no checkpoint in",), cls="file"),
+    cli("export_corrupt_checkpoint", "export", "run={ws}/badckpt_run", expect=("unreadable", "move it away"), cls="file"),
+    cli("export_empty_checkpoint", "export", "run={ws}/emptyckpt_run", expect=("unreadable", "move it away"), cls="file"),
+    cli("export_corrupt_config", "export", "run={ws}/badcfg_run", expect=("config.yaml",), cls="file"),
+    cli("eval_run_without_checkpoint", "eval", "run={ws}/nockpt_run", expect=("no checkpoint in",), cls="file"),
+    cli("eval_corrupt_checkpoint", "eval", "run={ws}/badckpt_run", expect=("unreadable", "move it away"), cls="file"),
+    cli("resume_without_checkpoint", "train", "resume={ws}/nockpt_run", expect=("no checkpoint in",), cls="file"),
+    cli("resume_corrupt_checkpoint", "train", "resume={ws}/badckpt_run", expect=("unreadable", "move it away"), cls="file"),
+    cli("resume_empty_checkpoint", "train", "resume={ws}/emptyckpt_run", expect=("unreadable", "move it away"), cls="file"),
+    cli("resume_corrupt_config", "train", "resume={ws}/badcfg_run", expect=("config.yaml",), cls="file"),
+    cli("resume_corrupt_metrics", "train", "resume={ws}/badmetrics_run", "runner.max_iterations=2", expect=("metrics.jsonl line 1 is not a metrics row",), cls="file"),
+    cli("sim2sim_corrupt_robot_yaml", "sim2sim", "bundle={ws}/badyaml_bundle", expect=("robot.yaml",), cls="file"),
+    cli("sim2sim_bundle_without_onnx", "sim2sim", "bundle={ws}/nobundle_onnx", expect=("policy.onnx",), cls="file"),
+    cli("sim2sim_tampered_onnx", "sim2sim", "bundle={ws}/tampered_bundle", expect=("policy.onnx",), cls="file"),
+    # plugins: an installed task package that is broken in one of the ways a plugin can be
+    train("plugin_term_wrong_shape", "task=oops_shape", site=True, cls="plugin",
+          expect=("reward term 'short' (short_reward) must return [num_envs]", "got (3,)")),  # fmt: skip
+    train("plugin_term_raises_at_build", "task=oops_raise", site=True, cls="plugin",
+          expect=("task 'oops_raise': reward term 'raising' (raising_reward) failed: KeyError", "base_link")),  # fmt: skip
+    train("plugin_observation_wrong_shape", "task=oops_obs", site=True, cls="plugin",
+          expect=("observation term 'policy/flat' (nan_obs_width) must return [num_envs, k]",)),  # fmt: skip
+    train("plugin_redefines_generic_term", "task=oops_clash", site=True, cls="plugin",
+          expect=("task 'oops_clash' redefines generic terms ['is_alive']",)),  # fmt: skip
+    train("plugin_broken_yaml", "task=oops_yaml", site=True, cls="plugin", expect=("oops_yaml",)),
+    train("plugin_missing_yaml", "task=oops_noyaml", site=True, cls="plugin", expect=("oops_noyaml", "missing.yaml")),
+    train("plugin_fails_to_import", "task=oops_import", site=True, cls="plugin",
+          expect=("task 'oops_import' is installed but cannot be used", "failed to import")),  # fmt: skip
+    train("plugin_not_a_task_plugin", "task=oops_notplugin", site=True, cls="plugin",
+          expect=("task 'oops_notplugin' is installed but cannot be used", "is not a robolearn TaskPlugin")),  # fmt: skip
+    train("plugin_name_mismatch", "task=oops_mismatch", site=True, cls="plugin",
+          expect=("task 'oops_mismatch' is installed but cannot be used", "the two names must match")),  # fmt: skip
+    train("plugin_registered_twice", "task=cartpole", site=True, cls="plugin",
+          expect=("task 'cartpole' is installed but cannot be used", "registered twice", "oops-tasks")),  # fmt: skip
+]
