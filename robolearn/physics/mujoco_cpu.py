@@ -95,6 +95,7 @@ class MujocoBackend(PhysicsBackend):
         }
         self._time_before = np.zeros(num_envs)
         self._unstable_np = np.zeros(num_envs, dtype=bool)
+        self._was_unstable = False
         self._fields: dict[str, torch.Tensor] = {}
         self._field_views: dict[str, list[np.ndarray]] = {}
 
@@ -120,8 +121,7 @@ class MujocoBackend(PhysicsBackend):
         ctrl_buf, state_out, sensor_out = self._step_buffers(substeps)
         ctrl_np = ctrl.detach().to("cpu", torch.float64).numpy()
         ctrl_buf[:] = ctrl_np if ctrl_np.ndim == 3 else ctrl_np[:, None, :]  # rollout takes one per step
-        clock = self._state[:, self._slices["time"].start]
-        self._time_before[:] = clock
+        self._time_before[:] = self._state[:, self._slices["time"].start]
         self._pool.rollout(
             self._models, self._datas, self._state, ctrl_buf,
             control_spec=_CTRL_SPEC, skip_checks=True, nstep=substeps,
@@ -132,7 +132,9 @@ class MujocoBackend(PhysicsBackend):
         # an automatic reset inside the step restarted that environment's clock from 0
         expected = self._time_before + (substeps - 0.5) * self.model.opt.timestep
         np.less(self._state[:, self._slices["time"].start], expected, out=self._unstable_np)
-        self.unstable.copy_(torch.from_numpy(self._unstable_np))
+        if self._unstable_np.any() or self._was_unstable:  # the tensor is written only when it changes
+            self.unstable.copy_(torch.from_numpy(self._unstable_np))
+            self._was_unstable = bool(self._unstable_np.any())
         self._refresh()
 
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
