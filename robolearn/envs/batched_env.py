@@ -122,6 +122,7 @@ class BatchedEnv:
         self.metrics = MetricManager(cfg.metrics, namespace, self)
         self.terminations.check_outputs()
         self.rewards.check_outputs()
+        self.metrics.check_outputs()
         self.stats = EpisodeStats(
             episode_window,
             ["mean_episode_return", "mean_episode_length", *(f"episode_reward/{n}" for n in self.rewards.names),

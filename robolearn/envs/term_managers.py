@@ -118,6 +118,10 @@ class MetricManager(ManagerBase):
         self.distance = torch.zeros(env.num_envs, device=env.device)
         self._root_before = torch.zeros(env.num_envs, 2, device=env.device)
 
+    def check_outputs(self) -> None:
+        for term in self.terms:
+            _check_output(self, term, None)
+
     def before_physics(self) -> None:
         if self.enabled and self._tracks_distance:
             self._root_before.copy_(root_pos_w(self._env)[:, :2])

@@ -86,6 +86,12 @@ def test_a_wrong_entity_name_fails_at_build_naming_the_term(make_env):
 def test_a_term_of_the_wrong_shape_fails_at_build(make_env):
     with pytest.raises(UserError, match=r"reward term 'alive' \(joint_pos\) must return \[num_envs\], got \(16, 1\)"):
         make_env(overrides=["task.rewards.alive.func=joint_pos", "+task.rewards.alive.params={joints: [hinge]}"])
+    from robolearn.envs.manager_base import Term
+
+    env = make_env()
+    env.metrics.terms.append(Term("pole", lambda env: env.physics.qpos, {}, "all_qpos"))
+    with pytest.raises(UserError, match=r"metric term 'pole' \(all_qpos\) must return \[num_envs\], got \(16, 2\)"):
+        env.metrics.check_outputs()  # what the env runs at build for every metric
 
 
 def test_time_outs_are_staggered_unless_switched_off(make_env, tmp_path):
