@@ -86,8 +86,6 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "task.observations.*.terms.*.noise.scale": (_non_negative, ">= 0"),
     "task.commands.*.standing_probability": (_unit, "0 <= p <= 1"),
 }
-NULLABLE = frozenset({"algo.normalizer_clip", "task.sim_dt", "task.observations.*.terms.*.clip"})
-"""Rules whose field may be null (null means 'none' / 'default')."""
 
 
 def not_a_setting(key: str, schema: type, note: str = "") -> str:
@@ -117,10 +115,8 @@ def check_train_cfg(cfg: DictConfig) -> None:
     check_finite(cfg)
     for pattern, (ok, valid) in RULES.items():
         for key, value in _select(cfg, pattern):
-            if isinstance(value, DictConfig) or value is None and pattern not in NULLABLE:
-                continue  # absent in a partial config (e.g. a test's): the schema default applies
-            if value is None:
-                continue
+            if value is None or isinstance(value, DictConfig):
+                continue  # null (the schema allows it only where it means 'none') or absent in a partial config
             plain = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
             if not ok(plain):
                 raise UserError(f"{key}={_show(plain)} is out of range; valid: {valid}")
