@@ -182,7 +182,7 @@ def print_export(result, source: str = "") -> None:
         print(f"  {artifact.line()}")
 
 
-def _policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None) -> tuple[BatchedEnv, ActorCritic, dict, Path]:
+def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None) -> tuple[BatchedEnv, ActorCritic, dict, Path]:
     """A CPU env for a run's task (native MuJoCo; num_envs None: as in training, at most 64) and
     the policy of a checkpoint (the latest unless one is named)."""
     cfg = load_run_config(run_dir)
@@ -202,7 +202,7 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
     from robolearn.export.bundle import check_options, export_bundle
 
     check_options(fmt, precision)
-    env, actor_critic, payload, source = _policy_from_run(run_dir, checkpoint_file, None)
+    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, None)
     try:
         result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision)
     finally:
@@ -218,7 +218,7 @@ def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = N
 
     if episodes < 1:
         raise UserError(f"episodes must be at least 1, got {episodes}")
-    env, actor_critic, payload, source = _policy_from_run(run_dir, checkpoint_file, episodes)
+    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes)
     try:
         metrics, _ = evaluate(env, actor_critic.action_mean)
     finally:

@@ -27,7 +27,14 @@ commands:
           [engine=auto|onnxruntime|tensorrt] [seed=0] [report=<file.json>] [log=<file.jsonl>]
                                      run the bundle through the deploy runtime against a CPU
                                      MuJoCo robot; compare with the training evaluation
+  play run=<run dir>|bundle=<dir> [mode=video|viewer] [out=<file.mp4>] [duration=10] [fps=30]
+       [num_envs=1] [camera=track|fixed|free] [distance=auto] [elevation=-20] [azimuth=135]
+       [command=[0.8,0,0]] [width=640] [height=480] [checkpoint=<file>] [seed=0]
+                                     watch a policy: an mp4 (a run's torch policy, or a bundle
+                                     through the deploy runtime), or MuJoCo's viewer on a display
   list                               print the installed tasks and physics backends
+
+`robolearn <command> --help` prints that command's part of this text.
 """
 
 
@@ -258,6 +265,53 @@ def _sim2sim(args: list[str]) -> int:
     return 0
 
 
+def _play(args: list[str]) -> int:
+    import yaml
+
+    from robolearn.compose import register_configs
+    from robolearn.errors import UserError
+    from robolearn.play import PlayCfg, play_bundle, play_run
+    from robolearn.render import CameraCfg
+
+    valid = {"run": None, "bundle": None, "checkpoint": None, "mode": "video", "out": None, "duration": "10",
+             "fps": "30", "num_envs": "1", "camera": "track", "distance": None, "elevation": "-20", "azimuth": "135",
+             "command": None, "width": "640", "height": "480", "seed": "0"}  # fmt: skip
+    opts = _key_values(args, valid, "play")
+    if bool(opts["run"]) == bool(opts["bundle"]):
+        raise UserError("play needs run=<run dir> or bundle=<bundle dir> (one of them)")
+    command = None
+    if opts["command"]:
+        try:
+            command = [float(v) for v in yaml.safe_load(opts["command"])]
+        except (TypeError, ValueError, yaml.YAMLError):
+            raise UserError(f"command={opts['command']} is not a list of numbers, e.g. command=[0.8,0,0]") from None
+    camera = CameraCfg(opts["camera"], _number("distance", opts["distance"], float) if opts["distance"] else None,
+                       _number("elevation", opts["elevation"], float), _number("azimuth", opts["azimuth"], float))  # fmt: skip
+    cfg = PlayCfg(opts["mode"], _path(opts["out"]), _number("duration", opts["duration"], float),
+                  _number("fps", opts["fps"], float), _number("num_envs", opts["num_envs"], int), camera, command,
+                  _number("width", opts["width"], int), _number("height", opts["height"], int),
+                  _number("seed", opts["seed"], int))  # fmt: skip
+    register_configs()
+    if opts["run"]:
+        play_run(_path(opts["run"]), _path(opts["checkpoint"]), cfg)
+    else:
+        play_bundle(_path(opts["bundle"]), cfg)
+    return 0
+
+
+def verb_help(verb: str) -> str:
+    """The lines of USAGE that describe `verb` (its options, with their defaults)."""
+    lines, keep = [], False
+    for line in USAGE.splitlines():
+        if line.startswith("  ") and not line.startswith("   "):
+            keep = line.split()[0] == verb
+        elif not line.startswith("   "):
+            keep = False
+        if keep:
+            lines.append(line)
+    return f"usage: robolearn {verb} ...\n" + "\n".join(lines) + "\n"
+
+
 def _list(args: list[str]) -> int:
     import torch
 
@@ -285,7 +339,7 @@ def _list(args: list[str]) -> int:
     return 0
 
 
-VERBS = {"train": _train, "export": _export, "eval": _eval, "sim2sim": _sim2sim, "list": _list}
+VERBS = {"train": _train, "export": _export, "eval": _eval, "sim2sim": _sim2sim, "play": _play, "list": _list}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -297,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     if verb not in VERBS:
         print(f"robolearn: unknown command '{verb}'; valid: {', '.join(VERBS)}", file=sys.stderr)
         return 2
+    if verb != "train" and any(a in ("-h", "--help") for a in rest):  # train: Hydra's own --help
+        print(verb_help(verb), end="")
+        return 0
     from robolearn.errors import UserError
     from robolearn.interrupts import Interrupted
 

@@ -1,0 +1,308 @@
+"""`robolearn play`: watch a policy. From a run (its checkpoint's torch policy in the task's env) or
+from a bundle (the deploy runtime on the MuJoCo stand-in robot: exactly what the robot runs).
+
+    robolearn play run=<dir> [checkpoint=<file>] [mode=video] [out=<file.mp4>] [duration=10] [fps=30]
+                   [num_envs=1] [camera=track|fixed|free] [distance=] [elevation=] [azimuth=]
+                   [command=[0.8,0,0]] [width=640] [height=480] [seed=0]
+    robolearn play bundle=<dir> ...
+
+mode=video writes an H.264 mp4 (several environments side by side with num_envs=), with a floor
+grid, the commanded and the actual base velocity as arrows (green, blue) for velocity commands, and
+a text overlay: time, return, the largest reward terms, the command, and how each episode ended
+(or the watchdog's reason). mode=viewer opens MuJoCo's interactive viewer where there is a
+display. `command=` fixes the task's first command for the whole clip.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from robolearn.errors import UserError
+from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, tile
+
+MODES = ("video", "viewer", "web")
+END_NOTE_S = 1.0
+"""How long an 'episode ended' line stays on the overlay."""
+
+
+@dataclass
+class PlayCfg:
+    mode: str = "video"
+    out: Path | None = None
+    duration: float = 10.0
+    fps: float = 30.0
+    num_envs: int = 1
+    camera: CameraCfg = None  # type: ignore[assignment]
+    command: list[float] | None = None
+    width: int = 640
+    height: int = 480
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.mode not in MODES:
+            raise UserError(f"mode={self.mode} is not a play mode; valid: {', '.join(MODES)}")
+        for name in ("duration", "fps"):
+            if not getattr(self, name) > 0:
+                raise UserError(f"{name}={getattr(self, name)} is out of range; valid: > 0")
+        if not 1 <= self.num_envs <= 16:
+            raise UserError(f"num_envs={self.num_envs} is out of range; valid: 1..16 (tiled side by side)")
+        if not (16 <= self.width <= 3840 and 16 <= self.height <= 2160):
+            raise UserError(f"width={self.width} height={self.height} is out of range; valid: 16..3840 x 16..2160")
+        self.width, self.height = self.width // 2 * 2, self.height // 2 * 2  # H.264 4:2:0 wants even sizes
+        if self.mode == "viewer" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            raise UserError("mode=viewer needs a display (neither DISPLAY nor WAYLAND_DISPLAY is set); "
+                            "use mode=video for an mp4, or run it where there is a screen")  # fmt: skip
+        if self.mode == "web":
+            raise UserError("mode=web (the browser viewer) is not built yet; use mode=video for an mp4")
+
+
+def free_path(path: Path) -> Path:
+    """`path`, or `<stem>-2<suffix>`, ... if it exists: a video never replaces a file."""
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    return candidate
+
+
+def output_path(cfg: PlayCfg, default: Path) -> Path:
+    if cfg.out is None:
+        path = free_path(default)
+    else:
+        path = cfg.out
+        if path.exists():
+            raise UserError(f"out={path} already exists; choose a new file (play never replaces one)")
+        if path.suffix.lower() != ".mp4":
+            raise UserError(f"out={path} must end in .mp4")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(path.parent, os.W_OK):
+        raise UserError(f"out={path}: {path.parent} is not writable")
+    return path
+
+
+# --- arrows and text -------------------------------------------------------------------------
+def yaw(quat: np.ndarray) -> float:
+    w, x, y, z = quat
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def velocity_arrows(qpos: np.ndarray, qvel: np.ndarray, command: np.ndarray | None, free_root: bool) -> list[Arrow]:
+    """The commanded planar velocity (in the heading frame, green) and the actual one (blue),
+    from above the root; only for a floating base."""
+    if not free_root:
+        return []
+    start = qpos[:3] + np.array([0.0, 0.0, 0.25])
+    arrows = [Arrow(start, start + np.array([qvel[0], qvel[1], 0.0]), BLUE)]
+    if command is not None and len(command) >= 2:
+        c, s = math.cos(yaw(qpos[3:7])), math.sin(yaw(qpos[3:7]))
+        vx, vy = command[0] * c - command[1] * s, command[0] * s + command[1] * c
+        arrows.append(Arrow(start, start + np.array([vx, vy, 0.0]), GREEN))
+    return [a for a in arrows if np.linalg.norm(a.end - a.start) > 1e-3]
+
+
+def fmt(values) -> str:
+    return "[" + ", ".join(f"{v:.2f}" for v in np.asarray(values).ravel()) + "]"
+
+
+# --- a run's policy in the task's env --------------------------------------------------------
+def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
+    import mujoco
+    import torch
+
+    from robolearn.app import policy_from_run
+
+    cfg.check()
+    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, cfg.num_envs)
+    if cfg.mode == "viewer":
+        try:
+            return _view_run(env, actor_critic)
+        finally:
+            env.close()
+    try:
+        out = output_path(cfg, run_dir / "videos" / f"play_{source.stem}.mp4")
+        model = env.model
+        data = mujoco.MjData(model)
+        free_root = model.njnt > 0 and model.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
+        commands = list(env.commands.names)
+        fixed = None
+        if cfg.command is not None:
+            if not commands:
+                raise UserError(f"command={cfg.command}: task '{env.cfg.name}' has no command")
+            width = env.commands.get(commands[0]).shape[1]
+            if len(cfg.command) != width:
+                raise UserError(f"command={cfg.command}: '{commands[0]}' has {width} values")
+            fixed = torch.tensor(cfg.command, dtype=torch.float32)
+        every = max(1, round(1.0 / (cfg.fps * env.dt)))
+        steps = max(1, round(cfg.duration / env.dt))
+        renderers = [FrameRenderer(model, cfg.camera, *_tile_size(cfg)) for _ in range(cfg.num_envs)]
+        writer = Mp4Writer(out, cfg.width if cfg.num_envs == 1 else _tiled(cfg)[0],
+                           cfg.height if cfg.num_envs == 1 else _tiled(cfg)[1], 1.0 / (every * env.dt))  # fmt: skip
+        returns = np.zeros(cfg.num_envs)
+        notes: list[tuple[str, float]] = [("", -1.0)] * cfg.num_envs
+        weights = env.rewards.weights.numpy()
+        title = f"{env.cfg.name} | {source.name} (iteration {payload['iteration']})"
+        env.track_metrics(True)
+        with torch.inference_mode():
+            obs = env.reset(spread_timeouts=False)
+            for step in range(steps):
+                if fixed is not None:
+                    env.commands.get(commands[0])[:] = fixed
+                obs, reward, terminated, truncated = env.step(actor_critic.action_mean(obs["policy"]))
+                returns += reward.numpy()
+                t = (step + 1) * env.dt
+                for i in np.flatnonzero((terminated | truncated).numpy()):
+                    fired = [n for k, n in enumerate(env.terminations.names) if env.terminations.fired[k, i]]
+                    why = "diverged" if env.invalid[i] else (", ".join(fired) or "time-out")
+                    notes[i] = (f"episode ended ({why}), return {returns[i]:.1f}", t)
+                    returns[i] = 0.0
+                if step % every:
+                    continue
+                frames = []
+                for i, renderer in enumerate(renderers):
+                    data.qpos[:] = env.physics.qpos[i].double().numpy()
+                    data.qvel[:] = env.physics.qvel[i].double().numpy()
+                    mujoco.mj_forward(model, data)
+                    command = env.commands.get(commands[0])[i].numpy() if commands else None
+                    terms = env.rewards.values[:, i].numpy() * weights
+                    top = sorted(zip(env.rewards.names, terms), key=lambda nv: -abs(nv[1]))[:3]
+                    lines = [title if i == 0 else f"env {i}", f"t {t:5.2f} s | return {returns[i]:8.2f}",
+                             "reward: " + "  ".join(f"{n} {v:+.2f}" for n, v in top)]  # fmt: skip
+                    if command is not None:
+                        lines.append(f"{commands[0]} {fmt(command)}")
+                    if notes[i][0] and t - notes[i][1] < END_NOTE_S:
+                        lines.append(notes[i][0])
+                    arrows = velocity_arrows(data.qpos, data.qvel, command if "vel" in (commands[0] if commands else "") else None, free_root)
+                    frames.append(renderer.render(data, arrows, lines))
+                writer.write(frames[0] if len(frames) == 1 else tile(frames))
+        writer.close()
+        for renderer in renderers:
+            renderer.close()
+    finally:
+        env.close()
+    print(f"wrote {out} ({writer.frames} frames, {writer.frames / (1.0 / (every * env.dt)):.1f} s)")
+    return out
+
+
+def _view_run(env, actor_critic) -> None:
+    """MuJoCo's viewer on env 0, live, at real time, until the window is closed."""
+    import mujoco
+    import mujoco.viewer
+    import torch
+
+    data = mujoco.MjData(env.model)
+    with mujoco.viewer.launch_passive(env.model, data) as viewer, torch.inference_mode():
+        obs = env.reset(spread_timeouts=False)
+        while viewer.is_running():
+            tick = time.perf_counter()
+            obs, *_ = env.step(actor_critic.action_mean(obs["policy"]))
+            data.qpos[:] = env.physics.qpos[0].double().numpy()
+            data.qvel[:] = env.physics.qvel[0].double().numpy()
+            mujoco.mj_forward(env.model, data)
+            viewer.sync()
+            time.sleep(max(0.0, env.dt - (time.perf_counter() - tick)))
+
+
+def _tiled(cfg: PlayCfg) -> tuple[int, int]:
+    cols = int(np.ceil(np.sqrt(cfg.num_envs)))
+    rows = int(np.ceil(cfg.num_envs / cols))
+    w, h = _tile_size(cfg)
+    return cols * w, rows * h
+
+
+def _tile_size(cfg: PlayCfg) -> tuple[int, int]:
+    if cfg.num_envs == 1:
+        return cfg.width, cfg.height
+    cols = int(np.ceil(np.sqrt(cfg.num_envs)))
+    return max(16, cfg.width // cols // 2 * 2), max(16, cfg.height // cols // 2 * 2)
+
+
+# --- a bundle through the deploy runtime -----------------------------------------------------
+def _view_bundle(robot, referee, loop) -> None:
+    """MuJoCo's viewer on the stand-in robot's own MjData, stepped in real time by the control loop:
+    a mouse perturbation (double-click a body, ctrl + drag) pushes the robot the policy controls."""
+    import mujoco.viewer
+
+    qpos, qvel = referee.initial_state()
+    robot.reset(qpos, qvel)
+    robot.inputs = referee.commands()
+    with mujoco.viewer.launch_passive(robot.model, robot.data) as viewer:
+        loop.reset()
+
+        def on_step(step) -> bool:
+            viewer.sync()
+            robot.inputs = referee.advance_commands()
+            return not viewer.is_running()
+
+        while viewer.is_running():
+            loop.run(referee.env.max_episode_length, on_step)
+            robot.reset(*referee.initial_state())
+            loop.reset()
+
+
+def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
+    from robolearn.sim2sim import open_sim
+
+    cfg.check()
+    if cfg.num_envs != 1:
+        raise UserError("num_envs= is for run=; a bundle plays one robot (the deploy runtime runs one)")
+    policy, robot, referee, loop = open_sim(bundle_dir, seed=cfg.seed, realtime=cfg.mode == "viewer")
+    if cfg.mode == "viewer":
+        try:
+            return _view_bundle(robot, referee, loop)
+        finally:
+            loop.close()
+            referee.close()
+    out = output_path(cfg, Path.cwd() / f"{bundle_dir.resolve().name}_play.mp4")
+    model = robot.model
+    free_root = model.njnt > 0 and model.jnt_type[0] == 0  # mjJNT_FREE
+    period = policy.bundle.control_period_s
+    every = max(1, round(1.0 / (cfg.fps * period)))
+    ticks = max(1, round(cfg.duration / period))
+    renderer = FrameRenderer(model, cfg.camera, cfg.width, cfg.height)
+    writer = Mp4Writer(out, cfg.width, cfg.height, 1.0 / (every * period))
+    qpos, qvel = referee.initial_state()
+    robot.reset(qpos, qvel)
+    inputs = referee.commands()
+    name = next(iter(inputs), None)
+    if cfg.command is not None:
+        if name is None:
+            raise UserError(f"command={cfg.command}: the bundle's task has no command")
+        inputs = {name: np.asarray(cfg.command, dtype=np.float32)}
+    robot.inputs = dict(inputs)
+    title = f"{policy.bundle.meta.get('task', bundle_dir.name)} | bundle {bundle_dir.name} (deploy runtime)"
+    tripped: list[str] = []
+
+    def on_step(step) -> bool:
+        if step.tripped is not None and not tripped:
+            tripped.append(step.tripped)
+        if step.index % every == 0:
+            t = (step.index + 1) * period
+            lines = [title, f"t {t:5.2f} s"]
+            command = robot.inputs.get(name) if name else None
+            if command is not None:
+                lines.append(f"{name} {fmt(command)}")
+            if tripped:
+                lines.append(f"watchdog tripped: {tripped[0]}"[:100])
+            arrows = velocity_arrows(robot.data.qpos, robot.data.qvel, command if name and "vel" in name else None, free_root)
+            writer.write(renderer.render(robot.data, arrows, lines))
+        if cfg.command is None:
+            robot.inputs = referee.advance_commands()
+        return False
+
+    loop.reset()
+    started = time.perf_counter()
+    try:
+        loop.run(ticks, on_step)
+    finally:
+        loop.close()
+        referee.close()
+        writer.close()
+        renderer.close()
+    print(f"wrote {out} ({writer.frames} frames in {time.perf_counter() - started:.1f} s)")
+    return out

@@ -1,0 +1,174 @@
+"""Frames of a robot for videos: MuJoCo's offscreen renderer plus what makes motion readable.
+
+    frames = FrameRenderer(model, CameraCfg(mode="track"), width=640, height=480)
+    image = frames.render(data, arrows=[Arrow(start, end, GREEN)], lines=["return 12.3"])
+
+- a floor grid (1 m lines, drawn as scene decorations on top of whatever floor the MJCF has), so
+  that forward motion shows even when the camera follows the robot over a plain floor;
+- a camera that tracks the robot's root body (`track`), stays where it is (`fixed`), or is placed
+  by distance/elevation/azimuth around a point (`free`); its distance defaults to a few times the
+  robot's size, so a small robot is not a speck;
+- arrows (a command next to what the robot does) and lines of text in the top-left corner.
+
+Headless rendering needs EGL or OSMesa: MUJOCO_GL is set to egl unless the user chose one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco creates a context
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+from robolearn.errors import UserError  # noqa: E402
+
+CAMERAS = ("track", "fixed", "free")
+GREEN, BLUE, RED = (0.1, 0.85, 0.2, 1.0), (0.15, 0.45, 1.0, 1.0), (0.95, 0.2, 0.15, 1.0)
+GRID_SPACING_M = 1.0
+GRID_HALF_LINES = 12
+
+
+@dataclass
+class CameraCfg:
+    mode: str = "track"
+    """track: follow the root body; fixed: where the first frame put it; free: distance/elevation/
+    azimuth around `lookat`."""
+    distance: float | None = None
+    """Metres from the point looked at; None: 2.5x the robot's size (at least 1 m)."""
+    elevation: float = -20.0
+    azimuth: float = 135.0
+    lookat: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+
+
+@dataclass
+class Arrow:
+    start: np.ndarray
+    end: np.ndarray
+    rgba: tuple[float, float, float, float]
+
+
+def robot_size(model: mujoco.MjModel) -> float:
+    """The extent of the robot's bodies (world and plane geoms excluded): what the camera frames."""
+    if model.nbody <= 1:
+        return float(model.stat.extent)
+    return float(max(model.stat.meansize * 8, np.ptp(model.body_ipos[1:], axis=0).max(initial=0.0) * 2, 0.3))
+
+
+class FrameRenderer:
+    def __init__(self, model: mujoco.MjModel, camera: CameraCfg, width: int = 640, height: int = 480):
+        if camera.mode not in CAMERAS:
+            raise UserError(f"camera={camera.mode} is not a camera; valid: {', '.join(CAMERAS)}")
+        model.vis.headlight.ambient[:] = np.maximum(model.vis.headlight.ambient, 0.35)  # unlit models render black
+        model.vis.headlight.diffuse[:] = np.maximum(model.vis.headlight.diffuse, 0.55)
+        model.vis.map.znear = min(model.vis.map.znear, 0.01 / max(model.stat.extent, 1e-3))
+        model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+        model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+        try:
+            self.renderer = mujoco.Renderer(model, height, width)
+        except Exception as exc:  # no EGL/OSMesa, no GL library
+            backend = os.environ.get("MUJOCO_GL", "egl")
+            raise UserError(f"cannot render offscreen with MUJOCO_GL={backend} ({type(exc).__name__}: {exc}); "
+                            "install EGL (libegl1) or OSMesa (libosmesa6) and set MUJOCO_GL=egl or osmesa") from None  # fmt: skip
+        self.model, self.width, self.height = model, width, height
+        self.camera = mujoco.MjvCamera()
+        size = robot_size(model)
+        self.camera.distance = camera.distance if camera.distance is not None else max(1.0, 2.5 * size)
+        self.camera.elevation, self.camera.azimuth = camera.elevation, camera.azimuth
+        self.camera.lookat[:] = camera.lookat
+        self.mode = camera.mode
+        if camera.mode == "track" and model.nbody > 1:
+            self.camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+            self.camera.trackbodyid = 1
+        else:
+            self.camera.type = mujoco.mjtCamera.mjCAMERA_FREE
+        self._placed = camera.mode == "free"
+
+    def render(self, data: mujoco.MjData, arrows: list[Arrow] = (), lines: list[str] = ()) -> np.ndarray:
+        """One RGB frame [height, width, 3] of `data` (its kinematics must be current)."""
+        if not self._placed:  # fixed: look at where the robot starts, then stay
+            self.camera.lookat[:] = data.xpos[1] if self.model.nbody > 1 else 0.0
+            self._placed = True
+        self.renderer.update_scene(data, self.camera)
+        scene = self.renderer.scene
+        centre = data.xpos[1] if self.model.nbody > 1 else np.zeros(3)
+        self._grid(scene, centre)
+        for arrow in arrows:
+            self._add(scene, lambda g, a=arrow: mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_ARROW, 0.02, a.start, a.end),
+                      arrow.rgba)  # fmt: skip
+        image = self.renderer.render()
+        return overlay(image, lines) if lines else image
+
+    def _grid(self, scene: mujoco.MjvScene, centre: np.ndarray) -> None:
+        """Lines every GRID_SPACING_M on the ground plane z=0 around the robot, fixed in the world."""
+        base = np.round(centre[:2] / GRID_SPACING_M) * GRID_SPACING_M
+        half = GRID_HALF_LINES * GRID_SPACING_M
+        for k in range(-GRID_HALF_LINES, GRID_HALF_LINES + 1):
+            for axis in (0, 1):
+                start, end = np.zeros(3), np.zeros(3)
+                start[axis] = end[axis] = base[axis] + k * GRID_SPACING_M
+                start[1 - axis], end[1 - axis] = base[1 - axis] - half, base[1 - axis] + half
+                start[2] = end[2] = 0.002
+                self._add(scene, lambda g, s=start, e=end: mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_LINE, 2.0, s, e),
+                          (0.95, 0.95, 0.95, 0.55))  # fmt: skip
+
+    @staticmethod
+    def _add(scene: mujoco.MjvScene, make, rgba) -> None:
+        if scene.ngeom >= scene.maxgeom:
+            return
+        geom = scene.geoms[scene.ngeom]
+        mujoco.mjv_initGeom(geom, mujoco.mjtGeom.mjGEOM_BOX, np.zeros(3), np.zeros(3), np.eye(3).ravel(), np.asarray(rgba, np.float32))
+        make(geom)
+        geom.rgba[:] = rgba
+        scene.ngeom += 1
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
+def overlay(image: np.ndarray, lines: list[str]) -> np.ndarray:
+    """Lines of text on a dark band in the top-left corner."""
+    from PIL import Image, ImageDraw
+
+    picture = Image.fromarray(image)
+    draw = ImageDraw.Draw(picture, "RGBA")
+    height = 12 * len(lines) + 8
+    width = min(image.shape[1], 8 + 6 * max(len(line) for line in lines))
+    draw.rectangle([0, 0, width, height], fill=(0, 0, 0, 140))
+    for k, line in enumerate(lines):
+        draw.text((4, 4 + 12 * k), line, fill=(255, 255, 255, 255))
+    return np.asarray(picture)
+
+
+def tile(images: list[np.ndarray]) -> np.ndarray:
+    """Several frames of one size side by side, in rows of ceil(sqrt(n))."""
+    cols = int(np.ceil(np.sqrt(len(images))))
+    rows = int(np.ceil(len(images) / cols))
+    h, w, c = images[0].shape
+    out = np.zeros((rows * h, cols * w, c), np.uint8)
+    for k, image in enumerate(images):
+        out[(k // cols) * h : (k // cols + 1) * h, (k % cols) * w : (k % cols + 1) * w] = image
+    return out
+
+
+class Mp4Writer:
+    """H.264 (yuv420p, plays everywhere) through the ffmpeg that imageio-ffmpeg ships."""
+
+    def __init__(self, path, width: int, height: int, fps: float):
+        import imageio_ffmpeg
+
+        self.path = path
+        self._writer = imageio_ffmpeg.write_frames(str(path), (width, height), fps=fps, codec="libx264",
+                                                   pix_fmt_out="yuv420p", quality=7, macro_block_size=1,
+                                                   ffmpeg_log_level="error")  # fmt: skip
+        self._writer.send(None)
+        self.frames = 0
+
+    def write(self, image: np.ndarray) -> None:
+        self._writer.send(np.ascontiguousarray(image))
+        self.frames += 1
+
+    def close(self) -> None:
+        self._writer.close()
