@@ -127,6 +127,8 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
         logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress)
         if resumed_from is not None:
             logger.message(f"resuming {run_dir} from iteration {resumed_from}")
+        else:
+            print(f"training {cfg.task.name} into {run_dir}", flush=True)
         try:
             with stop_on_signals() as stop:  # outside the iterations a signal stops at once
                 runner.learn(logger.log, run_dir / "checkpoints", should_stop=stop)

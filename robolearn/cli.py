@@ -7,15 +7,19 @@ errors (unknown group option, bad key or type, malformed override) are translate
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
+
+from robolearn.run_dir import resolve_run
 
 USAGE = """usage: robolearn <command> [args]
 
 commands:
   train  [overrides] [--multirun]   train a policy; any config value is an override, e.g.
                                      task=pendulum physics=mujoco env.num_envs=128 seed=3
-                                     resume=<run dir> continues a run from its last checkpoint;
+                                     resume=<run dir> (or latest, <task>/latest) continues a run
+                                     from its last checkpoint; run_name=<name> names its folder;
                                      a hydra.run.dir that holds a run is refused (overwrite=true
                                      moves the old run aside)
   export run=<run dir> [format=onnx|tensorrt] [precision=fp32|fp16] [checkpoint=<file>] [out=<dir>]
@@ -34,6 +38,8 @@ commands:
                                      through the deploy runtime), or MuJoCo's viewer on a display
   list                               print the installed tasks and physics backends
 
+run= (export, eval, play) and resume= also take latest or <task>/latest: the newest run in
+./runs; bundle= (sim2sim, play) takes them too, for that run's export/.
 `robolearn <command> --help` prints that command's part of this text.
 """
 
@@ -120,9 +126,12 @@ def _train(args: list[str]) -> int:
     register_configs()
     overrides = list(args)
     refuse_broken_task(overrides)
+    names = [a.split("=", 1)[1] for a in overrides if a.startswith("run_name=")]
+    if names and not re.fullmatch(r"[A-Za-z0-9._-]*", names[-1]):  # before Hydra makes a folder of it
+        raise UserError(f"run_name={names[-1]} is out of range; valid: letters, digits, '.', '_' and '-'")
     resume = [a for a in overrides if a.startswith("resume=")]
     if resume:
-        return _resume(Path(resume[-1].split("=", 1)[1]).expanduser().resolve(),
+        return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),
                        [a for a in overrides if not a.startswith("resume=")])
 
     if not any(a in ("-m", "--multirun") for a in overrides):
@@ -203,8 +212,15 @@ def _export(args: list[str]) -> int:
     opts = _key_values(args, {"run": None, "checkpoint": None, "out": None, "format": "onnx", "precision": "fp32"}, "export")
     if not opts["run"]:
         raise UserError("export needs run=<run dir>")
-    app.export_run(_path(opts["run"]), _path(opts["checkpoint"]), _path(opts["out"]), opts["format"], opts["precision"])
+    app.export_run(resolve_run(opts["run"]), _path(opts["checkpoint"]), _path(opts["out"]), opts["format"], opts["precision"])
     return 0
+
+
+def _bundle_path(value: str) -> Path:
+    """A bundle directory, or `latest` / `<task>/latest`: that run's export/."""
+    if value == "latest" or value.endswith("/latest"):
+        return resolve_run(value, "bundle") / "export"
+    return Path(value).expanduser()
 
 
 def _path(value: str | None) -> Path | None:
@@ -237,7 +253,7 @@ def _eval(args: list[str]) -> int:
     opts = _key_values(args, {"run": None, "episodes": "64", "checkpoint": None}, "eval")
     if not opts["run"]:
         raise UserError("eval needs run=<run dir>")
-    app.eval_run(_path(opts["run"]), _number("episodes", opts["episodes"], int), _path(opts["checkpoint"]))
+    app.eval_run(resolve_run(opts["run"]), _number("episodes", opts["episodes"], int), _path(opts["checkpoint"]))
     return 0
 
 
@@ -252,7 +268,7 @@ def _sim2sim(args: list[str]) -> int:
     if not opts["bundle"]:
         raise UserError("sim2sim needs bundle=<bundle dir> (a run's export/ folder)")
     register_configs()
-    bundle = _path(opts["bundle"])
+    bundle = _bundle_path(opts["bundle"])
     result = sim2sim(
         bundle, episodes=_number("episodes", opts["episodes"], int), realtime=_flag("realtime", opts["realtime"]),
         timestep=_number("timestep", opts["timestep"], float) if opts["timestep"] else None,
@@ -293,9 +309,9 @@ def _play(args: list[str]) -> int:
                   _number("seed", opts["seed"], int))  # fmt: skip
     register_configs()
     if opts["run"]:
-        play_run(_path(opts["run"]), _path(opts["checkpoint"]), cfg)
+        play_run(resolve_run(opts["run"]), _path(opts["checkpoint"]), cfg)
     else:
-        play_bundle(_path(opts["bundle"]), cfg)
+        play_bundle(_bundle_path(opts["bundle"]), cfg)
     return 0
 
 

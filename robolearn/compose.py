@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf._utils import get_yaml_loader
 
 from robolearn.config import AlgoCfg, EnvCfg, RunnerCfg, register_schemas
@@ -99,6 +99,7 @@ def register_configs() -> dict[str, TaskPlugin]:
     stop the others from running."""
     cs = ConfigStore.instance()
     register_schemas(cs)
+    OmegaConf.register_new_resolver("robolearn.suffix", lambda name: f"_{name}" if name else "", replace=True)
     tasks = discover_tasks()
     for name, plugin in list(tasks.items()):
         BROKEN.pop(name, None)  # found again: judged afresh

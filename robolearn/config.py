@@ -348,6 +348,8 @@ class TrainCfg:
     overwrite: bool = False
     """Move a run that already lives in hydra.run.dir aside (to <dir>.replaced-<time>) instead of
     refusing to start."""
+    run_name: str = ""
+    """Appended to the run's folder: runs/<task>/<time>_<run_name> (letters, digits, . _ -)."""
 
 
 def register_schemas(cs: ConfigStore) -> None:

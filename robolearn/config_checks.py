@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +47,7 @@ def _nonzero(v) -> bool:
 
 RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "seed": (_non_negative, "an integer >= 0"),
+    "run_name": (lambda v: re.fullmatch(r"[A-Za-z0-9._-]*", str(v)) is not None, "letters, digits, '.', '_' and '-'"),
     "env.num_envs": (_at_least_one, "an integer >= 1"),
     "env.state_limit": (_positive, "> 0"),
     "physics.num_threads": (_non_negative, ">= 0 (0: every core)"),

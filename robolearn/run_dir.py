@@ -81,3 +81,22 @@ def _free_name(path: Path, suffix: str) -> Path:
         n += 1
         candidate = path.with_name(f"{path.name}.{suffix}-{n}")
     return candidate
+
+
+RUNS = Path("runs")
+"""Where `robolearn train` puts runs by default (hydra.run.dir in configs/train.yaml)."""
+
+
+def resolve_run(value: str, what: str = "run") -> Path:
+    """A run directory as given, or `latest` / `<task>/latest`: the newest run under ./runs (by the
+    start time its folder is named with) that holds a config.yaml."""
+    if value != "latest" and not value.endswith("/latest"):
+        return Path(value).expanduser()
+    task = value[: -len("latest")].strip("/")
+    base = RUNS / task if task else RUNS
+    pattern = "*/config.yaml" if task else "*/*/config.yaml"
+    found = sorted((p.parent for p in base.glob(pattern) if p.parent.parent.name != "multirun"), key=lambda p: p.name)
+    if not found:
+        where = f"{base}/<time>" if task else f"{RUNS}/<task>/<time>"
+        raise UserError(f"{what}={value}: no run in {where} (relative to {Path.cwd()}); give the run directory instead")
+    return found[-1]

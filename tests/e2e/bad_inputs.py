@@ -177,6 +177,9 @@ CASES: list[Case] = [
     cli("resume_mistyped_key", "train", "resume={ws}/run", "runner.max_iteratons=2",
         expect=("runner.max_iteratons is not a setting of runner", "valid: num_steps_per_env")),  # fmt: skip
     cli("resume_out_of_range", "train", "resume={ws}/run", "algo.gamma=3", expect=("algo.gamma=3", "0 <= gamma <= 1")),
+    cli("eval_latest_without_runs", "eval", "run=latest", expect=("run=latest: no run in runs/<task>/<time>",)),
+    cli("export_task_latest_without_runs", "export", "run=pendulum/latest", expect=("run=pendulum/latest: no run in runs/pendulum",)),
+    cli("run_name_with_a_slash", "train", *FAST, "run_name=a/b", expect=("run_name=a/b is out of range", "letters, digits")),
     cli("play_without_a_source", "play", expect=("play needs run=<run dir> or bundle=<bundle dir>",)),
     cli("play_with_two_sources", "play", "run={ws}/run", "bundle={ws}/bundle", expect=("(one of them)",)),
     cli("play_unknown_mode", "play", "run={ws}/run", "mode=hologram", expect=("mode=hologram is not a play mode", "video, viewer, web")),
