@@ -138,48 +138,22 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
             if len(cfg.command) != width:
                 raise UserError(f"command={cfg.command}: '{commands[0]}' has {width} values")
             fixed = torch.tensor(cfg.command, dtype=torch.float32)
+            # every draw (at resets and on the resampling timers) now gives this command
+            env.commands.ranges[commands[0]][:] = fixed.unsqueeze(1).to(env.commands.ranges[commands[0]])
+            env.commands._standing[commands[0]] = 0.0
         every = max(1, round(1.0 / (cfg.fps * env.dt)))
         steps = max(1, round(cfg.duration / env.dt))
         renderers = [FrameRenderer(model, cfg.camera, *_tile_size(cfg)) for _ in range(cfg.num_envs)]
         writer = Mp4Writer(out, cfg.width if cfg.num_envs == 1 else _tiled(cfg)[0],
                            cfg.height if cfg.num_envs == 1 else _tiled(cfg)[1], 1.0 / (every * env.dt))  # fmt: skip
-        returns = np.zeros(cfg.num_envs)
-        notes: list[tuple[str, float]] = [("", -1.0)] * cfg.num_envs
         weights = env.rewards.weights.numpy()
         title = f"{env.cfg.name} | {source.name} (iteration {payload['iteration']})"
-        env.track_metrics(True)
-        with torch.inference_mode():
-            obs = env.reset(spread_timeouts=False)
-            for step in range(steps):
-                if fixed is not None:
-                    env.commands.get(commands[0])[:] = fixed
-                obs, reward, terminated, truncated = env.step(actor_critic.action_mean(obs["policy"]))
-                returns += reward.numpy()
-                t = (step + 1) * env.dt
-                for i in np.flatnonzero((terminated | truncated).numpy()):
-                    fired = [n for k, n in enumerate(env.terminations.names) if env.terminations.fired[k, i]]
-                    why = "diverged" if env.invalid[i] else (", ".join(fired) or "time-out")
-                    notes[i] = (f"episode ended ({why}), return {returns[i]:.1f}", t)
-                    returns[i] = 0.0
-                if step % every:
-                    continue
-                frames = []
-                for i, renderer in enumerate(renderers):
-                    data.qpos[:] = env.physics.qpos[i].double().numpy()
-                    data.qvel[:] = env.physics.qvel[i].double().numpy()
-                    mujoco.mj_forward(model, data)
-                    command = env.commands.get(commands[0])[i].numpy() if commands else None
-                    terms = env.rewards.values[:, i].numpy() * weights
-                    top = sorted(zip(env.rewards.names, terms), key=lambda nv: -abs(nv[1]))[:3]
-                    lines = [title if i == 0 else f"env {i}", f"t {t:5.2f} s | return {returns[i]:8.2f}",
-                             "reward: " + "  ".join(f"{n} {v:+.2f}" for n, v in top)]  # fmt: skip
-                    if command is not None:
-                        lines.append(f"{commands[0]} {fmt(command)}")
-                    if notes[i][0] and t - notes[i][1] < END_NOTE_S:
-                        lines.append(notes[i][0])
-                    arrows = velocity_arrows(data.qpos, data.qvel, command if "vel" in (commands[0] if commands else "") else None, free_root)
-                    frames.append(renderer.render(data, arrows, lines))
-                writer.write(frames[0] if len(frames) == 1 else tile(frames))
+        try:
+            _record(env, actor_critic, cfg, renderers, writer, data, commands, free_root, weights, title, every, steps)
+        except BaseException:
+            writer.close()
+            out.unlink(missing_ok=True)  # no half-written video left behind
+            raise
         writer.close()
         for renderer in renderers:
             renderer.close()
@@ -187,6 +161,46 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
         env.close()
     print(f"wrote {out} ({writer.frames} frames, {writer.frames / (1.0 / (every * env.dt)):.1f} s)")
     return out
+
+
+def _record(env, actor_critic, cfg, renderers, writer, data, commands, free_root, weights, title, every, steps) -> None:
+    """Step the env with the policy's mean action and write every `every`-th step's frame."""
+    import mujoco
+    import torch
+
+    model = env.model
+    returns = np.zeros(cfg.num_envs)
+    notes: list[tuple[str, float]] = [("", -1.0)] * cfg.num_envs
+    with torch.inference_mode():
+        obs = env.reset(spread_timeouts=False)
+        for step in range(steps):
+            obs, reward, terminated, truncated = env.step(actor_critic.action_mean(obs["policy"]))
+            returns += reward.numpy()
+            t = (step + 1) * env.dt
+            for i in np.flatnonzero((terminated | truncated).numpy()):
+                fired = [n for k, n in enumerate(env.terminations.names) if env.terminations.fired[k, i]]
+                why = "diverged" if env.invalid[i] else (", ".join(fired) or "time-out")
+                notes[i] = (f"episode ended ({why}), return {returns[i]:.1f}", t)
+                returns[i] = 0.0
+            if step % every:
+                continue
+            frames = []
+            for i, renderer in enumerate(renderers):
+                data.qpos[:] = env.physics.qpos[i].double().numpy()
+                data.qvel[:] = env.physics.qvel[i].double().numpy()
+                mujoco.mj_forward(model, data)
+                command = env.commands.get(commands[0])[i].numpy() if commands else None
+                terms = env.rewards.values[:, i].numpy() * weights
+                top = sorted(zip(env.rewards.names, terms), key=lambda nv: -abs(nv[1]))[:3]
+                lines = [title if i == 0 else f"env {i}", f"t {t:5.2f} s | return {returns[i]:8.2f}",
+                         "reward: " + "  ".join(f"{n} {v:+.2f}" for n, v in top)]  # fmt: skip
+                if command is not None:
+                    lines.append(f"{commands[0]} {fmt(command)}")
+                if notes[i][0] and t - notes[i][1] < END_NOTE_S:
+                    lines.append(notes[i][0])
+                arrows = velocity_arrows(data.qpos, data.qvel, command if "vel" in (commands[0] if commands else "") else None, free_root)
+                frames.append(renderer.render(data, arrows, lines))
+            writer.write(frames[0] if len(frames) == 1 else tile(frames))
 
 
 def _view_run(env, actor_critic) -> None:
