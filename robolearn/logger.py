@@ -43,7 +43,8 @@ class RunLogger:
             self._progress.start()
         self._show_plain = progress and self._progress is None
         self._iteration = start_iteration
-        self._diverged = [0.0, 0.0]  # non-finite resets and env steps not yet reported
+        self._diverged = 0.0  # non-finite resets not yet reported ...
+        self._diverged_of = 0.0  # ... and the env steps they happened in
         self._warned_at: int | None = None
 
     def log(self, row: dict) -> None:
@@ -64,27 +65,27 @@ class RunLogger:
         """One warning line when environments diverge (envs/health.py), then at most one per
         WARN_EVERY iterations with the rate since the last line."""
         # the env steps of this iteration (steps_per_s is measured over collection and learning)
-        self._diverged[1] += round(row.get("steps_per_s", 0.0) * (row.get("collection_s", 0.0) + row.get("learning_s", 0.0)))
-        self._diverged[0] += row.get("health/nonfinite_resets", 0.0)
+        self._diverged_of += round(row.get("steps_per_s", 0.0) * (row.get("collection_s", 0.0) + row.get("learning_s", 0.0)))
+        self._diverged += row.get("health/nonfinite_resets", 0.0)
         it = self._iteration = row["iteration"]
-        if self._diverged[0] and (self._warned_at is None or it - self._warned_at >= WARN_EVERY):
+        if self._diverged and (self._warned_at is None or it - self._warned_at >= WARN_EVERY):
             self._warn_divergence(it)
 
     def _warn_divergence(self, it: int) -> None:
-        count, steps = self._diverged
+        count, steps = self._diverged, self._diverged_of
         rate = f" of {steps:,.0f} env steps ({100 * count / steps:.3g}%)" if steps else ""
         since = "" if self._warned_at is None else f" since iteration {self._warned_at}"
         self.message(f"warning: iteration {it}: {count:,.0f}{rate}{since} diverged (non-finite state, reward or "
                      f"observation, or beyond env.state_limit) and were reset without being learned from; "
                      f"see health/nonfinite_resets")  # fmt: skip
-        self._diverged = [0.0, 0.0]
+        self._diverged = self._diverged_of = 0.0
         self._warned_at = it
 
     def message(self, text: str) -> None:
         self._console.print(text, highlight=False, soft_wrap=True)  # one line stays one line in a log
 
     def close(self) -> None:
-        if self._diverged[0]:
+        if self._diverged:
             self._warn_divergence(self._iteration)
         if self._progress is not None:
             self._progress.stop()

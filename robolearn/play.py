@@ -18,13 +18,13 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from robolearn.errors import UserError
-from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, tile
+from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, has_free_root, tile
 
 MODES = ("video", "viewer", "web")
 END_NOTE_S = 1.0
@@ -38,7 +38,7 @@ class PlayCfg:
     duration: float = 10.0
     fps: float = 30.0
     num_envs: int = 1
-    camera: CameraCfg = None  # type: ignore[assignment]
+    camera: CameraCfg = field(default_factory=CameraCfg)
     command: list[float] | None = None
     width: int = 640
     height: int = 480
@@ -94,7 +94,7 @@ def yaw(quat: np.ndarray) -> float:
 
 def velocity_arrows(qpos: np.ndarray, qvel: np.ndarray, command: np.ndarray | None, free_root: bool) -> list[Arrow]:
     """The commanded planar velocity (in the heading frame, green) and the actual one (blue),
-    from above the root; only for a floating base."""
+    from above the root; only for a floating base (render.has_free_root)."""
     if not free_root:
         return []
     start = qpos[:3] + np.array([0.0, 0.0, 0.25])
@@ -128,24 +128,19 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
         out = output_path(cfg, run_dir / "videos" / f"play_{source.stem}.mp4")
         model = env.model
         data = mujoco.MjData(model)
-        free_root = model.njnt > 0 and model.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
+        free_root = has_free_root(model)
         commands = list(env.commands.names)
-        fixed = None
         if cfg.command is not None:
             if not commands:
                 raise UserError(f"command={cfg.command}: task '{env.cfg.name}' has no command")
             width = env.commands.get(commands[0]).shape[1]
             if len(cfg.command) != width:
                 raise UserError(f"command={cfg.command}: '{commands[0]}' has {width} values")
-            fixed = torch.tensor(cfg.command, dtype=torch.float32)
-            # every draw (at resets and on the resampling timers) now gives this command
-            env.commands.ranges[commands[0]][:] = fixed.unsqueeze(1).to(env.commands.ranges[commands[0]])
-            env.commands._standing[commands[0]] = 0.0
+            env.commands.hold(commands[0], torch.tensor(cfg.command))
         every = max(1, round(1.0 / (cfg.fps * env.dt)))
         steps = max(1, round(cfg.duration / env.dt))
         renderers = [FrameRenderer(model, cfg.camera, *_tile_size(cfg)) for _ in range(cfg.num_envs)]
-        writer = Mp4Writer(out, cfg.width if cfg.num_envs == 1 else _tiled(cfg)[0],
-                           cfg.height if cfg.num_envs == 1 else _tiled(cfg)[1], 1.0 / (every * env.dt))  # fmt: skip
+        writer = Mp4Writer(out, *_tiled(cfg), 1.0 / (every * env.dt))
         weights = env.rewards.weights.numpy()
         title = f"{env.cfg.name} | {source.name} (iteration {payload['iteration']})"
         try:
@@ -169,6 +164,7 @@ def _record(env, actor_critic, cfg, renderers, writer, data, commands, free_root
     import torch
 
     model = env.model
+    velocity = bool(commands) and "vel" in commands[0]  # arrows for a velocity command
     returns = np.zeros(cfg.num_envs)
     notes: list[tuple[str, float]] = [("", -1.0)] * cfg.num_envs
     with torch.inference_mode():
@@ -198,7 +194,7 @@ def _record(env, actor_critic, cfg, renderers, writer, data, commands, free_root
                     lines.append(f"{commands[0]} {fmt(command)}")
                 if notes[i][0] and t - notes[i][1] < END_NOTE_S:
                     lines.append(notes[i][0])
-                arrows = velocity_arrows(data.qpos, data.qvel, command if "vel" in (commands[0] if commands else "") else None, free_root)
+                arrows = velocity_arrows(data.qpos, data.qvel, command if velocity else None, free_root)
                 frames.append(renderer.render(data, arrows, lines))
             writer.write(frames[0] if len(frames) == 1 else tile(frames))
 
@@ -274,7 +270,7 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
             referee.close()
     out = output_path(cfg, Path.cwd() / f"{bundle_dir.resolve().name}_play.mp4")
     model = robot.model
-    free_root = model.njnt > 0 and model.jnt_type[0] == 0  # mjJNT_FREE
+    free_root = has_free_root(model)
     period = policy.bundle.control_period_s
     every = max(1, round(1.0 / (cfg.fps * period)))
     ticks = max(1, round(cfg.duration / period))

@@ -96,8 +96,7 @@ class FrameRenderer:
         centre = data.xpos[1] if self.model.nbody > 1 else np.zeros(3)
         self._grid(scene, centre)
         for arrow in arrows:
-            self._add(scene, lambda g, a=arrow: mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_ARROW, 0.02, a.start, a.end),
-                      arrow.rgba)  # fmt: skip
+            _connector(scene, mujoco.mjtGeom.mjGEOM_ARROW, 0.02, arrow.start, arrow.end, arrow.rgba)
         image = self.renderer.render()
         return overlay(image, lines) if lines else image
 
@@ -111,21 +110,26 @@ class FrameRenderer:
                 start[axis] = end[axis] = base[axis] + k * GRID_SPACING_M
                 start[1 - axis], end[1 - axis] = base[1 - axis] - half, base[1 - axis] + half
                 start[2] = end[2] = 0.002
-                self._add(scene, lambda g, s=start, e=end: mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_LINE, 2.0, s, e),
-                          (0.95, 0.95, 0.95, 0.55))  # fmt: skip
-
-    @staticmethod
-    def _add(scene: mujoco.MjvScene, make, rgba) -> None:
-        if scene.ngeom >= scene.maxgeom:
-            return
-        geom = scene.geoms[scene.ngeom]
-        mujoco.mjv_initGeom(geom, mujoco.mjtGeom.mjGEOM_BOX, np.zeros(3), np.zeros(3), np.eye(3).ravel(), np.asarray(rgba, np.float32))
-        make(geom)
-        geom.rgba[:] = rgba
-        scene.ngeom += 1
+                _connector(scene, mujoco.mjtGeom.mjGEOM_LINE, 2.0, start, end, (0.95, 0.95, 0.95, 0.55))
 
     def close(self) -> None:
         self.renderer.close()
+
+
+def _connector(scene: mujoco.MjvScene, kind: mujoco.mjtGeom, width: float, start: np.ndarray, end: np.ndarray,
+               rgba: tuple[float, ...]) -> None:  # fmt: skip
+    """A line or arrow from start to end, added to the scene's decorations (dropped when it is full)."""
+    if scene.ngeom >= scene.maxgeom:
+        return
+    geom = scene.geoms[scene.ngeom]
+    mujoco.mjv_initGeom(geom, kind, np.zeros(3), np.zeros(3), np.eye(3).ravel(), np.asarray(rgba, np.float32))
+    mujoco.mjv_connector(geom, kind, width, start, end)
+    scene.ngeom += 1
+
+
+def has_free_root(model: mujoco.MjModel) -> bool:
+    """The model's first joint is a free joint: a floating base with world-frame qvel[0:3]."""
+    return model.njnt > 0 and model.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
 
 
 def overlay(image: np.ndarray, lines: list[str]) -> np.ndarray:

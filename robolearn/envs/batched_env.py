@@ -109,20 +109,7 @@ class BatchedEnv:
         """Joint velocities before the last step's physics (joint accelerations)."""
         self.health = EnvHealth(num_envs, self.device, state_limit)
 
-        namespace = term_namespace(plugin)
-        preset = randomization if randomization is not None else RandomizationCfg()
-        self.actions = ActionManager(cfg.action, model, num_envs, self.device, self.default_qpos[0], cfg.decimation)
-        self.num_actions = self.actions.num_actions
-        self.commands = CommandManager(cfg.commands, self)
-        self.terminations = TerminationManager(cfg.terminations, namespace, self)
-        self.rewards = RewardManager(cfg.rewards, namespace, self)
-        self.events = EventManager(cfg.events, namespace, self, preset)
-        self.curriculum = CurriculumManager(cfg.get("curriculum") or {}, namespace, self)
-        self.observations = ObservationManager(cfg.observations, namespace, self, noise=preset.observation_noise)
-        self.metrics = MetricManager(cfg.metrics, namespace, self)
-        self.terminations.check_outputs()
-        self.rewards.check_outputs()
-        self.metrics.check_outputs()
+        self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg())
         self.stats = EpisodeStats(
             episode_window,
             ["mean_episode_return", "mean_episode_length", *(f"episode_reward/{n}" for n in self.rewards.names),
@@ -131,6 +118,23 @@ class BatchedEnv:
         )  # fmt: skip
         self._use_graphs = cuda_graph and self.device.type == "cuda" and self.physics.graph_safe
         self._graphed: GraphedStep | None = None
+
+    def _build_managers(self, cfg: TaskCfg, plugin: TaskPlugin, preset: RandomizationCfg) -> None:
+        """Every manager from the task's config, in the order their terms may read each other;
+        the plain reward, termination and metric terms are called once here to check their output."""
+        namespace = term_namespace(plugin)
+        n, device = self.num_envs, self.device
+        self.actions = ActionManager(cfg.action, self.model, n, device, self.default_qpos[0], cfg.decimation)
+        self.num_actions = self.actions.num_actions
+        self.commands = CommandManager(cfg.commands, self)
+        self.terminations = TerminationManager(cfg.terminations, namespace, self)
+        self.rewards = RewardManager(cfg.rewards, namespace, self)
+        self.events = EventManager(cfg.events, namespace, self, preset)
+        self.curriculum = CurriculumManager(cfg.get("curriculum") or {}, namespace, self)
+        self.observations = ObservationManager(cfg.observations, namespace, self, noise=preset.observation_noise)
+        self.metrics = MetricManager(cfg.metrics, namespace, self)
+        for manager in (self.terminations, self.rewards, self.metrics):
+            manager.check_outputs()
 
     def managers(self) -> dict:
         """Every manager by name, in the order resets run (checkpoints hold each one's state)."""
@@ -237,8 +241,8 @@ class BatchedEnv:
         problem = self.physics.health()
         if problem is not None:
             raise UserError(problem)
-        health = {"health/nonfinite_resets": float(self.health.pop())}
-        return {**self.stats.summary(), **health, **self.events.update_adaptive(), **self.curriculum.log()}
+        stats = self.stats.summary({"health/nonfinite_resets": self.health.pop()})
+        return {**stats, **self.events.update_adaptive(), **self.curriculum.log()}
 
     # --- checkpointing --------------------------------------------------------------------------
     def state_dict(self) -> dict:

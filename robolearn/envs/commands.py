@@ -70,6 +70,12 @@ class CommandManager(ManagerBase):
         period = p_low + (p_high - p_low) * torch.rand(env.num_envs, generator=gen, device=env.device)
         torch.where(mask, period, self.time_left[k], out=self.time_left[k])
 
+    def hold(self, name: str, value: torch.Tensor) -> None:
+        """From the next draw on, command `name` is `value` [k] in every env (a scripted command:
+        the range is pinned and never standing), at resets and on the resampling timers alike."""
+        self.ranges[name][:] = value.to(self.ranges[name]).unsqueeze(1)
+        self._standing[name] = 0.0
+
     def step(self, dt: float) -> None:
         if not self.names:
             return

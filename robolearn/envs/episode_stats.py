@@ -35,18 +35,21 @@ class EpisodeStats:
         self.written += total
         self.finished += total
 
-    def summary(self) -> dict[str, float]:
+    def summary(self, extra: dict[str, torch.Tensor] | None = None) -> dict[str, float]:
         """{"episodes": finished since the last summary, and, once any episode has finished,
-        "episode_window": how many the means cover and the mean of every column}."""
-        values = torch.cat([torch.stack([self.finished, self.written]).float(), self.rows[: self.window].sum(0)]).tolist()
+        "episode_window": how many the means cover and the mean of every column}; `extra` device
+        scalars are read in the same host read and returned as floats."""
+        extra = extra or {}
+        head = torch.stack([self.finished, self.written, *extra.values()]).float()
+        values = torch.cat([head, self.rows[: self.window].sum(0)]).tolist()
         self.finished.zero_()
-        finished, written = int(values[0]), int(values[1])
-        out: dict[str, float] = {"episodes": float(finished)}
+        (finished, written, *extras), sums = values[: len(head)], values[len(head) :]
+        out: dict[str, float] = {"episodes": float(finished), **dict(zip(extra, extras))}
         if written == 0:
             return out
-        held = min(written, self.window)
+        held = min(int(written), self.window)
         out["episode_window"] = float(held)
-        for name, total in zip(self.columns, values[2:]):
+        for name, total in zip(self.columns, sums):
             out[name] = total / held
         return out
 

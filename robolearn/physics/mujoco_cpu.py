@@ -95,7 +95,6 @@ class MujocoBackend(PhysicsBackend):
         }
         self._time_before = np.zeros(num_envs)
         self._unstable_np = np.zeros(num_envs, dtype=bool)
-        self._was_unstable = False
         self._fields: dict[str, torch.Tensor] = {}
         self._field_views: dict[str, list[np.ndarray]] = {}
 
@@ -132,9 +131,7 @@ class MujocoBackend(PhysicsBackend):
         # an automatic reset inside the step restarted that environment's clock from 0
         expected = self._time_before + (substeps - 0.5) * self.model.opt.timestep
         np.less(self._state[:, self._slices["time"].start], expected, out=self._unstable_np)
-        if self._unstable_np.any() or self._was_unstable:  # the tensor is written only when it changes
-            self.unstable.copy_(torch.from_numpy(self._unstable_np))
-            self._was_unstable = bool(self._unstable_np.any())
+        self.unstable.copy_(torch.from_numpy(self._unstable_np))
         self._refresh()
 
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:

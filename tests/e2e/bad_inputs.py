@@ -11,7 +11,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FAST = ["runner.max_iterations=1", "env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1"]
+from .test_errors import FAST
+
 NEW = "hydra.run.dir={ws}/new"
 
 

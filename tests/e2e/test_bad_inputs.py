@@ -5,7 +5,6 @@ exit, no traceback, and no file of the user's changed.
 The command lines run as a user runs them, each in its own process against its own copy of the
 workspace, a few at a time (one shared run trains once for all of them)."""
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -17,14 +16,11 @@ import pytest
 
 from robolearn.registry import discover_tasks
 
-from .bad_inputs import CASES, FAST
+from .bad_inputs import CASES, build_workspace
 from .conftest import robolearn
+from .test_errors import FAST, snapshot
 
 WORKERS = 3
-
-
-def snapshot(folder: Path) -> dict:
-    return {p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
 
 
 def run_case(case, template: Path, root: Path):
@@ -43,18 +39,22 @@ def run_case(case, template: Path, root: Path):
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
+def workspace(tmp_path_factory) -> Path:
+    """The template every case copies: a short finished run, its bundle, damaged copies, plugins."""
     root = tmp_path_factory.mktemp("bad_inputs")
     run = root / "trained"
     made = robolearn("train", *FAST, f"hydra.run.dir={run}", cwd=root)
     assert made.returncode == 0, made.stderr
     template = root / "template"
     template.mkdir()
-    from .bad_inputs import build_workspace
-
     build_workspace(template, run, discover_tasks()["cartpole"].config.read_text())
+    return template
+
+
+@pytest.fixture(scope="module")
+def results(workspace):
     with ThreadPoolExecutor(WORKERS) as pool:
-        futures = {case.id: pool.submit(run_case, case, template, root / "cases") for case in CASES}
+        futures = {case.id: pool.submit(run_case, case, workspace, workspace.parent / "cases") for case in CASES}
         return {name: future.result() for name, future in futures.items()}
 
 
@@ -208,8 +208,8 @@ DEPLOY_CASES = list(DEPLOY_EXPECT)
 
 
 @pytest.fixture(scope="module")
-def exported_bundle(results, tmp_path_factory):
-    return next((tmp_path_factory.getbasetemp()).glob("bad_inputs*/trained/export"))
+def exported_bundle(workspace):
+    return workspace / "bundle"
 
 
 @pytest.mark.parametrize("name", DEPLOY_CASES)

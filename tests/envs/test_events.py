@@ -73,3 +73,13 @@ def test_interval_event_fires_on_schedule(make_env):
         history.append(pole_mass(env))
     changed_at = [k for k in range(1, 13) if not torch.equal(history[k], history[k - 1])]
     assert changed_at == [5, 10]
+
+
+def test_a_held_command_survives_resets_and_resampling(make_env):
+    env = make_env("quadruped_flat", num_envs=4)
+    name = env.commands.names[0]
+    env.commands.hold(name, torch.tensor([0.8, 0.0, 0.0]))
+    env.reset()
+    for _ in range(600):  # 12 s: past the resampling period and through resets
+        env.step(torch.zeros(4, env.num_actions))
+    assert torch.equal(env.commands.get(name), torch.tensor([[0.8, 0.0, 0.0]]).expand(4, 3))
