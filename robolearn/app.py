@@ -20,6 +20,7 @@ from robolearn.config_checks import check_train_cfg, not_a_setting
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
 from robolearn.interrupts import Interrupted, stop_on_signals
+from robolearn.log_sinks import check_logger, open_sinks
 from robolearn.logger import RunLogger
 from robolearn.manifest import describe_run, write_manifest
 from robolearn.physics import resolve_placement
@@ -97,8 +98,9 @@ def fits_in_memory(cfg: DictConfig, device: torch.device):
 
 
 def train(cfg: DictConfig, run_dir: Path) -> None:
-    """Train (or resume) into run_dir: config, manifest, metrics, checkpoints, export."""
+    """Train (or resume) into run_dir: config, manifest, metrics, loggers, clips, checkpoints, export."""
     check_train_cfg(cfg)
+    check_logger(cfg.logger)
     found = holds_run(run_dir)
     if found and not cfg.resume:  # the CLI refuses an explicit hydra.run.dir before Hydra writes anything
         raise UserError(f"{run_dir} already holds a run ({', '.join(found)}); continue it with resume={run_dir}")
@@ -122,24 +124,33 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
             resumed_from = runner.iteration
             truncate_metrics(run_dir / "metrics.jsonl", resumed_from)
         runner.start()  # startup events run before the run's files are written: a failure leaves no run
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-        write_manifest(run_dir, describe_run(cfg.seed, cfg.task.name, backend, str(device), resumed_from))
-        logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress)
-        if resumed_from is not None:
-            logger.message(f"resuming {run_dir} from iteration {resumed_from}")
-        else:
-            print(f"training {cfg.task.name} into {run_dir}", flush=True)
+        sinks = open_sinks(cfg, run_dir, runner.iteration, backend, str(device))  # so does W&B's failure to start
+        clips = None
+        if cfg.runner.video_interval:
+            from robolearn.train_clips import ClipRecorder
+
+            clips = ClipRecorder(env, cfg.runner, run_dir / "videos", cfg.task.name)
+        logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress, sinks, clips)
         try:
+            (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+            write_manifest(run_dir, describe_run(cfg.seed, cfg.task.name, backend, str(device), resumed_from))
+            if resumed_from is not None:
+                logger.message(f"resuming {run_dir} from iteration {resumed_from}")
+            else:
+                print(f"training {cfg.task.name} into {run_dir}", flush=True)
             with stop_on_signals() as stop:  # outside the iterations a signal stops at once
-                runner.learn(logger.log, run_dir / "checkpoints", should_stop=stop)
+                runner.learn(logger.log, run_dir / "checkpoints", should_stop=stop, recorder=clips)
             if stop():
                 raise Interrupted(stop.signum, run_dir, runner.iteration, _checkpoint_on_stop(runner, run_dir))
+            logger.end_training()
+            if cfg.runner.export_onnx:
+                from robolearn.export.bundle import export_bundle
+
+                result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress)
+                print_export(result)
+                logger.evaluation(result.evaluation, runner.iteration)
         finally:
             logger.close()
-        if cfg.runner.export_onnx:
-            from robolearn.export.bundle import export_bundle
-
-            print_export(export_bundle(runner.actor_critic, env, run_dir / "export"))
     finally:
         env.close()
 

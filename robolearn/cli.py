@@ -31,12 +31,19 @@ commands:
           [engine=auto|onnxruntime|tensorrt] [seed=0] [report=<file.json>] [log=<file.jsonl>]
                                      run the bundle through the deploy runtime against a CPU
                                      MuJoCo robot; compare with the training evaluation
-  play run=<run dir>|bundle=<dir> [mode=video|viewer] [out=<file.mp4>] [duration=10] [fps=30]
+  play run=<run dir>|bundle=<dir> [mode=video|viewer|web] [out=<file.mp4>] [duration=10] [fps=30]
        [num_envs=1] [camera=track|fixed|free] [distance=auto] [elevation=-20] [azimuth=135]
        [command=[0.8,0,0]] [width=640] [height=480] [checkpoint=<file>] [seed=0]
+       [port=8080] [host=127.0.0.1]
                                      watch a policy: an mp4 (a run's torch policy, or a bundle
-                                     through the deploy runtime), or MuJoCo's viewer on a display
+                                     through the deploy runtime), MuJoCo's viewer on a display,
+                                     or (mode=web, run= only) a live browser viewer at
+                                     http://localhost:<port>/ with pause/step/reset, reward bars,
+                                     command sliders and the run's newest checkpoint
   list                               print the installed tasks and physics backends
+  runs [task=<name>] [root=runs]     the runs under ./runs, newest first: iterations done, best
+                                     and last mean return, state (finished, exported, running,
+                                     stopped at an iteration), start time, folder
 
 run= (export, eval, play) and resume= also take latest or <task>/latest: the newest run in
 ./runs; bundle= (sim2sim, play) takes them too, for that run's export/.
@@ -123,8 +130,12 @@ def _train(args: list[str]) -> int:
     from robolearn.errors import UserError
     from robolearn.paths import configs_dir
 
-    register_configs()
     overrides = list(args)
+    completion = [a for a in overrides if _is_completion_flag(a)]
+    if completion:  # Hydra's completion scripts assume `python script.py`; for `robolearn train` they break
+        raise UserError(f"{completion[0]}: shell completion is not offered; `robolearn train --help` lists the "
+                        f"config groups and values, `robolearn --help` the commands")  # fmt: skip
+    register_configs()
     refuse_broken_task(overrides)
     names = [a.split("=", 1)[1] for a in overrides if a.startswith("run_name=")]
     if names and not re.fullmatch(r"[A-Za-z0-9._-]*", names[-1]):  # before Hydra makes a folder of it
@@ -158,6 +169,12 @@ def _train(args: list[str]) -> int:
         more = f" (and {len(failures) - 1} more failed jobs)" if len(failures) > 1 else ""
         raise UserError(f"{failures[0]}{more}")
     return 0
+
+
+def _is_completion_flag(arg: str) -> bool:
+    """Hydra's -sc / --shell-completion, also as --flag=value or abbreviated (argparse takes --shell)."""
+    flag = arg.split("=", 1)[0]
+    return flag == "-sc" or (len(flag) > 2 and "--shell-completion".startswith(flag))
 
 
 def _claim_run_dir(overrides: list[str]) -> None:
@@ -291,7 +308,8 @@ def _play(args: list[str]) -> int:
 
     valid = {"run": None, "bundle": None, "checkpoint": None, "mode": "video", "out": None, "duration": "10",
              "fps": "30", "num_envs": "1", "camera": "track", "distance": None, "elevation": "-20", "azimuth": "135",
-             "command": None, "width": "640", "height": "480", "seed": "0"}  # fmt: skip
+             "command": None, "width": "640", "height": "480", "seed": "0", "port": "8080",
+             "host": "127.0.0.1"}  # fmt: skip
     opts = _key_values(args, valid, "play")
     if bool(opts["run"]) == bool(opts["bundle"]):
         raise UserError("play needs run=<run dir> or bundle=<bundle dir> (one of them)")
@@ -306,7 +324,7 @@ def _play(args: list[str]) -> int:
     cfg = PlayCfg(opts["mode"], _path(opts["out"]), _number("duration", opts["duration"], float),
                   _number("fps", opts["fps"], float), _number("num_envs", opts["num_envs"], int), camera, command,
                   _number("width", opts["width"], int), _number("height", opts["height"], int),
-                  _number("seed", opts["seed"], int))  # fmt: skip
+                  _number("seed", opts["seed"], int), _number("port", opts["port"], int), opts["host"])  # fmt: skip
     register_configs()
     if opts["run"]:
         play_run(resolve_run(opts["run"]), _path(opts["checkpoint"]), cfg)
@@ -355,7 +373,19 @@ def _list(args: list[str]) -> int:
     return 0
 
 
-VERBS = {"train": _train, "export": _export, "eval": _eval, "sim2sim": _sim2sim, "play": _play, "list": _list}
+def _runs(args: list[str]) -> int:
+    from robolearn.run_dir import RUNS
+    from robolearn.runs import format_runs, list_runs, no_runs_line
+
+    opts = _key_values(args, {"task": None, "root": None}, "runs")
+    root = _path(opts["root"]) or RUNS
+    runs = list_runs(root, opts["task"] or None)
+    print(format_runs(runs) if runs else no_runs_line(root, opts["task"] or None), end="")
+    return 0
+
+
+VERBS = {"train": _train, "export": _export, "eval": _eval, "sim2sim": _sim2sim, "play": _play, "list": _list,
+         "runs": _runs}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -381,8 +411,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"robolearn {verb}: {exc.line()}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"robolearn {verb}: stopped at once (a second signal, or outside training); only checkpoints "
-              f"written before can be resumed", file=sys.stderr)  # fmt: skip
+        if verb == "train":
+            print(f"robolearn {verb}: stopped at once (a second signal, or outside training); only checkpoints "
+                  f"written before can be resumed", file=sys.stderr)  # fmt: skip
+        else:
+            print(f"robolearn {verb}: stopped (Ctrl+C)", file=sys.stderr)
         return 130
     except Exception as exc:
         # a bundle error (the deploy runtime is imported only by the verbs that use it)

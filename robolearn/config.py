@@ -323,6 +323,28 @@ class RunnerCfg:
     episode_window: int = 100
     """The reported episode return, length and term sums are means over this many most recent
     finished episodes."""
+    video_interval: int = 250
+    """A clip of env 0 ends at every this many iterations (recorded over the iterations just
+    before), into <run>/videos/ and the loggers; 0: no clips. Drawn by a separate process."""
+    video_length_s: float = 3.0
+    """Simulated seconds per clip (at most about 30 frames a second of them are drawn)."""
+    video_width: int = 320
+    """Clip width in pixels."""
+    video_height: int = 240
+    """Clip height in pixels."""
+
+
+@dataclass
+class WandbCfg:
+    """Weights & Biases (logger=wandb or both); the run is named after its folder and writes
+    under <run>/wandb/."""
+
+    project: str = "robolearn"
+    """The W&B project the run goes to."""
+    entity: Optional[str] = None
+    """The W&B team or user; None: your default entity."""
+    mode: str = ""
+    """online, offline or disabled; empty: the WANDB_MODE environment variable, else online."""
 
 
 @dataclass
@@ -350,6 +372,10 @@ class TrainCfg:
     refusing to start."""
     run_name: str = ""
     """Appended to the run's folder: runs/<task>/<time>_<run_name> (letters, digits, . _ -)."""
+    logger: str = "tensorboard"
+    """Where the metrics go besides metrics.jsonl: tensorboard, wandb, both or none."""
+    wandb: WandbCfg = field(default_factory=WandbCfg)
+    """Weights & Biases settings (used with logger=wandb or both)."""
 
 
 def register_schemas(cs: ConfigStore) -> None:

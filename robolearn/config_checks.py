@@ -19,6 +19,8 @@ from robolearn.errors import UserError
 
 SCHEDULES = ("adaptive", "fixed")
 ACTIVATIONS = ("elu", "relu", "tanh")
+LOGGERS = ("tensorboard", "wandb", "both", "none")
+WANDB_MODES = ("online", "offline", "disabled")
 
 
 def _positive(v) -> bool:
@@ -48,6 +50,9 @@ def _nonzero(v) -> bool:
 RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "seed": (_non_negative, "an integer >= 0"),
     "run_name": (lambda v: re.fullmatch(r"[A-Za-z0-9._-]*", str(v)) is not None, "letters, digits, '.', '_' and '-'"),
+    "logger": (lambda v: v in LOGGERS, ", ".join(LOGGERS)),
+    "wandb.mode": (lambda v: v in ("", *WANDB_MODES), ", ".join(WANDB_MODES) + ", or empty for WANDB_MODE"),
+    "wandb.project": (lambda v: bool(str(v).strip()), "a project name"),
     "env.num_envs": (_at_least_one, "an integer >= 1"),
     "env.state_limit": (_positive, "> 0"),
     "physics.num_threads": (_non_negative, ">= 0 (0: every core)"),
@@ -77,6 +82,10 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "runner.save_interval": (_at_least_one, "an integer >= 1"),
     "runner.keep_checkpoints": (_at_least_one, "an integer >= 1"),
     "runner.episode_window": (_at_least_one, "an integer >= 1"),
+    "runner.video_interval": (_non_negative, "an integer >= 0 (0: no clips)"),
+    "runner.video_length_s": (_positive, "> 0 (seconds)"),
+    "runner.video_width": (lambda v: 16 <= v <= 3840, "16..3840 (pixels)"),
+    "runner.video_height": (lambda v: 16 <= v <= 2160, "16..2160 (pixels)"),
     # the task (the rules that need the model, e.g. joint names, run when the env is built);
     # `*` stands for any key at that level (a term, a group, a command)
     "task.decimation": (_at_least_one, "an integer >= 1"),

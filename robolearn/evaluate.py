@@ -12,13 +12,15 @@ from collections.abc import Callable
 import torch
 
 from robolearn.envs.batched_env import BatchedEnv
+from robolearn.progress import EvalProgress
 
 
 def evaluate(
-    env: BatchedEnv, act: Callable[[torch.Tensor], torch.Tensor], record_steps: int = 0
+    env: BatchedEnv, act: Callable[[torch.Tensor], torch.Tensor], record_steps: int = 0, progress: bool = True
 ) -> tuple[dict[str, float], torch.Tensor]:
     """Run every environment's first episode to its end. Returns (metrics, the policy observations
-    of the first `record_steps` steps, [record_steps * N, D], for parity checks)."""
+    of the first `record_steps` steps, [record_steps * N, D], for parity checks). `progress`: show
+    it on stderr (robolearn/progress.py)."""
     n, device = env.num_envs, env.device
     ended = torch.zeros(n, dtype=torch.bool, device=device)
     returns = torch.zeros(n, device=device)
@@ -28,7 +30,8 @@ def evaluate(
     distance = torch.zeros(n, device=device)
     recorded = []
     env.track_metrics(True)
-    with torch.inference_mode():
+    shown = EvalProgress("evaluating", env.max_episode_length, n, progress)
+    with shown, torch.inference_mode():
         obs = env.reset(spread_timeouts=False)
         for step in range(env.max_episode_length):
             if step < record_steps:
@@ -42,6 +45,7 @@ def evaluate(
             done = (terminated | truncated) & running
             fired += env.terminations.fired * done
             ended |= done
+            shown.update(step + 1, ended)
     env.track_metrics(False)
     metrics = {
         "episodes": n,

@@ -1,13 +1,24 @@
-"""Per-iteration outputs of a run: metrics.jsonl, TensorBoard events and a live progress line."""
+"""Per-iteration outputs of a run: metrics.jsonl, the loggers (log_sinks.py: TensorBoard, W&B),
+training clips (train_clips.py) and a live progress line.
+
+On a terminal the progress is a bar; piped into a file, a plain line every 1/20 of the run:
+
+    iteration 40/200 | 12,345 steps/s | return 1.23 | length 45.0 | 0:01:10 elapsed, ETA 0:04:40 | runs/cartpole/...
+"""
 
 from __future__ import annotations
 
+import datetime
 import json
-import math
+import os
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from robolearn.log_sinks import Sink, scalar_values
 
 
 def episode_summary(row: dict) -> str:
@@ -21,14 +32,29 @@ WARN_EVERY = 100
 """Iterations between two warnings about diverged environments."""
 
 
-class RunLogger:
-    def __init__(self, run_dir: Path, total_iterations: int, start_iteration: int, progress: bool = True):
-        from torch.utils.tensorboard import SummaryWriter
+def clock(seconds: float) -> str:
+    """H:MM:SS."""
+    return str(datetime.timedelta(seconds=round(seconds)))
 
+
+def shown_path(path: Path) -> str:
+    """`path` relative to the working directory where it lies below it, else absolute."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith("..") else relative
+
+
+class RunLogger:
+    """`sinks`: the loggers (log_sinks.open_sinks); `clips`: a train_clips.ClipRecorder or None."""
+
+    def __init__(self, run_dir: Path, total_iterations: int, start_iteration: int, progress: bool = True,
+                 sinks: Sequence[Sink] = (), clips=None):  # fmt: skip
         self.metrics_path = run_dir / "metrics.jsonl"
         self._metrics = open(self.metrics_path, "a", encoding="utf-8")
-        # purge_step drops events a crashed run wrote after its last checkpoint.
-        self._tb = SummaryWriter(str(run_dir / "tensorboard"), purge_step=start_iteration + 1 if start_iteration else None)
+        self._sinks, self._clips = list(sinks), clips
+        self._clip_warned = False
+        self._run_dir = shown_path(run_dir)
+        self._started, self._start_iteration = time.perf_counter(), start_iteration
+        self._training = True
         self._console = Console(stderr=True)
         self._total = total_iterations
         self._progress = None
@@ -51,15 +77,40 @@ class RunLogger:
         self._metrics.write(json.dumps(row) + "\n")
         self._metrics.flush()
         it = row["iteration"]
-        for key, value in row.items():
-            if key != "iteration" and isinstance(value, (int, float)) and math.isfinite(value):
-                self._tb.add_scalar(key if "/" in key else f"train/{key}", value, it)
+        values = scalar_values(row)
+        for sink in self._sinks:
+            sink.scalars(values, it)
         self._watch_divergence(row)
+        if self._clips is not None:
+            self._hand_out(self._clips.finished(), it)
         summary = f"{row['steps_per_s']:,.0f} steps/s | {episode_summary(row)}"
         if self._progress is not None:
             self._progress.update(self._task, completed=it, description=summary)
         elif self._show_plain and (it % self._every == 0 or it == self._total):
-            self._console.print(f"iteration {it}/{self._total} | {summary}", highlight=False)
+            self._console.print(f"iteration {it}/{self._total} | {summary} | {self._timing(it)} | {self._run_dir}",
+                                highlight=False, soft_wrap=True)  # fmt: skip
+
+    def _timing(self, it: int) -> str:
+        """Elapsed time of this process, and the ETA from its mean iteration time so far."""
+        elapsed = time.perf_counter() - self._started
+        done = it - self._start_iteration
+        eta = elapsed / done * (self._total - it) if done > 0 else 0.0
+        return f"{clock(elapsed)} elapsed, ETA {clock(eta)}"
+
+    def _hand_out(self, clips: list, step: int) -> None:
+        """Finished clips to the loggers; a renderer that failed, in one warning line."""
+        for clip in clips:
+            for sink in self._sinks:
+                sink.video(clip, step)
+        if self._clips.error is not None and not self._clip_warned:
+            self._clip_warned = True
+            self.message(f"warning: training clips are off: {self._clips.error}")
+
+    def evaluation(self, metrics: dict, step: int) -> None:
+        """The end-of-training evaluation (export's), as eval/<key>."""
+        values = scalar_values({f"eval/{k}": v for k, v in metrics.items()})
+        for sink in self._sinks:
+            sink.final(values, step)
 
     def _watch_divergence(self, row: dict) -> None:
         """One warning line when environments diverge (envs/health.py), then at most one per
@@ -84,10 +135,23 @@ class RunLogger:
     def message(self, text: str) -> None:
         self._console.print(text, highlight=False, soft_wrap=True)  # one line stays one line in a log
 
-    def close(self) -> None:
+    def end_training(self) -> None:
+        """After the last iteration: the last warning, the bar gone, the last clips handed out.
+        The loggers stay open for the evaluation."""
+        if not self._training:
+            return
+        self._training = False
         if self._diverged:
             self._warn_divergence(self._iteration)
         if self._progress is not None:
             self._progress.stop()
-        self._tb.close()
-        self._metrics.close()
+        if self._clips is not None:
+            self._hand_out(self._clips.close(), self._iteration)
+
+    def close(self) -> None:
+        try:
+            self.end_training()
+        finally:
+            for sink in self._sinks:
+                sink.close()
+            self._metrics.close()

@@ -1,9 +1,11 @@
-"""manifest.json: how a run was made (command, seed, code version, package versions, device)."""
+"""manifest.json: how a run was made (command, seed, code version, package versions, device) and
+which process trains it (host, pid)."""
 
 from __future__ import annotations
 
 import datetime
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -53,6 +55,7 @@ def describe_run(seed: int, task: str, backend: str, device: str, resumed_from: 
         "python": platform.python_version(),
         "platform": platform.platform(),
         "host": platform.node(),
+        "pid": os.getpid(),  # with host: `robolearn runs` tells a run still training from a stopped one
     }
 
 

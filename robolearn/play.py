@@ -10,7 +10,8 @@ mode=video writes an H.264 mp4 (several environments side by side with num_envs=
 grid, the commanded and the actual base velocity as arrows (green, blue) for velocity commands, and
 a text overlay: time, return, the largest reward terms, the command, and how each episode ended
 (or the watchdog's reason). mode=viewer opens MuJoCo's interactive viewer where there is a
-display. `command=` fixes the task's first command for the whole clip.
+display; mode=web serves a run's policy live to a browser (web_viewer.py). `command=` fixes the
+task's first command for the whole clip.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from robolearn.errors import UserError
-from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, has_free_root, tile
+from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, has_free_root, set_state, tile
 
 MODES = ("video", "viewer", "web")
 END_NOTE_S = 1.0
@@ -43,6 +44,8 @@ class PlayCfg:
     width: int = 640
     height: int = 480
     seed: int = 0
+    port: int = 8080
+    host: str = "127.0.0.1"
 
     def check(self) -> None:
         if self.mode not in MODES:
@@ -59,7 +62,10 @@ class PlayCfg:
             raise UserError("mode=viewer needs a display (neither DISPLAY nor WAYLAND_DISPLAY is set); "
                             "use mode=video for an mp4, or run it where there is a screen")  # fmt: skip
         if self.mode == "web":
-            raise UserError("mode=web (the browser viewer) is not built yet; use mode=video for an mp4")
+            from robolearn.web_viewer import check_port, import_viser
+
+            import_viser()
+            check_port(self.host, self.port)
 
 
 def free_path(path: Path) -> Path:
@@ -112,12 +118,15 @@ def fmt(values) -> str:
 
 # --- a run's policy in the task's env --------------------------------------------------------
 def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
-    import mujoco
     import torch
 
     from robolearn.app import policy_from_run
 
     cfg.check()
+    if cfg.mode == "web":
+        from robolearn.web_viewer import serve
+
+        return serve(run_dir, checkpoint_file, cfg.num_envs, cfg.host, cfg.port)
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, cfg.num_envs)
     if cfg.mode == "viewer":
         try:
@@ -126,9 +135,6 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
             env.close()
     try:
         out = output_path(cfg, run_dir / "videos" / f"play_{source.stem}.mp4")
-        model = env.model
-        data = mujoco.MjData(model)
-        free_root = has_free_root(model)
         commands = list(env.commands.names)
         if cfg.command is not None:
             if not commands:
@@ -138,57 +144,67 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
                 raise UserError(f"command={cfg.command}: '{commands[0]}' has {width} values")
             env.commands.hold(commands[0], torch.tensor(cfg.command))
         every = max(1, round(1.0 / (cfg.fps * env.dt)))
-        steps = max(1, round(cfg.duration / env.dt))
-        renderers = [FrameRenderer(model, cfg.camera, *_tile_size(cfg)) for _ in range(cfg.num_envs)]
-        writer = Mp4Writer(out, *_tiled(cfg), 1.0 / (every * env.dt))
-        weights = env.rewards.weights.numpy()
-        title = f"{env.cfg.name} | {source.name} (iteration {payload['iteration']})"
+        clip = Clip([FrameRenderer(env.model, cfg.camera, *_tile_size(cfg)) for _ in range(cfg.num_envs)],
+                    Mp4Writer(out, *_tiled(cfg), 1.0 / (every * env.dt)),
+                    f"{env.cfg.name} | {source.name} (iteration {payload['iteration']})", every,
+                    max(1, round(cfg.duration / env.dt)))  # fmt: skip
         try:
-            _record(env, actor_critic, cfg, renderers, writer, data, commands, free_root, weights, title, every, steps)
+            _record(env, actor_critic, clip)
         except BaseException:
-            writer.close()
+            clip.writer.close()
             out.unlink(missing_ok=True)  # no half-written video left behind
             raise
-        writer.close()
-        for renderer in renderers:
+        clip.writer.close()
+        for renderer in clip.renderers:
             renderer.close()
     finally:
         env.close()
-    print(f"wrote {out} ({writer.frames} frames, {writer.frames / (1.0 / (every * env.dt)):.1f} s)")
+    print(f"wrote {out} ({clip.writer.frames} frames, {clip.writer.frames * every * env.dt:.1f} s)")
     return out
 
 
-def _record(env, actor_critic, cfg, renderers, writer, data, commands, free_root, weights, title, every, steps) -> None:
-    """Step the env with the policy's mean action and write every `every`-th step's frame."""
+@dataclass
+class Clip:
+    """What a run's clip is drawn with: one renderer per env (tiled), the writer, the title line,
+    every how many control steps a frame is drawn, and how many steps the clip lasts."""
+
+    renderers: list[FrameRenderer]
+    writer: Mp4Writer
+    title: str
+    every: int
+    steps: int
+
+
+def _record(env, actor_critic, clip: Clip) -> None:
+    """Step the env with the policy's mean action and write every `clip.every`-th step's frame."""
     import mujoco
     import torch
 
-    model = env.model
+    model, n = env.model, env.num_envs
+    data = mujoco.MjData(model)
+    free_root, weights = has_free_root(model), env.rewards.weights.numpy()
+    commands = list(env.commands.names)
     velocity = bool(commands) and "vel" in commands[0]  # arrows for a velocity command
-    returns = np.zeros(cfg.num_envs)
-    notes: list[tuple[str, float]] = [("", -1.0)] * cfg.num_envs
+    returns = np.zeros(n)
+    notes: list[tuple[str, float]] = [("", -1.0)] * n
     with torch.inference_mode():
         obs = env.reset(spread_timeouts=False)
-        for step in range(steps):
+        for step in range(clip.steps):
             obs, reward, terminated, truncated = env.step(actor_critic.action_mean(obs["policy"]))
             returns += reward.numpy()
             t = (step + 1) * env.dt
             for i in np.flatnonzero((terminated | truncated).numpy()):
-                fired = [n for k, n in enumerate(env.terminations.names) if env.terminations.fired[k, i]]
-                why = "diverged" if env.invalid[i] else (", ".join(fired) or "time-out")
-                notes[i] = (f"episode ended ({why}), return {returns[i]:.1f}", t)
+                notes[i] = (f"episode ended ({env.end_reason(i)}), return {returns[i]:.1f}", t)
                 returns[i] = 0.0
-            if step % every:
+            if step % clip.every:
                 continue
             frames = []
-            for i, renderer in enumerate(renderers):
-                data.qpos[:] = env.physics.qpos[i].double().numpy()
-                data.qvel[:] = env.physics.qvel[i].double().numpy()
-                mujoco.mj_forward(model, data)
+            for i, renderer in enumerate(clip.renderers):
+                set_state(model, data, env.physics.qpos[i].double().numpy(), env.physics.qvel[i].double().numpy())
                 command = env.commands.get(commands[0])[i].numpy() if commands else None
                 terms = env.rewards.values[:, i].numpy() * weights
                 top = sorted(zip(env.rewards.names, terms), key=lambda nv: -abs(nv[1]))[:3]
-                lines = [title if i == 0 else f"env {i}", f"t {t:5.2f} s | return {returns[i]:8.2f}",
+                lines = [clip.title if i == 0 else f"env {i}", f"t {t:5.2f} s | return {returns[i]:8.2f}",
                          "reward: " + "  ".join(f"{n} {v:+.2f}" for n, v in top)]  # fmt: skip
                 if command is not None:
                     lines.append(f"{commands[0]} {fmt(command)}")
@@ -196,7 +212,7 @@ def _record(env, actor_critic, cfg, renderers, writer, data, commands, free_root
                     lines.append(notes[i][0])
                 arrows = velocity_arrows(data.qpos, data.qvel, command if velocity else None, free_root)
                 frames.append(renderer.render(data, arrows, lines))
-            writer.write(frames[0] if len(frames) == 1 else tile(frames))
+            clip.writer.write(frames[0] if len(frames) == 1 else tile(frames))
 
 
 def _view_run(env, actor_critic) -> None:
@@ -207,15 +223,29 @@ def _view_run(env, actor_critic) -> None:
 
     data = mujoco.MjData(env.model)
     with mujoco.viewer.launch_passive(env.model, data) as viewer, torch.inference_mode():
+        aim(viewer, env.model)
         obs = env.reset(spread_timeouts=False)
         while viewer.is_running():
             tick = time.perf_counter()
             obs, *_ = env.step(actor_critic.action_mean(obs["policy"]))
-            data.qpos[:] = env.physics.qpos[0].double().numpy()
-            data.qvel[:] = env.physics.qvel[0].double().numpy()
-            mujoco.mj_forward(env.model, data)
+            set_state(env.model, data, env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
             viewer.sync()
             time.sleep(max(0.0, env.dt - (time.perf_counter() - tick)))
+
+
+def aim(viewer, model) -> None:
+    """The viewer's camera follows the robot from a distance that fits it, as the videos' does
+    (the mouse still turns and zooms it; double-click a body and ctrl + drag to push it)."""
+    import mujoco
+
+    from robolearn.render import robot_size
+
+    with viewer.lock():
+        if model.nbody > 1:
+            viewer.cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+            viewer.cam.trackbodyid = 1
+        viewer.cam.distance = max(1.0, 2.5 * robot_size(model))
+        viewer.cam.elevation, viewer.cam.azimuth = -20.0, 135.0
 
 
 def _tiled(cfg: PlayCfg) -> tuple[int, int]:
@@ -242,6 +272,7 @@ def _view_bundle(robot, referee, loop) -> None:
     robot.reset(qpos, qvel)
     robot.inputs = referee.commands()
     with mujoco.viewer.launch_passive(robot.model, robot.data) as viewer:
+        aim(viewer, robot.model)
         loop.reset()
 
         def on_step(step) -> bool:
@@ -258,6 +289,8 @@ def _view_bundle(robot, referee, loop) -> None:
 def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
     from robolearn.sim2sim import open_sim
 
+    if cfg.mode == "web":
+        raise UserError("mode=web plays a run's policy (run=<dir>); a bundle plays as mode=video or mode=viewer")
     cfg.check()
     if cfg.num_envs != 1:
         raise UserError("num_envs= is for run=; a bundle plays one robot (the deploy runtime runs one)")

@@ -10,7 +10,8 @@
   robot's size, so a small robot is not a speck;
 - arrows (a command next to what the robot does) and lines of text in the top-left corner.
 
-Headless rendering needs EGL or OSMesa: MUJOCO_GL is set to egl unless the user chose one.
+Headless rendering needs EGL or OSMesa: on Linux, importing robolearn sets MUJOCO_GL=egl unless
+the user chose one (MuJoCo reads it when it is first imported).
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco creates a context
+import mujoco
+import numpy as np
 
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-
-from robolearn.errors import UserError  # noqa: E402
+from robolearn.errors import UserError
 
 CAMERAS = ("track", "fixed", "free")
 GREEN, BLUE, RED = (0.1, 0.85, 0.2, 1.0), (0.15, 0.45, 1.0, 1.0), (0.95, 0.2, 0.15, 1.0)
@@ -58,7 +57,10 @@ def robot_size(model: mujoco.MjModel) -> float:
 
 
 class FrameRenderer:
-    def __init__(self, model: mujoco.MjModel, camera: CameraCfg, width: int = 640, height: int = 480):
+    def __init__(self, model: mujoco.MjModel, camera: CameraCfg, width: int = 640, height: int = 480,
+                 fast: bool = False):  # fmt: skip
+        """`fast`: no anti-aliasing, shadows or reflections, several times cheaper on a software
+        renderer (training clips)."""
         if camera.mode not in CAMERAS:
             raise UserError(f"camera={camera.mode} is not a camera; valid: {', '.join(CAMERAS)}")
         model.vis.headlight.ambient[:] = np.maximum(model.vis.headlight.ambient, 0.35)  # unlit models render black
@@ -66,12 +68,17 @@ class FrameRenderer:
         model.vis.map.znear = min(model.vis.map.znear, 0.01 / max(model.stat.extent, 1e-3))
         model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
         model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+        if fast:
+            model.vis.quality.offsamples = 0
         try:
             self.renderer = mujoco.Renderer(model, height, width)
         except Exception as exc:  # no EGL/OSMesa, no GL library
             backend = os.environ.get("MUJOCO_GL", "egl")
             raise UserError(f"cannot render offscreen with MUJOCO_GL={backend} ({type(exc).__name__}: {exc}); "
                             "install EGL (libegl1) or OSMesa (libosmesa6) and set MUJOCO_GL=egl or osmesa") from None  # fmt: skip
+        if fast:
+            self.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
+            self.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
         self.model, self.width, self.height = model, width, height
         self.camera = mujoco.MjvCamera()
         size = robot_size(model)
@@ -127,6 +134,13 @@ def _connector(scene: mujoco.MjvScene, kind: mujoco.mjtGeom, width: float, start
     scene.ngeom += 1
 
 
+def set_state(model: mujoco.MjModel, data: mujoco.MjData, qpos: np.ndarray, qvel: np.ndarray) -> None:
+    """Put one environment's state into `data` and compute its kinematics: what render() draws."""
+    data.qpos[:] = qpos
+    data.qvel[:] = qvel
+    mujoco.mj_forward(model, data)
+
+
 def has_free_root(model: mujoco.MjModel) -> bool:
     """The model's first joint is a free joint: a floating base with world-frame qvel[0:3]."""
     return model.njnt > 0 and model.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
@@ -158,15 +172,17 @@ def tile(images: list[np.ndarray]) -> np.ndarray:
 
 
 class Mp4Writer:
-    """H.264 (yuv420p, plays everywhere) through the ffmpeg that imageio-ffmpeg ships."""
+    """H.264 (yuv420p, plays everywhere) through the ffmpeg that imageio-ffmpeg ships. `fast`: x264's
+    veryfast preset, about half the encoder's CPU time (training clips)."""
 
-    def __init__(self, path, width: int, height: int, fps: float):
+    def __init__(self, path, width: int, height: int, fps: float, fast: bool = False):
         import imageio_ffmpeg
 
         self.path = path
         self._writer = imageio_ffmpeg.write_frames(str(path), (width, height), fps=fps, codec="libx264",
                                                    pix_fmt_out="yuv420p", quality=7, macro_block_size=1,
-                                                   ffmpeg_log_level="error")  # fmt: skip
+                                                   ffmpeg_log_level="error",
+                                                   output_params=["-preset", "veryfast"] if fast else None)  # fmt: skip
         self._writer.send(None)
         self.frames = 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.evaluate import summarize_metrics
 from robolearn.registry import get_task
-from robolearn_deploy import ControlLoop, Policy, Safety, Step
+from robolearn_deploy import ControlLoop, LoopReport, Policy, Safety, Step
 from robolearn_deploy.sim import MujocoRobot
 
 
@@ -89,8 +90,13 @@ class Referee:
 
 @dataclass
 class Episode:
+    """One sim2sim episode. It ends when task termination terms fire (`terminations`), when the
+    deploy watchdog trips (`tripped`: why; on the same tick as a termination both are kept), or
+    at the time limit."""
+
     ret: float = 0.0
     length: int = 0
+    """Scored steps (a tick whose state the robot reached by a policy action)."""
     terminations: tuple[str, ...] = ()
     tripped: str | None = None
 
@@ -104,15 +110,17 @@ def run_episode(loop: ControlLoop, robot: MujocoRobot, referee: Referee, max_len
     previous: list[tuple | None] = [None]  # (action, the commands it was chosen under)
 
     def on_step(step: Step) -> bool:
-        if previous[0] is not None:  # this tick's state is the outcome of the previous action
-            reward, fired = referee.score(robot.data.qpos.copy(), robot.data.qvel.copy(), *previous[0])
+        qpos, qvel = robot.data.qpos.copy(), robot.data.qvel.copy()
+        # this tick's state is the outcome of the previous action; a state the watchdog tripped on
+        # for being non-finite cannot be scored (the episode still counts, ended by the watchdog)
+        scorable = step.tripped is None or (np.isfinite(qpos).all() and np.isfinite(qvel).all())
+        if previous[0] is not None and scorable:
+            reward, fired = referee.score(qpos, qvel, *previous[0])
             episode.ret += reward
             episode.length += 1
-            if fired:
-                episode.terminations = tuple(fired)
-                return True
-        if step.tripped is not None:
-            episode.tripped = step.tripped
+            episode.terminations = tuple(fired)
+        episode.tripped = step.tripped  # on the same tick as a termination, both are counted
+        if episode.terminations or episode.tripped is not None:
             return True
         previous[0] = (step.action.copy(), robot.inputs)
         robot.inputs = referee.advance_commands()  # what the operator asks for at the next tick
@@ -144,30 +152,80 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
     finally:
         loop.close()
         referee.close()
-    returns = np.array([e.ret for e, _ in runs])
-    compute_ms = np.concatenate([np.asarray(c) for _, c in runs]) * 1e3
+    compute_s = [s for _, c in runs for s in c]  # empty if the watchdog ended every episode at once
     result = {
         "task": meta["task"],
         "metric_names": referee.env.metrics.names,
-        "episodes": episodes,
-        "return_mean": float(returns.mean()),
-        "return_std": float(returns.std()),
-        "episode_length_mean": float(np.mean([e.length for e, _ in runs])),
-        "terminated_fraction": float(np.mean([bool(e.terminations) for e, _ in runs])),
-        **{f"termination/{n}": float(np.mean([n in e.terminations for e, _ in runs])) for n in referee.names},
+        **summarize_episodes([e for e, _ in runs], referee.names),
         **summarize_metrics(referee.env, referee.metric_sums, referee.steps, referee.distance),
-        "watchdog_trips": sum(e.tripped is not None for e, _ in runs),
-        "trip_reasons": sorted({e.tripped for e, _ in runs if e.tripped}),
-        "control_step_ms": {"median": float(np.median(compute_ms)), "p99": float(np.percentile(compute_ms, 99))},
+        "control_step_ms": LoopReport(compute_s=compute_s).latency_ms(),
         "engine": f"{policy.engine.name} {policy.engine.precision}",
         "physics": {"timestep": float(robot.model.opt.timestep), "integrator": mujoco.mjtIntegrator(robot.model.opt.integrator).name[len("mjINT_"):].lower(),
                     "realtime": realtime},  # fmt: skip
     }
     training = meta.get("evaluation") or {}
-    if training.get("return_mean"):
-        result["return_vs_training"] = result["return_mean"] / training["return_mean"]
+    result["return_comparison"] = compare_returns(result["return_mean"], training)
     result["training_evaluation"] = training
     return result
+
+
+def summarize_episodes(episodes: list[Episode], termination_names: list[str]) -> dict:
+    """Return, length and how the episodes ended. Every episode counts, whatever ended it: one the
+    watchdog ended keeps the return and length it reached, and ended early like a terminated one
+    (terminated_fraction: ended before the time limit, by a termination term or the watchdog)."""
+    returns = np.array([e.ret for e in episodes])
+    tripped = [e.tripped for e in episodes if e.tripped is not None]
+    return {
+        "episodes": len(episodes),
+        "return_mean": float(returns.mean()),
+        "return_std": float(returns.std()),
+        "episode_length_mean": float(np.mean([e.length for e in episodes])),
+        "terminated_fraction": float(np.mean([bool(e.terminations) or e.tripped is not None for e in episodes])),
+        **{f"termination/{n}": float(np.mean([n in e.terminations for e in episodes])) for n in termination_names},
+        "ended_by_watchdog": len(tripped),
+        "trip_reasons": sorted(set(tripped)),
+    }
+
+
+def compare_returns(sim2sim: float, training: dict) -> dict | None:
+    """The sim2sim mean return against the training evaluation's, right for either sign: the
+    difference (higher is better), that difference relative to |training return| and in units of
+    the training returns' std, and the ratio only where both are positive ("kept x %" means
+    nothing for a negative return). None if the bundle has no training evaluation."""
+    if training.get("return_mean") is None:
+        return None
+    reference = float(training["return_mean"])
+    difference = sim2sim - reference
+    std = training.get("return_std")
+    if not math.isfinite(difference):
+        verdict = "not comparable"
+    else:
+        verdict = "better" if difference > 0 else "worse" if difference < 0 else "equal"
+    return {
+        "training": reference,
+        "sim2sim": sim2sim,
+        "difference": difference,
+        "relative": difference / abs(reference) if reference != 0 else None,
+        "in_training_std": difference / std if std else None,
+        "ratio": sim2sim / reference if sim2sim > 0 and reference > 0 else None,
+        "verdict": verdict,
+    }
+
+
+def comparison_line(c: dict) -> str:
+    """The verdict in words, e.g. 'return: 50 better than the training evaluation (-50 vs -100:
+    +50.0% of |training return|, +2.5 std of its returns)'."""
+    if c["verdict"] == "equal":
+        return f"return: equal to the training evaluation ({c['training']:.4g})"
+    if c["verdict"] not in ("better", "worse"):
+        return f"return: {c['sim2sim']:.4g}, not comparable with the training evaluation ({c['training']:.4g})"
+    details = [f"{100 * c['relative']:+.1f}% of |training return|" if c["relative"] is not None
+               else "the training return is 0"]  # fmt: skip
+    if c["in_training_std"] is not None:
+        details.append(f"{c['in_training_std']:+.2g} std of its returns")
+    kept = f"; kept {100 * c['ratio']:.1f}%" if c["ratio"] is not None else ""
+    return (f"return: {abs(c['difference']):.4g} {c['verdict']} than the training evaluation "
+            f"({c['sim2sim']:.4g} vs {c['training']:.4g}: {', '.join(details)}{kept})")  # fmt: skip
 
 
 def print_report(result: dict) -> None:
@@ -181,11 +239,12 @@ def print_report(result: dict) -> None:
     keys += [k for k in result if k.startswith("termination/")] + list(result["metric_names"])
     for key in keys:
         print(f"  {key:<28} {training.get(key, float('nan')):>14.4g} {result[key]:>10.4g}")
-    if "return_vs_training" in result:
-        print(f"  return kept: {100 * result['return_vs_training']:.1f}% of the training evaluation")
+    if result["return_comparison"] is not None:
+        print(f"  {comparison_line(result['return_comparison'])}")
+    reasons = f" ({'; '.join(result['trip_reasons'])})" if result["trip_reasons"] else ""
+    print(f"  episodes ended by the watchdog: {result['ended_by_watchdog']} of {result['episodes']}{reasons}")
     lat = result["control_step_ms"]
-    print(f"  control step (observe + infer + map): median {lat['median'] * 1e3:.0f} us, p99 {lat['p99'] * 1e3:.0f} us; "
-          f"watchdog trips: {result['watchdog_trips']} {'; '.join(result['trip_reasons'])}")  # fmt: skip
+    print(f"  control step (observe + infer + map): median {lat['median'] * 1e3:.0f} us, p99 {lat['p99'] * 1e3:.0f} us")
 
 
 def write_report(result: dict, path: Path) -> None:

@@ -142,6 +142,10 @@ def test_the_quadruped_ships_its_locomotion_recipe():
     ("algo.min_noise_std=2", "algo.min_noise_std=2.0 must be below algo.init_noise_std=1.0"),
     ("algo.actor_hidden_dims=[64,0]", "algo.actor_hidden_dims=[64,0] is out of range; valid: a list of layer sizes"),
     ("algo.schedule=linear", "algo.schedule=linear is out of range; valid: adaptive or fixed"),
+    ("logger=foo", "logger=foo is out of range; valid: tensorboard, wandb, both, none"),
+    ("wandb.mode=sometimes", "wandb.mode=sometimes is out of range; valid: online, offline, disabled, or empty"),
+    ("runner.video_interval=-1", "runner.video_interval=-1 is out of range; valid: an integer >= 0 (0: no clips)"),
+    ("runner.video_width=8", "runner.video_width=8 is out of range; valid: 16..3840 (pixels)"),
 ])
 def test_values_out_of_range_fail_at_compose_time_naming_the_field(override, expected):
     from robolearn.errors import UserError

@@ -152,6 +152,13 @@ class BatchedEnv:
         non-finite reward or observation); that env was terminated and reset (envs/health.py)."""
         return self.health.invalid
 
+    def end_reason(self, i: int) -> str:
+        """Why env i's episode ended in the last step (a host read: for viewers, not training):
+        'diverged', the terminations that fired, or 'time-out'."""
+        if self.invalid[i]:
+            return "diverged"
+        return ", ".join(n for k, n in enumerate(self.terminations.names) if self.terminations.fired[k, i]) or "time-out"
+
     def observation_dims(self) -> dict[str, int]:
         return {group: buf.shape[1] for group, buf in self.observations.buffers.items()}
 

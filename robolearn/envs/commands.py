@@ -28,6 +28,7 @@ class CommandManager(ManagerBase):
         self.values: dict[str, torch.Tensor] = {}
         self._period: dict[str, tuple[float, float]] = {}
         self._standing: dict[str, float] = {}
+        self._held: dict[str, float] = {}  # held commands' standing probability, for release
         self.time_left = torch.zeros(len(cfgs), env.num_envs, device=env.device)
         for name, cfg in cfgs.items():
             ranges = {k: [float(x) for x in v] for k, v in cfg.ranges.items()}
@@ -70,11 +71,21 @@ class CommandManager(ManagerBase):
         period = p_low + (p_high - p_low) * torch.rand(env.num_envs, generator=gen, device=env.device)
         torch.where(mask, period, self.time_left[k], out=self.time_left[k])
 
-    def hold(self, name: str, value: torch.Tensor) -> None:
-        """From the next draw on, command `name` is `value` [k] in every env (a scripted command:
-        the range is pinned and never standing), at resets and on the resampling timers alike."""
-        self.ranges[name][:] = value.to(self.ranges[name]).unsqueeze(1)
+    def hold(self, name: str, value: torch.Tensor, now: bool = False) -> None:
+        """From the next draw on (`now`: from this step on), command `name` is `value` [k] in every
+        env (a scripted command: the range is pinned and never standing), at resets and on the
+        resampling timers alike. `release` gives it back to sampling."""
+        value = value.to(self.ranges[name])
+        self._held.setdefault(name, self._standing[name])
+        self.ranges[name][:] = value.unsqueeze(1)
         self._standing[name] = 0.0
+        if now:
+            self.values[name][:] = value
+
+    def release(self, name: str, ranges: torch.Tensor) -> None:
+        """Sample command `name` again, within `ranges` [k, 2], from its next draw on."""
+        self.ranges[name][:] = ranges.to(self.ranges[name])
+        self._standing[name] = self._held.pop(name, self._standing[name])
 
     def step(self, dt: float) -> None:
         if not self.names:

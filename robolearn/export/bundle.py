@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,9 +123,11 @@ def _check(policy: InferencePolicy, engine, file: str, kind: str, recorded: torc
     return ArtifactReport(file, kind, engine.precision, parity, latency_ms(lambda: engine.run(one)), info or {})
 
 
-def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor) -> list[ArtifactReport]:
+def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor,
+               progress: bool = True) -> list[ArtifactReport]:  # fmt: skip
     """policy.onnx always; policy.fp16.onnx for fp16; for TensorRT an engine built from the ONNX of
-    the asked precision (fp16: strongly typed, so the normalizer keeps fp32 as in the fp16 ONNX)."""
+    the asked precision (fp16: strongly typed, so the normalizer keeps fp32 as in the fp16 ONNX).
+    The ONNX checks take seconds; a TensorRT build minutes, which `progress` announces on stderr."""
     onnx_path = export_onnx(policy, obs_dim, staging / "policy.onnx")
     reports = [_check(policy, OnnxRuntimeEngine(onnx_path, INPUT_NAME, OUTPUT_NAME), onnx_path.name, "onnx", recorded)]
     if precision == "fp16":
@@ -135,6 +138,8 @@ def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, p
         from robolearn_deploy import tensorrt
 
         engine_path = staging / f"policy.{precision}.engine"
+        if progress:
+            print(f"building the TensorRT {precision} engine (this can take minutes) ...", file=sys.stderr, flush=True)
         info = tensorrt.build_engine(onnx_path, engine_path, precision, strongly_typed=precision == "fp16")
         engine = tensorrt.TensorRTEngine(engine_path, INPUT_NAME, OUTPUT_NAME, precision)
         try:
@@ -145,19 +150,21 @@ def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, p
 
 
 def export_bundle(
-    actor_critic: ActorCritic, env: BatchedEnv, out_dir: Path, fmt: str = "onnx", precision: str = "fp32"
+    actor_critic: ActorCritic, env: BatchedEnv, out_dir: Path, fmt: str = "onnx", precision: str = "fp32",
+    progress: bool = True,
 ) -> ExportResult:
     """Evaluate the deterministic policy in `env` (the bundle's training evaluation, and the
-    recorded observations for parity), then write and check the bundle at `out_dir`."""
+    recorded observations for parity), then write and check the bundle at `out_dir`. `progress`:
+    show the evaluation's progress (and a TensorRT build) on stderr."""
     check_options(fmt, precision)
     check_export_target(out_dir)
-    evaluation, recorded = evaluate(env, actor_critic.action_mean, record_steps=32)
+    evaluation, recorded = evaluate(env, actor_critic.action_mean, record_steps=32, progress=progress)
     policy = InferencePolicy(copy.deepcopy(actor_critic).cpu())
     recorded = recorded.cpu()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
     try:
-        reports = _artifacts(policy, env.observation_dims()["policy"], staging, fmt, precision, recorded)
+        reports = _artifacts(policy, env.observation_dims()["policy"], staging, fmt, precision, recorded, progress)
         failed = [r for r in reports if not r.parity.ok]
         if failed:
             p = failed[0].parity

@@ -1,7 +1,8 @@
 """On-policy runner: rollout -> returns -> PPO update, one iteration at a time, with checkpoints.
 
 Each iteration reads the device twice, both after the update: the PPO metrics (one read) and the
-env's episode statistics (one read). Nothing inside the rollout or the update waits for the host.
+env's episode statistics (one read). Nothing inside the rollout or the update waits for the host,
+except once per training clip (train_clips.py), in the step that completes it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import torch
 
@@ -23,6 +25,13 @@ from robolearn.rl.storage import RolloutStorage
 
 CHECKPOINT_FORMAT = 2
 """2: device-side optimizer and manager-owned env state (format 1 predates both)."""
+
+
+class StepRecorder(Protocol):
+    """Sees the env after every step of the iterations it asks for (training clips: train_clips.py)."""
+
+    def recording(self, iteration: int) -> bool: ...
+    def record(self) -> None: ...
 
 
 def read_once(values: dict[str, torch.Tensor]) -> dict[str, float]:
@@ -49,20 +58,24 @@ class OnPolicyRunner:
         self._obs: dict[str, torch.Tensor] | None = None
 
     def learn(self, log: Callable[[dict], None], checkpoint_dir: Path | None = None,
-              should_stop: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
+              should_stop: Callable[[], bool] = lambda: False, recorder: StepRecorder | None = None) -> None:  # fmt: skip
         """Run iterations until cfg.max_iterations, or until `should_stop()` is true at an iteration
-        boundary; `log` receives one metrics row per iteration."""
+        boundary; `log` receives one metrics row per iteration; `recorder` sees the env after every
+        step of the iterations it asks for."""
         env, alg = self.env, self.alg
         obs = self.start()
         for it in range(self.iteration, self.cfg.max_iterations):
             if should_stop():
                 break
             start = time.perf_counter()
+            recording = recorder is not None and recorder.recording(it + 1)
             with torch.inference_mode():
                 for _ in range(self.cfg.num_steps_per_env):
                     actions = alg.act(obs)
                     obs, reward, terminated, truncated = env.step(actions)
                     alg.record(reward, terminated, truncated, getattr(env, "invalid", None))
+                    if recording:
+                        recorder.record()
                 alg.compute_returns(obs)
             collected = time.perf_counter()
             losses = read_once(alg.update())

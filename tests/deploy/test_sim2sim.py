@@ -138,3 +138,101 @@ def test_referee_scores_the_terminal_step_like_training(make_env, tmp_path):
     reward, fired = referee.score(np.array([0.1, 0.6]), np.zeros(2), np.array([0.3]), {})
     referee.close()
     assert fired == ["pole_fell"] and reward == pytest.approx(expected) and expected < 0.9
+
+
+# --- the report: returns of either sign, episodes the watchdog ended --------------------------
+@pytest.mark.parametrize("sim,training,expected", [
+    # a negative return that got better: -50 against -100 is 50 better, half of |-100|, 2.5 std of 20
+    (-50.0, {"return_mean": -100.0, "return_std": 20.0},
+     {"difference": 50.0, "relative": 0.5, "in_training_std": 2.5, "ratio": None, "verdict": "better"}),
+    # and one that got worse: -150 against -100
+    (-150.0, {"return_mean": -100.0, "return_std": 25.0},
+     {"difference": -50.0, "relative": -0.5, "in_training_std": -2.0, "ratio": None, "verdict": "worse"}),
+    # positive returns: the ratio is meaningful (90 of 100 kept)
+    (90.0, {"return_mean": 100.0, "return_std": 5.0},
+     {"difference": -10.0, "relative": -0.1, "in_training_std": -2.0, "ratio": 0.9, "verdict": "worse"}),
+    # a positive training return and a negative sim2sim one: no ratio
+    (-2.0, {"return_mean": 5.0, "return_std": 0.0},
+     {"difference": -7.0, "relative": -1.4, "in_training_std": None, "ratio": None, "verdict": "worse"}),
+    # a zero training return: no relative change, no ratio
+    (3.0, {"return_mean": 0.0, "return_std": 1.5},
+     {"difference": 3.0, "relative": None, "in_training_std": 2.0, "ratio": None, "verdict": "better"}),
+    (7.0, {"return_mean": 7.0, "return_std": 1.0},
+     {"difference": 0.0, "relative": 0.0, "in_training_std": 0.0, "ratio": 1.0, "verdict": "equal"}),
+])  # fmt: skip
+def test_returns_are_compared_right_for_either_sign(sim, training, expected):
+    from robolearn.sim2sim import compare_returns
+
+    result = compare_returns(sim, training)
+    assert result["training"] == training["return_mean"] and result["sim2sim"] == sim
+    for key, value in expected.items():
+        assert result[key] == (value if value is None or isinstance(value, str) else pytest.approx(value)), key
+
+
+def test_the_return_verdict_in_words():
+    from robolearn.sim2sim import compare_returns, comparison_line
+
+    line = comparison_line(compare_returns(-50.0, {"return_mean": -100.0, "return_std": 20.0}))
+    assert line == ("return: 50 better than the training evaluation (-50 vs -100: +50.0% of |training return|, "
+                    "+2.5 std of its returns)")
+    line = comparison_line(compare_returns(90.0, {"return_mean": 100.0, "return_std": 5.0}))
+    assert line == ("return: 10 worse than the training evaluation (90 vs 100: -10.0% of |training return|, "
+                    "-2 std of its returns; kept 90.0%)")
+    line = comparison_line(compare_returns(3.0, {"return_mean": 0.0}))
+    assert line == "return: 3 better than the training evaluation (3 vs 0: the training return is 0)"
+    assert comparison_line(compare_returns(7.0, {"return_mean": 7.0})) == "return: equal to the training evaluation (7)"
+    assert compare_returns(7.0, {}) is None  # a bundle without a training evaluation
+
+
+def test_episodes_the_watchdog_ended_are_counted():
+    from robolearn.sim2sim import Episode, summarize_episodes
+
+    episodes = [
+        Episode(10.0, 100),  # to the time limit
+        Episode(4.0, 40, ("pole_fell",)),
+        Episode(-2.0, 7, (), "policy output is not finite (NaN or inf)"),
+        Episode(1.0, 5, ("pole_fell",), "joint 'hinge' at 3.600 is outside its limits"),  # both on one tick
+    ]
+    summary = summarize_episodes(episodes, ["pole_fell", "cart_out"])
+    # returns 10, 4, -2, 1: mean 3.25, deviations 6.75, 0.75, -5.25, -2.25 -> variance 78.75 / 4
+    assert summary["episodes"] == 4 and summary["return_mean"] == pytest.approx(3.25)
+    assert summary["return_std"] == pytest.approx((78.75 / 4) ** 0.5)
+    assert summary["episode_length_mean"] == pytest.approx((100 + 40 + 7 + 5) / 4)
+    assert summary["terminated_fraction"] == 0.75  # all but the first ended early
+    assert summary["termination/pole_fell"] == 0.5 and summary["termination/cart_out"] == 0.0
+    assert summary["ended_by_watchdog"] == 2
+    assert summary["trip_reasons"] == ["joint 'hinge' at 3.600 is outside its limits", "policy output is not finite (NaN or inf)"]
+
+
+def test_sim2sim_counts_an_episode_the_watchdog_ended(cartpole_bundle, monkeypatch, capsys):
+    """The policy's 5th output is NaN: the watchdog ends the first episode at tick 4, after 4
+    scored steps; that episode stays in the return, length and terminated fraction."""
+    from robolearn_deploy.policy import Policy as DeployPolicy
+
+    from robolearn.sim2sim import open_sim, print_report, run_episode, sim2sim
+
+    act, calls = DeployPolicy.act, []
+
+    def act_nan_once(self, obs=None):
+        action = act(self, obs)
+        calls.append(1)
+        return np.full_like(action, np.nan) if len(calls) == 5 else action
+
+    monkeypatch.setattr(DeployPolicy, "act", act_nan_once)
+    policy, robot, referee, loop = open_sim(cartpole_bundle)
+    try:
+        episode, _ = run_episode(loop, robot, referee, referee.env.max_episode_length)
+    finally:
+        referee.close()
+    assert episode.tripped == "policy output is not finite (NaN or inf)" and episode.length == 4 and episode.ret > 0
+
+    calls.clear()
+    result = sim2sim(cartpole_bundle, episodes=2)
+    assert result["episodes"] == 2 and result["ended_by_watchdog"] == 1
+    assert result["trip_reasons"] == ["policy output is not finite (NaN or inf)"]
+    assert result["terminated_fraction"] >= 0.5
+    assert result["return_comparison"]["training"] == result["training_evaluation"]["return_mean"]
+    print_report(result)
+    out = capsys.readouterr().out
+    assert "episodes ended by the watchdog: 1 of 2 (policy output is not finite (NaN or inf))" in out
+    assert " than the training evaluation (" in out or "equal to the training evaluation" in out

@@ -8,7 +8,7 @@ words its one-line error must contain: what is wrong and, where there is a choic
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .test_errors import FAST
@@ -185,7 +185,11 @@ CASES: list[Case] = [
     cli("play_with_two_sources", "play", "run={ws}/run", "bundle={ws}/bundle", expect=("(one of them)",)),
     cli("play_unknown_mode", "play", "run={ws}/run", "mode=hologram", expect=("mode=hologram is not a play mode", "video, viewer, web")),
     cli("play_viewer_without_display", "play", "run={ws}/run", "mode=viewer", expect=("mode=viewer needs a display", "mode=video")),
-    cli("play_web_not_built", "play", "run={ws}/run", "mode=web", expect=("mode=web", "not built yet", "mode=video")),
+    cli("play_web_port_out_of_range", "play", "run={ws}/run", "mode=web", "port=70000", expect=("port=70000 is out of range", "1..65535")),
+    cli("play_web_port_not_a_number", "play", "run={ws}/run", "mode=web", "port=http", expect=("port",)),
+    cli("play_web_of_a_bundle", "play", "bundle={ws}/bundle", "mode=web", expect=("mode=web plays a run's policy", "mode=video")),
+    cli("runs_unknown_argument", "runs", "tsak=cartpole", expect=("tsak=cartpole",)),
+    cli("train_shell_completion", "train", "-sc", "install=bash", expect=("shell completion is not offered", "--help")),
     cli("play_zero_fps", "play", "run={ws}/run", "fps=0", expect=("fps=0.0 is out of range",)),
     cli("play_too_many_envs", "play", "run={ws}/run", "num_envs=100", expect=("num_envs=100 is out of range", "1..16")),
     cli("play_unknown_camera", "play", "run={ws}/run", "camera=drone", expect=("camera=drone is not a camera", "track, fixed, free")),
@@ -246,6 +250,10 @@ CASES: list[Case] = [
     train("save_interval_zero", "runner.save_interval=0", expect=("runner.save_interval=0 is out of range",)),
     train("keep_checkpoints_zero", "runner.keep_checkpoints=0", expect=("runner.keep_checkpoints=0 is out of range",)),
     train("episode_window_zero", "runner.episode_window=0", expect=("runner.episode_window=0 is out of range",)),
+    train("video_interval_negative", "runner.video_interval=-1", expect=("runner.video_interval=-1 is out of range", "0: no clips")),
+    train("video_length_zero", "runner.video_length_s=0", expect=("runner.video_length_s=0.0 is out of range", "seconds")),
+    train("logger_unknown", "logger=foo", expect=("logger=foo is out of range", "tensorboard, wandb, both, none")),
+    train("wandb_mode_unknown", "wandb.mode=sometimes", expect=("wandb.mode=sometimes is out of range", "online, offline, disabled")),
     train("rollout_too_big_for_memory", "env.num_envs=2000000", "runner.num_steps_per_env=5000", expect=("runner.num_steps_per_env=5000", "needs ~", "GiB free")),
     train("decimation_zero", "task.decimation=0", expect=("task.decimation=0 is out of range",)),
     train("episode_length_negative", "task.episode_length_s=-2", expect=("task.episode_length_s=-2.0 is out of range", "seconds")),

@@ -36,6 +36,9 @@ def one_line_error(result, *expected):
     (["seed=-1"], ["seed=-1 is out of range; valid: an integer >= 0"]),
     (["algo.num_mini_batches=0"], ["algo.num_mini_batches=0 is out of range"]),
     (["runner.save_interval=0"], ["runner.save_interval=0 is out of range"]),
+    # Hydra's completion scripts assume `python script.py`: refused rather than installed broken
+    (["--shell-completion", "install=bash"], ["--shell-completion: shell completion is not offered", "robolearn train --help"]),
+    (["-sc", "query=bash"], ["-sc: shell completion is not offered", "robolearn train --help"]),
 ])
 def test_bad_train_invocations(tmp_path, args, expected):
     one_line_error(robolearn("train", *FAST, *args, cwd=tmp_path), *expected)

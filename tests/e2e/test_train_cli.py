@@ -58,11 +58,12 @@ def test_sim2sim_keeps_the_training_return(trained_cartpole, tmp_path):
     report = tmp_path / "sim2sim.json"
     result = robolearn("sim2sim", f"bundle={run_dir / 'export'}", "episodes=5", f"report={report}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "training eval" in result.stdout and "return kept" in result.stdout
+    assert "training eval" in result.stdout and "episodes ended by the watchdog: 0 of 5" in result.stdout
+    assert re.search(r"return: .*(than|equal to) the training evaluation", result.stdout), result.stdout
     summary = json.loads(report.read_text())
-    assert summary["episodes"] == 5 and summary["watchdog_trips"] == 0
+    assert summary["episodes"] == 5 and summary["ended_by_watchdog"] == 0
     assert summary["training_evaluation"]["return_mean"] > 400  # the policy learned (max ~500)
-    assert summary["return_vs_training"] >= 0.9, summary
+    assert summary["return_comparison"]["ratio"] >= 0.9, summary
 
 
 def test_sim2sim_with_another_integrator_and_timestep(trained_cartpole, tmp_path):
@@ -73,13 +74,15 @@ def test_sim2sim_with_another_integrator_and_timestep(trained_cartpole, tmp_path
     assert result.returncode == 0, result.stderr
     summary = json.loads(report.read_text())
     assert summary["physics"] == {"timestep": 0.005, "integrator": "rk4", "realtime": False}
-    assert summary["return_vs_training"] >= 0.9, summary
+    assert summary["return_comparison"]["ratio"] >= 0.9, summary
 
 
 def test_eval_writes_metrics(trained_cartpole, tmp_path):
     run_dir, _ = trained_cartpole
     result = robolearn("eval", f"run={run_dir}", "episodes=8", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    progress = result.stderr.splitlines()  # piped: a line at each quarter of the steps
+    assert len(progress) <= 5 and progress[-1].startswith("evaluating: 100% (250/250 steps), 8/8 episodes ended"), progress
     metrics = json.loads((run_dir / "eval.json").read_text())
     assert metrics["episodes"] == 8 and metrics["checkpoint"] == "iter_000100.pt"
     assert metrics["episode_length_mean"] == 250 and metrics["return_mean"] > 400

@@ -1,0 +1,64 @@
+"""A scripted command for `robolearn play`: one value for the whole clip, or a schedule.
+
+    command=[0.8,0,0]                              0.8 m/s forward, from start to end
+    command=[[0,0,0,0],[2,0.8,0,0],[6,0,0,1.0]]    stand 2 s, walk until 6 s, then turn
+
+A schedule's rows are [from_s, value...]: each value holds from its time until the next row's
+(the first row's from the start); times rise strictly.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from robolearn.errors import UserError
+
+EXAMPLE = "e.g. command=[0.8,0,0] or command=[[0,0,0,0],[2,0.8,0,0]] (rows: [from_s, values...])"
+
+
+@dataclass(frozen=True)
+class CommandScript:
+    starts: tuple[float, ...]
+    values: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> CommandScript:
+        import yaml
+
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raw = None
+        if not isinstance(raw, list) or not raw:
+            raise UserError(f"command={text} is not a list of numbers or a schedule; {EXAMPLE}")
+        try:
+            if not any(isinstance(v, list) for v in raw):
+                return cls((0.0,), (tuple(_number(v) for v in raw),))
+            rows = [[_number(v) for v in row] for row in raw]
+        except (TypeError, ValueError):
+            raise UserError(f"command={text} is not a list of numbers or a schedule; {EXAMPLE}") from None
+        if any(len(row) != len(rows[0]) or len(row) < 2 for row in rows):
+            raise UserError(f"command={text}: every schedule row is [from_s, values...] of one length; {EXAMPLE}")
+        starts = [row[0] for row in rows]
+        if starts[0] < 0 or any(b <= a for a, b in zip(starts, starts[1:])):
+            raise UserError(f"command={text}: a schedule's times must be >= 0 and rise strictly; {EXAMPLE}")
+        return cls(tuple(starts), tuple(tuple(row[1:]) for row in rows))
+
+    @property
+    def width(self) -> int:
+        return len(self.values[0])
+
+    def at(self, t: float) -> tuple[float, ...]:
+        """The value that holds at time t (s from the start of the clip)."""
+        return self.values[max(0, bisect.bisect_right(self.starts, t) - 1)]
+
+    def check_width(self, width: int, name: str) -> None:
+        if self.width != width:
+            raise UserError(f"command: '{name}' has {width} values, the command given has {self.width}")
+
+
+def _number(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(value)
+    return float(value)

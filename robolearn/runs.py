@@ -1,0 +1,247 @@
+"""`robolearn runs`: the training runs under ./runs, newest first, read from what is on disk.
+
+A run directory (run_dir.holds_run) is found at any depth up to three below the root:
+runs/<task>/<time>[_<name>]/ and runs/multirun/<time>/<job>_<task>/. Each is summarized from its
+files only: config.yaml (task, runner.max_iterations), metrics.jsonl (iterations done, mean
+episode return), checkpoints/, export/ and manifest.json (when it started; the process that wrote
+it, to tell a live run from a stopped one). A damaged file is a note under the run's row; it never
+stops the listing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from robolearn.checkpoint import list_checkpoints
+from robolearn.errors import UserError, one_line
+from robolearn.run_dir import holds_run
+
+_FOLDER = re.compile(r"^(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(?:_\d{6})?(?:_(.+))?$")
+"""A run folder's name: its start time (local), microseconds, then the run_name if one was given."""
+_DEPTH = 3
+
+
+@dataclass
+class RunSummary:
+    path: Path
+    task: str = "?"
+    name: str = ""
+    started: datetime.datetime | None = None
+    iterations: int = 0
+    """The last iteration in metrics.jsonl."""
+    max_iterations: int | None = None
+    best_return: float | None = None
+    last_return: float | None = None
+    checkpoint: int | None = None
+    """The iteration of the newest checkpoint (what a resume continues from)."""
+    exported: bool = False
+    pid: int | None = None
+    """The process that trains it, if it still runs on this machine."""
+    pid_known: bool = False
+    """The manifest names the process that last trained it (runs before that cannot tell)."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        if self.max_iterations is not None and self.iterations >= self.max_iterations:
+            return "finished, exported" if self.exported else "finished, not exported"
+        if self.pid is not None:
+            return f"running (pid {self.pid})"
+        if self.checkpoint is None:
+            return "no checkpoint" if self.pid_known else "no checkpoint (stopped or running)"
+        at = f" at it {self.iterations}" + (f", checkpoint {self.checkpoint}" if self.checkpoint != self.iterations else "")
+        return f"stopped{at}" if self.pid_known else f"stopped or running{at}"
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Directories at most three levels below `root` (or `root` itself) that hold a run."""
+    found, pending = [], [(root, 0)]
+    while pending:
+        folder, depth = pending.pop()
+        if holds_run(folder):
+            found.append(folder)
+            continue
+        if depth < _DEPTH:
+            try:
+                children = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+            except OSError:
+                continue
+            pending += [(child, depth + 1) for child in children]
+    return found
+
+
+def summarize(run: Path, root: Path) -> RunSummary:
+    """What the files of one run say; whatever cannot be read becomes a note."""
+    summary = RunSummary(run)
+    match = _FOLDER.match(run.name)
+    sweep = None if match else _FOLDER.match(run.parent.name)  # multirun/<time>/<job>_<task>
+    if match or sweep:
+        summary.started = datetime.datetime.strptime((match or sweep).group(1), "%Y-%m-%d_%H-%M-%S")
+    summary.name = (match.group(2) or "") if match else run.name
+    for step in (_read_config, _read_metrics, _read_manifest, _read_outputs):
+        try:
+            step(run, summary)
+        except Exception as exc:  # a permission error, a file that vanished mid-read, ...
+            summary.notes.append(f"cannot read its {step.__name__[6:]}: {type(exc).__name__}: {one_line(exc)[:160]}")
+    if summary.task == "?" and run.parent.parent == root and run.parent.name != "multirun":
+        summary.task = run.parent.name  # runs/<task>/<time>
+    if summary.started is None:
+        try:
+            summary.started = datetime.datetime.fromtimestamp(run.stat().st_mtime)
+        except OSError:
+            summary.started = datetime.datetime.min
+    return summary
+
+
+def _read_config(run: Path, s: RunSummary) -> None:
+    path = run / "config.yaml"
+    if not path.is_file():
+        s.notes.append("no config.yaml")
+        return
+    try:
+        cfg = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+        where = f"line {mark.line + 1}: {problem}" if mark is not None and problem else one_line(exc)[:160]
+        s.notes.append(f"config.yaml is unreadable ({where})")
+        return
+    if not isinstance(cfg, dict):
+        s.notes.append("config.yaml is not a training config")
+        return
+    task, runner = cfg.get("task"), cfg.get("runner")
+    if isinstance(task, dict) and isinstance(task.get("name"), str):
+        s.task = task["name"]
+    if isinstance(runner, dict) and isinstance(runner.get("max_iterations"), int):
+        s.max_iterations = runner["max_iterations"]
+    else:
+        s.notes.append("config.yaml has no runner.max_iterations")
+
+
+def _read_metrics(run: Path, s: RunSummary) -> None:
+    path = run / "metrics.jsonl"
+    if not path.is_file():
+        return
+    bad = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                row = json.loads(line)
+                iteration = row["iteration"]
+            except (ValueError, KeyError, TypeError):
+                if line.strip():
+                    bad.append(number)
+                continue
+            if not isinstance(iteration, int):
+                bad.append(number)
+                continue
+            s.iterations = max(s.iterations, iteration)
+            value = row.get("mean_episode_return")
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                s.best_return = value if s.best_return is None else max(s.best_return, value)
+                s.last_return = value
+    if bad:
+        where = f"line {bad[0]}" if len(bad) == 1 else f"{len(bad)} lines (first: line {bad[0]})"
+        s.notes.append(f"metrics.jsonl: {where} not a metrics row (cut short when the run stopped?)")
+
+
+def _read_manifest(run: Path, s: RunSummary) -> None:
+    """The start time, and whether the process that last trained the run (its first start or its
+    last resume) still runs here."""
+    path = run / "manifest.json"
+    if not path.is_file():
+        return
+    try:
+        manifest = json.loads(path.read_text())
+        latest = (manifest.get("resumes") or [manifest])[-1]
+    except (ValueError, AttributeError, TypeError):
+        s.notes.append("manifest.json is unreadable")
+        return
+    if s.started is None and isinstance(manifest.get("started"), str):
+        try:
+            s.started = datetime.datetime.fromisoformat(manifest["started"]).astimezone().replace(tzinfo=None)
+        except ValueError:
+            pass
+    pid = latest.get("pid") if isinstance(latest, dict) else None
+    if isinstance(pid, int):
+        s.pid_known = True
+        if latest.get("host") == platform.node() and _alive(pid):
+            s.pid = pid
+
+
+def _alive(pid: int) -> bool:
+    """A process with this id runs and, where /proc tells, it is a robolearn one (not a new
+    process that got the id of a run that stopped)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    try:
+        return b"robolearn" in cmdline.read_bytes()
+    except OSError:
+        return not cmdline.parent.parent.is_dir()  # no /proc (macOS): trust the id
+
+
+def _read_outputs(run: Path, s: RunSummary) -> None:
+    checkpoints = list_checkpoints(run / "checkpoints")
+    if checkpoints:
+        s.checkpoint = int(checkpoints[-1].stem.split("_")[1])
+    s.exported = (run / "export" / "robot.yaml").is_file()
+
+
+def list_runs(root: Path, task: str | None = None) -> list[RunSummary]:
+    """Every run under `root` (of `task` only, if given), newest first."""
+    if root.exists() and not root.is_dir():
+        raise UserError(f"root={root} is a file, not a folder of runs")
+    runs = [summarize(run, root) for run in find_runs(root)] if root.is_dir() else []
+    if task is not None:
+        runs = [r for r in runs if r.task == task]
+    return sorted(runs, key=lambda r: (r.started, str(r.path)), reverse=True)
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def format_runs(runs: list[RunSummary]) -> str:
+    """One aligned row per run, each note on its own line below."""
+    header = ("started", "task", "name", "iterations", "best return", "last", "state", "path")
+    rows = [
+        (r.started.strftime("%Y-%m-%d %H:%M:%S"), r.task, r.name or "-",
+         f"{r.iterations}/{'?' if r.max_iterations is None else r.max_iterations}",
+         _number(r.best_return), _number(r.last_return), r.state, _relative(r.path))
+        for r in runs
+    ]  # fmt: skip
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    lines = []
+    for k, row in enumerate([header, *rows]):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+        if k:
+            lines += [f"  note: {note}" for note in runs[k - 1].notes]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def no_runs_line(root: Path, task: str | None) -> str:
+    what = f"no {task} runs" if task else "no runs"
+    start = f"robolearn train task={task}" if task else "robolearn train task=<name> (robolearn list shows the tasks)"
+    return f"{what} under {root}/ (relative to {Path.cwd()}); start one with: {start}\n"

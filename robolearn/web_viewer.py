@@ -1,0 +1,253 @@
+"""`robolearn play run=<dir> mode=web`: a run's policy live in a browser, for machines without a
+display.
+
+    robolearn play run=<dir> mode=web [port=8080] [host=127.0.0.1] [num_envs=1] [checkpoint=<file>]
+
+The page (http://<host>:<port>/) draws the rollout in 3D (viser; mjviser turns the MuJoCo model
+into its scene) next to a panel (web_panel.py): pause / step / reset, the speed, which environment
+to look at (num_envs > 1), each reward term's weighted value as a bar, sliders that drive the
+task's commands, and the run's checkpoints; with "follow newest" on, a run that is still training
+is re-loaded each time it writes a checkpoint.
+
+The simulation runs here, on the main thread, in real time (times the speed); the page only posts
+requests, applied between two env steps. Ctrl+C stops the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+
+from robolearn.errors import UserError
+
+DRAW_HZ = 30.0
+"""How often the 3D scene is sent to the page."""
+PANEL_HZ = 5.0
+"""How often the status line and the reward bars are."""
+LAG_S = 0.25
+"""How far the simulation may fall behind the wall clock before it stops trying to catch up."""
+POLL_S = 2.0
+"""How often the run's checkpoints folder is looked at."""
+
+
+def import_viser():
+    try:
+        import mjviser
+        import viser
+    except ImportError as exc:
+        raise UserError(f"mode=web needs the browser viewer's packages ({exc.name} is missing, though robolearn "
+                        "depends on it): pip install viser mjviser") from None  # fmt: skip
+    return viser, mjviser
+
+
+def check_port(host: str, port: int) -> None:
+    """A one-line error now, rather than viser quietly moving to another port or a traceback."""
+    if not 1 <= port <= 65535:
+        raise UserError(f"port={port} is out of range; valid: 1..65535")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno in (98, 48, 10048):  # EADDRINUSE on Linux, macOS, Windows
+                raise UserError(f"port {port} on {host} is in use (another viewer?); choose a free one with "
+                                f"port=<n>, e.g. port={_free_port(host)}") from None  # fmt: skip
+            raise UserError(f"cannot serve on {host}:{port}: {exc.strerror}; use host=127.0.0.1 or another port=") from None
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+class LivePolicy:
+    """A run's env and policy, the checkpoint it acts with, and the rollout's bookkeeping."""
+
+    def __init__(self, run_dir: Path, checkpoint_file: Path | None, num_envs: int):
+        from robolearn.app import policy_from_run
+
+        self.run_dir = run_dir
+        self.env, self.actor_critic, payload, self.source = policy_from_run(run_dir, checkpoint_file, num_envs)
+        self.iteration = int(payload["iteration"])
+        commands = self.env.commands
+        self.task_ranges = {name: commands.ranges[name].clone() for name in commands.names}
+        self.returns = np.zeros(self.env.num_envs)
+        self.last_end = [""] * self.env.num_envs
+        self.obs = None
+        found = self.checkpoints()
+        self.newest = found[-1].name if found else ""
+        """The newest checkpoint seen: a newer one is what "follow newest" loads."""
+
+    def checkpoints(self) -> list[Path]:
+        from robolearn.checkpoint import list_checkpoints
+
+        return list_checkpoints(self.run_dir / "checkpoints")
+
+    def load(self, path: Path) -> None:
+        from robolearn import checkpoint
+
+        payload = checkpoint.load(path)
+        checkpoint.restore(self.actor_critic, payload["model"], path)
+        self.source, self.iteration = path, int(payload["iteration"])
+
+    def reset(self) -> None:
+        self.obs = self.env.reset(spread_timeouts=False)
+        self.returns[:] = 0.0
+
+    def step(self) -> None:
+        import torch
+
+        env = self.env
+        with torch.inference_mode():
+            self.obs, reward, terminated, truncated = env.step(self.actor_critic.action_mean(self.obs["policy"]))
+        self.returns += reward.numpy()
+        for i in np.flatnonzero((terminated | truncated).numpy()):
+            self.last_end[i] = f"{env.end_reason(i)}, return {self.returns[i]:.1f}"
+            self.returns[i] = 0.0
+
+    def drive(self, name: str, values: list[float] | None) -> None:
+        """Hold command `name` at `values` in every env from now on, or (None) give it back to the
+        task's sampling within its original range."""
+        import torch
+
+        commands = self.env.commands
+        if values is None:
+            commands.release(name, self.task_ranges[name])
+        else:
+            commands.hold(name, torch.tensor(values), now=True)
+
+
+def command_ranges(live: LivePolicy) -> dict[str, tuple[list[str], np.ndarray]]:
+    return {name: (live.env.commands.components[name], ranges.numpy()) for name, ranges in live.task_ranges.items()}
+
+
+def body_poses(model, data, qpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every env's body positions [N, nbody, 3] and rotation matrices [N, nbody, 3, 3] from qpos."""
+    import mujoco
+
+    xpos = np.empty((len(qpos), model.nbody, 3))
+    xmat = np.empty((len(qpos), model.nbody, 3, 3))
+    for i, q in enumerate(qpos):
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        xpos[i], xmat[i] = data.xpos, data.xmat.reshape(-1, 3, 3)
+    return xpos, xmat
+
+
+def serve(run_dir: Path, checkpoint_file: Path | None, num_envs: int, host: str, port: int,
+          duration: float | None = None) -> None:  # fmt: skip
+    """Serve the page and run the policy until Ctrl+C (or `duration` seconds: for tests)."""
+    import mujoco
+
+    from robolearn.web_panel import Panel
+
+    viser, mjviser = import_viser()
+    check_port(host, port)
+    live = LivePolicy(run_dir, checkpoint_file, num_envs)
+    env = live.env
+    model = env.model
+    data = mujoco.MjData(model)
+    with contextlib.redirect_stdout(io.StringIO()):  # viser's own banner: the line below says it
+        server = viser.ViserServer(host=host, port=port, label=f"robolearn | {env.cfg.name}", verbose=False)
+    try:
+        scene = mjviser.ViserMujocoScene(server, model, num_envs=env.num_envs)
+        scene.show_only_selected = env.num_envs > 1  # the envs share one origin: show the chosen one
+        panel = Panel(server, command_ranges(live), [p.name for p in live.checkpoints()], live.source.name)
+        scene.create_visualization_gui(camera_distance=_camera_distance(model), camera_elevation=20.0)
+        url = f"http://{'localhost' if host in ('127.0.0.1', '::1') else host}:{port}/"
+        print(f"serving {env.cfg.name} ({live.source.name}, iteration {live.iteration}) at {url}; "
+              "open it in a browser (from another machine: ssh -L "
+              f"{port}:localhost:{port} <this host>); Ctrl+C stops", flush=True)  # fmt: skip
+        try:
+            _loop(live, scene, panel, data, duration)
+        except KeyboardInterrupt:  # how a user stops the viewer
+            print("stopped the viewer", flush=True)
+    finally:
+        server.stop()
+        env.close()
+
+
+def _camera_distance(model) -> float:
+    from robolearn.render import robot_size
+
+    return max(1.0, 2.5 * robot_size(model))
+
+
+def _loop(live: LivePolicy, scene, panel, data, duration: float | None) -> None:
+    env, model = live.env, live.env.model
+    weights = env.rewards.weights.numpy()
+    live.reset()
+    paused, steps_left, speed = False, 0, 1.0
+    started = time.perf_counter()
+    clock = started  # the wall time the simulation has caught up to
+    drawn = shown = polled = 0.0
+    while duration is None or time.perf_counter() - started < duration:
+        for request in panel.drain():
+            if request.kind in ("pause", "resume"):
+                paused = request.kind == "pause"
+            elif request.kind == "step":
+                paused, steps_left = True, steps_left + 1
+            elif request.kind == "reset":
+                live.reset()
+            elif request.kind == "speed":
+                speed = request.value
+            elif request.kind == "drive":
+                live.drive(request.name, request.value)
+            elif request.kind == "checkpoint" and request.value != live.source.name:
+                _load(live, live.run_dir / "checkpoints" / request.value, panel)
+        now = time.perf_counter()
+        if not paused or steps_left:
+            clock = max(clock, now - LAG_S)  # a slow machine plays slower rather than sprinting to catch up
+            if now >= clock:
+                live.step()
+                clock += env.dt / speed
+                steps_left = max(0, steps_left - 1)
+        else:
+            clock = now
+        if now - polled >= POLL_S:
+            polled = now
+            found = live.checkpoints()
+            if found and found[-1].name != live.newest:
+                live.newest = found[-1].name
+                if panel.following:
+                    _load(live, found[-1], panel)
+            panel.set_checkpoints([p.name for p in found] or [live.source.name], live.source.name)
+        if now - drawn >= 1.0 / DRAW_HZ:
+            drawn = now
+            qpos = env.physics.qpos.double().numpy()
+            xpos, xmat = body_poses(model, data, qpos)
+            scene.update_from_arrays(xpos, xmat, qpos=qpos, qvel=env.physics.qvel.double().numpy())
+        if now - shown >= 1.0 / PANEL_HZ:
+            shown = now
+            i = min(scene.env_idx, env.num_envs - 1)
+            panel.show(_status(live, i, paused), env.rewards.names, env.rewards.values[:, i].numpy() * weights)
+        time.sleep(max(0.0, min(clock - time.perf_counter(), 1.0 / DRAW_HZ)) if not paused else 1.0 / DRAW_HZ)
+
+
+def _load(live: LivePolicy, path: Path, panel) -> None:
+    """Switch the policy to another checkpoint; one that cannot be read leaves the current one."""
+    try:
+        live.load(path)
+    except UserError as exc:
+        print(f"warning: {exc}", flush=True)
+        return
+    print(f"now playing {path.name} (iteration {live.iteration})", flush=True)
+    panel.set_checkpoints([p.name for p in live.checkpoints()] or [path.name], path.name)
+
+
+def _status(live: LivePolicy, i: int, paused: bool) -> str:
+    env = live.env
+    lines = [f"**{env.cfg.name}** | {live.source.name} (iteration {live.iteration})",
+             f"env {i} of {env.num_envs} | t {float(env.physics.time[i]):.2f} s{' | paused' if paused else ''}",
+             f"return {live.returns[i]:.2f}"]  # fmt: skip
+    for name in env.commands.names:
+        values = ", ".join(f"{v:.2f}" for v in env.commands.get(name)[i].tolist())
+        lines.append(f"{name}: [{values}]")
+    if live.last_end[i]:
+        lines.append(f"last episode: {live.last_end[i]}")
+    return "  \n".join(lines)

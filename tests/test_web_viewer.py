@@ -1,0 +1,141 @@
+"""The browser viewer's simulation loop, driven by scripted page requests (no browser: the page
+itself is checked in tests/e2e/test_web.py)."""
+
+import shutil
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from robolearn.errors import UserError
+from robolearn.web_panel import Request, reward_bars
+from robolearn.web_viewer import LivePolicy, _loop, check_port
+
+FAST = ["runner.max_iterations=2", "runner.save_interval=1", "env.num_envs=8", "runner.num_steps_per_env=8",
+        "algo.num_mini_batches=1", "runner.export_onnx=false"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("web")
+    run = work / "run"
+    result = subprocess.run([sys.executable, "-m", "robolearn.cli", "train", "task=quadruped_flat", *FAST,
+                             f"hydra.run.dir={run}"], cwd=work, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return run
+
+
+class ScriptedPanel:
+    """Posts `script[k]` on the k-th drain; records what the loop shows."""
+
+    def __init__(self, script: dict[int, list[Request]]):
+        self.script, self.drains, self.shown, self.choices = script, 0, [], []
+        self.following = True
+
+    def drain(self):
+        self.drains += 1
+        return self.script.get(self.drains, [])
+
+    def show(self, status, names, values):
+        self.shown.append((status, list(names), np.array(values)))
+
+    def set_checkpoints(self, names, current):
+        self.choices.append((names, current))
+
+
+class RecordingScene:
+    env_idx = 0
+
+    def __init__(self):
+        self.frames = []
+
+    def update_from_arrays(self, xpos, xmat, qpos=None, qvel=None):
+        self.frames.append(xpos.copy())
+
+
+def run_loop(live, script, duration=1.0):
+    import mujoco
+
+    panel, scene = ScriptedPanel(script), RecordingScene()
+    _loop(live, scene, panel, mujoco.MjData(live.env.model), duration)
+    return panel, scene
+
+
+def test_pause_step_reset_and_real_time(tiny_run):
+    live = LivePolicy(tiny_run, None, 2)
+    try:
+        panel, scene = run_loop(live, {}, duration=1.0)
+        t = live.env.physics.time.numpy()
+        assert 0.5 < t.max() <= 1.0 + 2 * live.env.dt  # real time: about 1 s simulated in 1 s
+        assert len(scene.frames) >= 10 and scene.frames[0].shape == (2, live.env.model.nbody, 3)
+        assert not np.allclose(scene.frames[0], scene.frames[-1])  # the robot moved between frames
+
+        live.reset()
+        panel, _ = run_loop(live, {1: [Request("pause")], 5: [Request("step"), Request("step")]}, duration=0.5)
+        assert np.allclose(live.env.physics.time.numpy(), 2 * live.env.dt)  # paused: only the two steps ran
+        assert "paused" in panel.shown[-1][0]
+
+        panel, _ = run_loop(live, {1: [Request("reset"), Request("pause")]}, duration=0.2)
+        assert np.allclose(live.env.physics.time.numpy(), 0.0) and not live.returns.any()
+        status, names, values = panel.shown[-1]
+        assert names == live.env.rewards.names and values.shape == (len(names),)
+        assert "quadruped_flat" in status and "iter_000002.pt" in status
+    finally:
+        live.env.close()
+
+
+def test_driving_a_command_holds_it_in_every_env_and_releasing_samples_again(tiny_run):
+    live = LivePolicy(tiny_run, None, 4)
+    try:
+        (name,) = live.env.commands.names
+        run_loop(live, {1: [Request("drive", [0.7, 0.0, -0.2], name)]}, duration=0.3)
+        held = live.env.commands.get(name)
+        assert torch.allclose(held, torch.tensor([0.7, 0.0, -0.2]).expand_as(held))
+        live.reset()  # a reset draws again: still the held value
+        assert torch.allclose(live.env.commands.get(name), held)
+        run_loop(live, {1: [Request("drive", None, name)], 2: [Request("reset")]}, duration=0.1)
+        assert torch.equal(live.env.commands.ranges[name], live.task_ranges[name])  # the task's range is back
+    finally:
+        live.env.close()
+
+
+def test_follows_the_newest_checkpoint_and_switches_on_request(tiny_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    live = LivePolicy(run, run / "checkpoints" / "iter_000001.pt", 1)
+    try:
+        assert live.iteration == 1
+        run_loop(live, {}, duration=0.1)  # the newest at start is not "new": the chosen one stays
+        assert live.source.name == "iter_000001.pt"
+        shutil.copy(run / "checkpoints" / "iter_000002.pt", run / "checkpoints" / "iter_000003.pt")
+        panel, _ = run_loop(live, {}, duration=0.1)  # the run "wrote" a checkpoint: loaded
+        assert live.source.name == "iter_000003.pt"
+        assert panel.choices[-1] == (["iter_000001.pt", "iter_000002.pt", "iter_000003.pt"], "iter_000003.pt")
+        run_loop(live, {1: [Request("checkpoint", "iter_000001.pt")]}, duration=0.1)
+        assert live.source.name == "iter_000001.pt" and live.iteration == 1
+        (run / "checkpoints" / "iter_000004.pt").write_bytes(b"not a checkpoint")
+        run_loop(live, {}, duration=0.1)  # an unreadable one leaves the policy as it was
+        assert live.source.name == "iter_000001.pt"
+    finally:
+        live.env.close()
+
+
+def test_reward_bars_grow_from_the_middle_by_sign():
+    page = reward_bars(["alive", "torque<cost>"], np.array([0.5, -0.25]))
+    assert "left:50.0%;width:50.0%" in page and "#2e9e4f" in page  # the largest fills its half
+    assert "left:25.0%;width:25.0%" in page and "#d9453b" in page  # half as large, to the left
+    assert "torque&lt;cost&gt;" in page and "+0.500" in page and "-0.250" in page
+
+
+def test_a_port_in_use_is_one_line():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(UserError, match=f"port {port} on 127.0.0.1 is in use.*port=<n>"):
+            check_port("127.0.0.1", port)
+    with pytest.raises(UserError, match="valid: 1..65535"):
+        check_port("127.0.0.1", 70000)
