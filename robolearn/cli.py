@@ -33,7 +33,8 @@ commands:
                                      MuJoCo robot; compare with the training evaluation
   play run=<run dir>|bundle=<dir> [mode=video|viewer|web] [out=<file.mp4>] [duration=10] [fps=30]
        [num_envs=1] [camera=track|fixed|free] [distance=auto] [elevation=-20] [azimuth=135]
-       [command=[0.8,0,0]] [width=640] [height=480] [checkpoint=<file>] [seed=0]
+       [command=[0.8,0,0] | [[0,0,0,0],[2,0.8,0,0]] (rows: from_s, values)] [width=640]
+       [height=480] [checkpoint=<file>] [seed=0]
        [port=8080] [host=127.0.0.1]
                                      watch a policy: an mp4 (a run's torch policy, or a bundle
                                      through the deploy runtime), MuJoCo's viewer on a display,
@@ -299,10 +300,9 @@ def _sim2sim(args: list[str]) -> int:
 
 
 def _play(args: list[str]) -> int:
-    import yaml
-
     from robolearn.compose import register_configs
     from robolearn.errors import UserError
+    from robolearn.command_script import CommandScript
     from robolearn.play import PlayCfg, play_bundle, play_run
     from robolearn.render import CameraCfg
 
@@ -313,12 +313,7 @@ def _play(args: list[str]) -> int:
     opts = _key_values(args, valid, "play")
     if bool(opts["run"]) == bool(opts["bundle"]):
         raise UserError("play needs run=<run dir> or bundle=<bundle dir> (one of them)")
-    command = None
-    if opts["command"]:
-        try:
-            command = [float(v) for v in yaml.safe_load(opts["command"])]
-        except (TypeError, ValueError, yaml.YAMLError):
-            raise UserError(f"command={opts['command']} is not a list of numbers, e.g. command=[0.8,0,0]") from None
+    command = CommandScript.parse(opts["command"]) if opts["command"] else None
     camera = CameraCfg(opts["camera"], _number("distance", opts["distance"], float) if opts["distance"] else None,
                        _number("elevation", opts["elevation"], float), _number("azimuth", opts["azimuth"], float))  # fmt: skip
     cfg = PlayCfg(opts["mode"], _path(opts["out"]), _number("duration", opts["duration"], float),
@@ -384,6 +379,21 @@ def _runs(args: list[str]) -> int:
     return 0
 
 
+def import_mujoco() -> None:
+    """MuJoCo picks its OpenGL library (MUJOCO_GL) when it is imported: a value it does not know, or
+    a library that is not installed (osmesa without libosmesa6), is one line here, not a traceback."""
+    from robolearn.errors import UserError, one_line
+
+    try:
+        import mujoco  # noqa: F401
+    except Exception as exc:
+        backend = os.environ.get("MUJOCO_GL")
+        if backend is None:
+            raise
+        raise UserError(f"cannot load MuJoCo with MUJOCO_GL={backend} ({type(exc).__name__}: {one_line(exc)[:150]}); "
+                        "valid: egl (libegl1), osmesa (libosmesa6), glfw (a display), or unset it") from None  # fmt: skip
+
+
 VERBS = {"train": _train, "export": _export, "eval": _eval, "sim2sim": _sim2sim, "play": _play, "list": _list,
          "runs": _runs}  # fmt: skip
 
@@ -404,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     from robolearn.interrupts import Interrupted
 
     try:
+        import_mujoco()
         return VERBS[verb](rest)
     except UserError as exc:
         message = str(exc)

@@ -3,15 +3,15 @@ from a bundle (the deploy runtime on the MuJoCo stand-in robot: exactly what the
 
     robolearn play run=<dir> [checkpoint=<file>] [mode=video] [out=<file.mp4>] [duration=10] [fps=30]
                    [num_envs=1] [camera=track|fixed|free] [distance=] [elevation=] [azimuth=]
-                   [command=[0.8,0,0]] [width=640] [height=480] [seed=0]
+                   [command=[0.8,0,0] | command=[[0,0,0,0],[2,0.8,0,0]]] [width=640] [height=480] [seed=0]
     robolearn play bundle=<dir> ...
 
 mode=video writes an H.264 mp4 (several environments side by side with num_envs=), with a floor
 grid, the commanded and the actual base velocity as arrows (green, blue) for velocity commands, and
 a text overlay: time, return, the largest reward terms, the command, and how each episode ended
 (or the watchdog's reason). mode=viewer opens MuJoCo's interactive viewer where there is a
-display; mode=web serves a run's policy live to a browser (web_viewer.py). `command=` fixes the
-task's first command for the whole clip.
+display; mode=web serves a run's policy live to a browser (web_viewer.py). `command=` scripts the
+task's first command (command_script.py): one value for the whole clip, or a schedule.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robolearn.command_script import CommandScript
 from robolearn.errors import UserError
 from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, has_free_root, set_state, tile
 
@@ -40,7 +41,7 @@ class PlayCfg:
     fps: float = 30.0
     num_envs: int = 1
     camera: CameraCfg = field(default_factory=CameraCfg)
-    command: list[float] | None = None
+    command: CommandScript | None = None
     width: int = 640
     height: int = 480
     seed: int = 0
@@ -63,6 +64,10 @@ class PlayCfg:
                             "use mode=video for an mp4, or run it where there is a screen")  # fmt: skip
         if self.mode == "web":
             from robolearn.web_viewer import check_port, import_viser
+
+            if self.command is not None:
+                raise UserError("command= scripts videos and the native viewer; in mode=web drive the command "
+                                "with the page's sliders")  # fmt: skip
 
             import_viser()
             check_port(self.host, self.port)
@@ -128,26 +133,21 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
 
         return serve(run_dir, checkpoint_file, cfg.num_envs, cfg.host, cfg.port)
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, cfg.num_envs)
-    if cfg.mode == "viewer":
-        try:
-            return _view_run(env, actor_critic)
-        finally:
-            env.close()
     try:
-        out = output_path(cfg, run_dir / "videos" / f"play_{source.stem}.mp4")
-        commands = list(env.commands.names)
         if cfg.command is not None:
-            if not commands:
-                raise UserError(f"command={cfg.command}: task '{env.cfg.name}' has no command")
-            width = env.commands.get(commands[0]).shape[1]
-            if len(cfg.command) != width:
-                raise UserError(f"command={cfg.command}: '{commands[0]}' has {width} values")
-            env.commands.hold(commands[0], torch.tensor(cfg.command))
+            if not env.commands.names:
+                raise UserError(f"command=: task '{env.cfg.name}' has no command")
+            name = env.commands.names[0]
+            cfg.command.check_width(env.commands.get(name).shape[1], name)
+            env.commands.hold(name, torch.tensor(cfg.command.at(0.0)))
+        if cfg.mode == "viewer":
+            return _view_run(env, actor_critic, cfg.command)
+        out = output_path(cfg, run_dir / "videos" / f"play_{source.stem}.mp4")
         every = max(1, round(1.0 / (cfg.fps * env.dt)))
         clip = Clip([FrameRenderer(env.model, cfg.camera, *_tile_size(cfg)) for _ in range(cfg.num_envs)],
                     Mp4Writer(out, *_tiled(cfg), 1.0 / (every * env.dt)),
                     f"{env.cfg.name} | {source.name} (iteration {payload['iteration']})", every,
-                    max(1, round(cfg.duration / env.dt)))  # fmt: skip
+                    max(1, round(cfg.duration / env.dt)), cfg.command)  # fmt: skip
         try:
             _record(env, actor_critic, clip)
         except BaseException:
@@ -166,13 +166,15 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
 @dataclass
 class Clip:
     """What a run's clip is drawn with: one renderer per env (tiled), the writer, the title line,
-    every how many control steps a frame is drawn, and how many steps the clip lasts."""
+    every how many control steps a frame is drawn, how many steps the clip lasts, and the scripted
+    command (None: the task samples it)."""
 
     renderers: list[FrameRenderer]
     writer: Mp4Writer
     title: str
     every: int
     steps: int
+    script: CommandScript | None = None
 
 
 def _record(env, actor_critic, clip: Clip) -> None:
@@ -190,6 +192,7 @@ def _record(env, actor_critic, clip: Clip) -> None:
     with torch.inference_mode():
         obs = env.reset(spread_timeouts=False)
         for step in range(clip.steps):
+            follow_script(env, clip.script, step * env.dt)
             obs, reward, terminated, truncated = env.step(actor_critic.action_mean(obs["policy"]))
             returns += reward.numpy()
             t = (step + 1) * env.dt
@@ -215,7 +218,19 @@ def _record(env, actor_critic, clip: Clip) -> None:
             clip.writer.write(frames[0] if len(frames) == 1 else tile(frames))
 
 
-def _view_run(env, actor_critic) -> None:
+def follow_script(env, script: CommandScript | None, t: float) -> None:
+    """Set the task's first command to the script's value at time t where it changes (in every env)."""
+    import torch
+
+    if script is None or len(script.starts) == 1:
+        return  # none, or a constant: held since the start
+    name = env.commands.names[0]
+    value = torch.tensor(script.at(t))
+    if not torch.equal(env.commands.get(name)[0], value):
+        env.commands.hold(name, value, now=True)
+
+
+def _view_run(env, actor_critic, script: CommandScript | None) -> None:
     """MuJoCo's viewer on env 0, live, at real time, until the window is closed."""
     import mujoco
     import mujoco.viewer
@@ -225,8 +240,10 @@ def _view_run(env, actor_critic) -> None:
     with mujoco.viewer.launch_passive(env.model, data) as viewer, torch.inference_mode():
         aim(viewer, env.model)
         obs = env.reset(spread_timeouts=False)
+        started = time.perf_counter()
         while viewer.is_running():
             tick = time.perf_counter()
+            follow_script(env, script, tick - started)
             obs, *_ = env.step(actor_critic.action_mean(obs["policy"]))
             set_state(env.model, data, env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
             viewer.sync()
@@ -315,8 +332,9 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
     name = next(iter(inputs), None)
     if cfg.command is not None:
         if name is None:
-            raise UserError(f"command={cfg.command}: the bundle's task has no command")
-        inputs = {name: np.asarray(cfg.command, dtype=np.float32)}
+            raise UserError("command=: the bundle's task has no command")
+        cfg.command.check_width(len(inputs[name]), name)
+        inputs = {name: np.asarray(cfg.command.at(0.0), dtype=np.float32)}
     robot.inputs = dict(inputs)
     title = f"{policy.bundle.meta.get('task', bundle_dir.name)} | bundle {bundle_dir.name} (deploy runtime)"
     tripped: list[str] = []
@@ -336,6 +354,8 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
             writer.write(renderer.render(robot.data, arrows, lines))
         if cfg.command is None:
             robot.inputs = referee.advance_commands()
+        else:  # the value for the next tick
+            robot.inputs = {name: np.asarray(cfg.command.at((step.index + 1) * period), dtype=np.float32)}
         return False
 
     loop.reset()

@@ -96,7 +96,10 @@ class LivePolicy:
         self.source, self.iteration = path, int(payload["iteration"])
 
     def reset(self) -> None:
-        self.obs = self.env.reset(spread_timeouts=False)
+        import torch
+
+        with torch.inference_mode():  # as every step: the env's tensors are inference tensors
+            self.obs = self.env.reset(spread_timeouts=False)
         self.returns[:] = 0.0
 
     def step(self) -> None:

@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -37,3 +39,17 @@ def make_env():
 
 def random_actions(env, gen):
     return torch.rand(env.num_envs, env.num_actions, generator=gen) * 4 - 2
+
+
+@pytest.fixture(scope="session")
+def tiny_quadruped_run(tmp_path_factory):
+    """A quadruped_flat run of two 8-env iterations, a checkpoint after each: for what needs a run
+    of a task with a command (play, the browser viewer), not a trained policy."""
+    work = tmp_path_factory.mktemp("tiny_quadruped")
+    run = work / "run"
+    result = subprocess.run([sys.executable, "-m", "robolearn.cli", "train", "task=quadruped_flat", "runner.max_iterations=2",
+                             "runner.save_interval=1", "env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1",
+                             "runner.export_onnx=false", "runner.video_interval=0", f"hydra.run.dir={run}"],
+                            cwd=work, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return run

@@ -3,8 +3,6 @@ itself is checked in tests/e2e/test_web.py)."""
 
 import shutil
 import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,18 +12,9 @@ from robolearn.errors import UserError
 from robolearn.web_panel import Request, reward_bars
 from robolearn.web_viewer import LivePolicy, _loop, check_port
 
-FAST = ["runner.max_iterations=2", "runner.save_interval=1", "env.num_envs=8", "runner.num_steps_per_env=8",
-        "algo.num_mini_batches=1", "runner.export_onnx=false"]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    work = tmp_path_factory.mktemp("web")
-    run = work / "run"
-    result = subprocess.run([sys.executable, "-m", "robolearn.cli", "train", "task=quadruped_flat", *FAST,
-                             f"hydra.run.dir={run}"], cwd=work, capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    return run
+@pytest.fixture
+def tiny_run(tiny_quadruped_run):
+    return tiny_quadruped_run
 
 
 class ScriptedPanel:

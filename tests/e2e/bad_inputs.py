@@ -195,6 +195,8 @@ CASES: list[Case] = [
     cli("play_unknown_camera", "play", "run={ws}/run", "camera=drone", expect=("camera=drone is not a camera", "track, fixed, free")),
     cli("play_command_not_numbers", "play", "run={ws}/run", "command=fast", expect=("command=fast is not a list of numbers",)),
     cli("play_command_on_a_task_without", "play", "run={ws}/run", "command=[1,0]", expect=("has no command",)),
+    cli("play_command_schedule_backwards", "play", "run={ws}/run", "command=[[1,0],[0,1]]", expect=("times must be >= 0 and rise strictly",)),
+    cli("play_command_in_web_mode", "play", "run={ws}/run", "mode=web", "command=[1,0]", expect=("command= scripts videos", "sliders")),
     cli("play_out_exists", "play", "run={ws}/run", "out={ws}/notes.txt", expect=("notes.txt already exists",), cls="file"),
     cli("play_out_not_mp4", "play", "run={ws}/run", "out={ws}/clip.avi", expect=("must end in .mp4",), cls="file"),
     cli("play_run_without_checkpoint", "play", "run={ws}/nockpt_run", expect=("no checkpoint in",), cls="file"),

@@ -55,9 +55,9 @@ def test_several_environments_are_tiled_and_the_default_path_is_in_the_run(train
 
 
 def test_a_bundle_plays_through_the_deploy_runtime_with_a_scripted_command(tmp_path):
-    out = tmp_path / "quadruped.mp4"
-    result = robolearn("play", f"bundle={REFERENCE}", "duration=2", "fps=25", "command=[0.8,0,0]", f"out={out}",
-                       cwd=tmp_path)  # fmt: skip
+    out = tmp_path / "quadruped.mp4"  # stand for 0.5 s, then walk at 0.8 m/s
+    result = robolearn("play", f"bundle={REFERENCE}", "duration=2", "fps=25", "command=[[0,0,0,0],[0.5,0.8,0,0]]",
+                       f"out={out}", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
     images, meta = frames(out)
     assert len(images) == 50 and meta["size"] == (640, 480)

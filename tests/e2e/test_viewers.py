@@ -120,6 +120,11 @@ def test_mistakes_around_the_viewers_are_one_line(trained_cartpole, tmp_path):
     result = subprocess.run([sys.executable, "-m", "robolearn.cli", "play", f"run={run_dir}", "mode=viewer"],
                             cwd=tmp_path, capture_output=True, text=True, env=no_display, timeout=120)  # fmt: skip
     one_line_error(result, "mode=viewer needs a display", "mode=video")
+    for backend, expected in (("disabled", "cannot render offscreen with MUJOCO_GL=disabled"),  # no GL at all
+                              ("nonsense", "cannot load MuJoCo with MUJOCO_GL=nonsense")):  # fmt: skip
+        result = subprocess.run([sys.executable, "-m", "robolearn.cli", "play", f"run={run_dir}", "out=clip.mp4"], cwd=tmp_path,
+                                capture_output=True, text=True, env={**os.environ, "MUJOCO_GL": backend}, timeout=120)  # fmt: skip
+        one_line_error(result, expected, "egl")
     assert not list(tmp_path.iterdir())  # nothing written
 
 
