@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from robolearn.envs.manager_base import ManagerBase, Term, plain
+from robolearn.envs.manager_base import ManagerBase, Term
 from robolearn.errors import UserError
 from robolearn.mdp.state import root_pos_w
 
