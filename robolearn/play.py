@@ -230,21 +230,46 @@ def follow_script(env, script: CommandScript | None, t: float) -> None:
         env.commands.hold(name, value, now=True)
 
 
+class ViewerKeys:
+    """The keys the passive viewer hands to us (it steps nothing itself): space pauses and resumes,
+    backspace resets."""
+
+    SPACE, BACKSPACE = 32, 259  # GLFW key codes
+
+    def __init__(self):
+        self.paused = False
+        self.reset = False
+
+    def __call__(self, key: int) -> None:
+        if key == self.SPACE:
+            self.paused = not self.paused
+        elif key == self.BACKSPACE:
+            self.reset = True
+
+
 def _view_run(env, actor_critic, script: CommandScript | None) -> None:
-    """MuJoCo's viewer on env 0, live, at real time, until the window is closed."""
+    """MuJoCo's viewer on env 0, live, at real time, until the window is closed (space: pause,
+    backspace: reset). The viewer shows a copy of env 0's state, so a mouse push does not reach
+    the simulation here; it does with bundle= (_view_bundle)."""
     import mujoco
     import mujoco.viewer
     import torch
 
     data = mujoco.MjData(env.model)
-    with mujoco.viewer.launch_passive(env.model, data) as viewer, torch.inference_mode():
+    keys = ViewerKeys()
+    with mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, torch.inference_mode():
         aim(viewer, env.model)
         obs = env.reset(spread_timeouts=False)
         started = time.perf_counter()
         while viewer.is_running():
             tick = time.perf_counter()
-            follow_script(env, script, tick - started)
-            obs, *_ = env.step(actor_critic.action_mean(obs["policy"]))
+            if keys.reset:
+                obs, keys.reset, started = env.reset(spread_timeouts=False), False, tick
+            if not keys.paused:
+                follow_script(env, script, tick - started)
+                obs, *_ = env.step(actor_critic.action_mean(obs["policy"]))
+            else:
+                started += env.dt  # the script's clock stands still while paused
             set_state(env.model, data, env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
             viewer.sync()
             time.sleep(max(0.0, env.dt - (time.perf_counter() - tick)))
@@ -282,24 +307,32 @@ def _tile_size(cfg: PlayCfg) -> tuple[int, int]:
 # --- a bundle through the deploy runtime -----------------------------------------------------
 def _view_bundle(robot, referee, loop) -> None:
     """MuJoCo's viewer on the stand-in robot's own MjData, stepped in real time by the control loop:
-    a mouse perturbation (double-click a body, ctrl + drag) pushes the robot the policy controls."""
+    a mouse perturbation (double-click a body, ctrl + drag) pushes the robot the policy controls.
+    Space pauses (the control loop waits), backspace starts a new episode."""
     import mujoco.viewer
 
     qpos, qvel = referee.initial_state()
     robot.reset(qpos, qvel)
     robot.inputs = referee.commands()
-    with mujoco.viewer.launch_passive(robot.model, robot.data) as viewer:
+    keys = ViewerKeys()
+    with mujoco.viewer.launch_passive(robot.model, robot.data, key_callback=keys) as viewer:
         aim(viewer, robot.model)
         loop.reset()
 
         def on_step(step) -> bool:
             viewer.sync()
             robot.inputs = referee.advance_commands()
-            return not viewer.is_running()
+            return keys.paused or keys.reset or not viewer.is_running()
 
         while viewer.is_running():
-            loop.run(referee.env.max_episode_length, on_step)
-            robot.reset(*referee.initial_state())
+            loop.run(referee.env.max_episode_length, on_step)  # an episode, or until a key
+            paused = keys.paused
+            while keys.paused and not keys.reset and viewer.is_running():
+                time.sleep(0.05)  # the loop is stopped: no late ticks for its watchdog to trip on
+                viewer.sync()
+            if keys.reset or not paused:  # backspace, or the episode ended: a new one
+                robot.reset(*referee.initial_state())
+            keys.reset = False
             loop.reset()
 
 
