@@ -53,6 +53,18 @@ class CommandScript:
         """The value that holds at time t (s from the start of the clip)."""
         return self.values[max(0, bisect.bisect_right(self.starts, t) - 1)]
 
+    def apply(self, env, t: float) -> None:
+        """Set env's first command to the value at time t in every env, where it changes (a
+        constant is held from the start: play_run pins it before the first reset)."""
+        import torch
+
+        if len(self.starts) == 1:
+            return
+        name = env.commands.names[0]
+        value = torch.tensor(self.at(t))
+        if not torch.equal(env.commands.get(name)[0], value):
+            env.commands.hold(name, value, now=True)
+
     def check_width(self, width: int, name: str) -> None:
         if self.width != width:
             raise UserError(f"command: '{name}' has {width} values, the command given has {self.width}")

@@ -141,7 +141,9 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
             cfg.command.check_width(env.commands.get(name).shape[1], name)
             env.commands.hold(name, torch.tensor(cfg.command.at(0.0)))
         if cfg.mode == "viewer":
-            return _view_run(env, actor_critic, cfg.command)
+            from robolearn.native_viewer import view_run
+
+            return view_run(env, actor_critic, cfg.command)
         out = output_path(cfg, run_dir / "videos" / f"play_{source.stem}.mp4")
         every = max(1, round(1.0 / (cfg.fps * env.dt)))
         clip = Clip([FrameRenderer(env.model, cfg.camera, *_tile_size(cfg)) for _ in range(cfg.num_envs)],
@@ -192,7 +194,8 @@ def _record(env, actor_critic, clip: Clip) -> None:
     with torch.inference_mode():
         obs = env.reset(spread_timeouts=False)
         for step in range(clip.steps):
-            follow_script(env, clip.script, step * env.dt)
+            if clip.script is not None:
+                clip.script.apply(env, step * env.dt)
             obs, reward, terminated, truncated = env.step(actor_critic.action_mean(obs["policy"]))
             returns += reward.numpy()
             t = (step + 1) * env.dt
@@ -218,78 +221,6 @@ def _record(env, actor_critic, clip: Clip) -> None:
             clip.writer.write(frames[0] if len(frames) == 1 else tile(frames))
 
 
-def follow_script(env, script: CommandScript | None, t: float) -> None:
-    """Set the task's first command to the script's value at time t where it changes (in every env)."""
-    import torch
-
-    if script is None or len(script.starts) == 1:
-        return  # none, or a constant: held since the start
-    name = env.commands.names[0]
-    value = torch.tensor(script.at(t))
-    if not torch.equal(env.commands.get(name)[0], value):
-        env.commands.hold(name, value, now=True)
-
-
-class ViewerKeys:
-    """The keys the passive viewer hands to us (it steps nothing itself): space pauses and resumes,
-    backspace resets."""
-
-    SPACE, BACKSPACE = 32, 259  # GLFW key codes
-
-    def __init__(self):
-        self.paused = False
-        self.reset = False
-
-    def __call__(self, key: int) -> None:
-        if key == self.SPACE:
-            self.paused = not self.paused
-        elif key == self.BACKSPACE:
-            self.reset = True
-
-
-def _view_run(env, actor_critic, script: CommandScript | None) -> None:
-    """MuJoCo's viewer on env 0, live, at real time, until the window is closed (space: pause,
-    backspace: reset). The viewer shows a copy of env 0's state, so a mouse push does not reach
-    the simulation here; it does with bundle= (_view_bundle)."""
-    import mujoco
-    import mujoco.viewer
-    import torch
-
-    data = mujoco.MjData(env.model)
-    keys = ViewerKeys()
-    with mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, torch.inference_mode():
-        aim(viewer, env.model)
-        obs = env.reset(spread_timeouts=False)
-        started = time.perf_counter()
-        while viewer.is_running():
-            tick = time.perf_counter()
-            if keys.reset:
-                obs, keys.reset, started = env.reset(spread_timeouts=False), False, tick
-            if not keys.paused:
-                follow_script(env, script, tick - started)
-                obs, *_ = env.step(actor_critic.action_mean(obs["policy"]))
-            else:
-                started += env.dt  # the script's clock stands still while paused
-            set_state(env.model, data, env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
-            viewer.sync()
-            time.sleep(max(0.0, env.dt - (time.perf_counter() - tick)))
-
-
-def aim(viewer, model) -> None:
-    """The viewer's camera follows the robot from a distance that fits it, as the videos' does
-    (the mouse still turns and zooms it; double-click a body and ctrl + drag to push it)."""
-    import mujoco
-
-    from robolearn.render import robot_size
-
-    with viewer.lock():
-        if model.nbody > 1:
-            viewer.cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-            viewer.cam.trackbodyid = 1
-        viewer.cam.distance = max(1.0, 2.5 * robot_size(model))
-        viewer.cam.elevation, viewer.cam.azimuth = -20.0, 135.0
-
-
 def _tiled(cfg: PlayCfg) -> tuple[int, int]:
     cols = int(np.ceil(np.sqrt(cfg.num_envs)))
     rows = int(np.ceil(cfg.num_envs / cols))
@@ -305,37 +236,6 @@ def _tile_size(cfg: PlayCfg) -> tuple[int, int]:
 
 
 # --- a bundle through the deploy runtime -----------------------------------------------------
-def _view_bundle(robot, referee, loop) -> None:
-    """MuJoCo's viewer on the stand-in robot's own MjData, stepped in real time by the control loop:
-    a mouse perturbation (double-click a body, ctrl + drag) pushes the robot the policy controls.
-    Space pauses (the control loop waits), backspace starts a new episode."""
-    import mujoco.viewer
-
-    qpos, qvel = referee.initial_state()
-    robot.reset(qpos, qvel)
-    robot.inputs = referee.commands()
-    keys = ViewerKeys()
-    with mujoco.viewer.launch_passive(robot.model, robot.data, key_callback=keys) as viewer:
-        aim(viewer, robot.model)
-        loop.reset()
-
-        def on_step(step) -> bool:
-            viewer.sync()
-            robot.inputs = referee.advance_commands()
-            return keys.paused or keys.reset or not viewer.is_running()
-
-        while viewer.is_running():
-            loop.run(referee.env.max_episode_length, on_step)  # an episode, or until a key
-            paused = keys.paused
-            while keys.paused and not keys.reset and viewer.is_running():
-                time.sleep(0.05)  # the loop is stopped: no late ticks for its watchdog to trip on
-                viewer.sync()
-            if keys.reset or not paused:  # backspace, or the episode ended: a new one
-                robot.reset(*referee.initial_state())
-            keys.reset = False
-            loop.reset()
-
-
 def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
     from robolearn.sim2sim import open_sim
 
@@ -347,7 +247,9 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
     policy, robot, referee, loop = open_sim(bundle_dir, seed=cfg.seed, realtime=cfg.mode == "viewer")
     if cfg.mode == "viewer":
         try:
-            return _view_bundle(robot, referee, loop)
+            from robolearn.native_viewer import view_bundle
+
+            return view_bundle(robot, referee, loop)
         finally:
             loop.close()
             referee.close()

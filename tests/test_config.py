@@ -4,7 +4,7 @@ import pytest
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import OmegaConf
 
-from robolearn.cli import hydra_error_message
+from robolearn.hydra_errors import hydra_error_message
 from robolearn.compose import compose_train
 from robolearn.config import EventMode
 

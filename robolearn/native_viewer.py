@@ -1,0 +1,103 @@
+"""MuJoCo's native viewer for `robolearn play mode=viewer` (where there is a display): a run's
+policy on env 0 of its task's env, or a bundle through the deploy runtime on the stand-in robot.
+The camera follows the robot; space pauses and resumes, backspace starts a new episode.
+"""
+
+from __future__ import annotations
+
+import time
+
+from robolearn.command_script import CommandScript
+from robolearn.render import set_state
+
+
+class ViewerKeys:
+    """The keys the passive viewer hands to us (it steps nothing itself): space pauses and resumes,
+    backspace resets."""
+
+    SPACE, BACKSPACE = 32, 259  # GLFW key codes
+
+    def __init__(self):
+        self.paused = False
+        self.reset = False
+
+    def __call__(self, key: int) -> None:
+        if key == self.SPACE:
+            self.paused = not self.paused
+        elif key == self.BACKSPACE:
+            self.reset = True
+
+
+def view_run(env, actor_critic, script: CommandScript | None) -> None:
+    """MuJoCo's viewer on env 0, live, at real time, until the window is closed (space: pause,
+    backspace: reset). The viewer shows a copy of env 0's state, so a mouse push does not reach
+    the simulation here; it does with bundle= (view_bundle)."""
+    import mujoco
+    import mujoco.viewer
+    import torch
+
+    data = mujoco.MjData(env.model)
+    keys = ViewerKeys()
+    with mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, torch.inference_mode():
+        aim(viewer, env.model)
+        obs = env.reset(spread_timeouts=False)
+        started = time.perf_counter()
+        while viewer.is_running():
+            tick = time.perf_counter()
+            if keys.reset:
+                obs, keys.reset, started = env.reset(spread_timeouts=False), False, tick
+            if not keys.paused:
+                if script is not None:
+                    script.apply(env, tick - started)
+                obs, *_ = env.step(actor_critic.action_mean(obs["policy"]))
+            else:
+                started += env.dt  # the script's clock stands still while paused
+            set_state(env.model, data, env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
+            viewer.sync()
+            time.sleep(max(0.0, env.dt - (time.perf_counter() - tick)))
+
+
+def aim(viewer, model) -> None:
+    """The viewer's camera follows the robot from a distance that fits it, as the videos' does
+    (the mouse still turns and zooms it; double-click a body and ctrl + drag to push it)."""
+    import mujoco
+
+    from robolearn.render import robot_size
+
+    with viewer.lock():
+        if model.nbody > 1:
+            viewer.cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+            viewer.cam.trackbodyid = 1
+        viewer.cam.distance = max(1.0, 2.5 * robot_size(model))
+        viewer.cam.elevation, viewer.cam.azimuth = -20.0, 135.0
+
+
+def view_bundle(robot, referee, loop) -> None:
+    """MuJoCo's viewer on the stand-in robot's own MjData, stepped in real time by the control loop:
+    a mouse perturbation (double-click a body, ctrl + drag) pushes the robot the policy controls.
+    Space pauses (the control loop waits), backspace starts a new episode."""
+    import mujoco.viewer
+
+    qpos, qvel = referee.initial_state()
+    robot.reset(qpos, qvel)
+    robot.inputs = referee.commands()
+    keys = ViewerKeys()
+    with mujoco.viewer.launch_passive(robot.model, robot.data, key_callback=keys) as viewer:
+        aim(viewer, robot.model)
+        loop.reset()
+
+        def on_step(step) -> bool:
+            viewer.sync()
+            robot.inputs = referee.advance_commands()
+            return keys.paused or keys.reset or not viewer.is_running()
+
+        while viewer.is_running():
+            loop.run(referee.env.max_episode_length, on_step)  # an episode, or until a key
+            paused = keys.paused
+            while keys.paused and not keys.reset and viewer.is_running():
+                time.sleep(0.05)  # the loop is stopped: no late ticks for its watchdog to trip on
+                viewer.sync()
+            if keys.reset or not paused:  # backspace, or the episode ended: a new one
+                robot.reset(*referee.initial_state())
+            keys.reset = False
+            loop.reset()
