@@ -11,66 +11,20 @@ its own values.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
-import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
-from omegaconf._utils import get_yaml_loader
 
 from robolearn.config import AlgoCfg, EnvCfg, RunnerCfg, register_schemas
 from robolearn.config_checks import check_train_cfg
-from robolearn.errors import UserError, one_line
+from robolearn.errors import UserError
 from robolearn.paths import configs_dir
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks
+from robolearn.task_yaml import load_task_yaml
 
 RECIPE_SECTIONS = {"algo": AlgoCfg, "runner": RunnerCfg, "env": EnvCfg}
 """Sections of a task YAML that set training defaults for that task, and their schemas."""
-
-
-class _TaskYamlLoader(yaml.CSafeLoader):
-    """libyaml's parser with OmegaConf's scalar rules (1e-3 is a float, no timestamps) and its
-    refusal of duplicate keys: every installed task's YAML is read at start-up, and the pure
-    Python parser takes ~15x longer."""
-
-    def construct_mapping(self, node, deep=False):
-        keys = [k.value for k, _ in node.value if k.tag == yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG]
-        duplicate = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
-        if duplicate is not None:
-            raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
-                                                    f"found duplicate key {duplicate}", node.start_mark)  # fmt: skip
-        return super().construct_mapping(node, deep=deep)
-
-
-_TaskYamlLoader.yaml_implicit_resolvers = get_yaml_loader().yaml_implicit_resolvers
-
-
-def _merged(base: dict, override: dict) -> dict:
-    """`override` on top of `base`: mappings merge key by key, anything else is replaced."""
-    out = dict(base)
-    for key, value in override.items():
-        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
-def load_task_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
-    """A task YAML as plain data; one with `extends: <other.yaml>` (relative to it) is that file
-    with this one merged on top, so a variant (rough terrain) states only what differs from its
-    base. The schema (config.TaskCfg) checks it when the task is chosen."""
-    path = path.resolve()
-    if path in seen:
-        raise UserError(f"task config {path}: 'extends' loops back to itself")
-    try:
-        node = yaml.load(path.read_text(), Loader=_TaskYamlLoader)
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"cannot read task config {path}: {one_line(exc)}") from None
-    if not isinstance(node, dict):
-        raise UserError(f"task config {path} must be a mapping of task settings")
-    base = node.pop("extends", None)
-    if base is None:
-        return node
-    return _merged(load_task_yaml(path.parent / str(base), (*seen, path)), node)
 
 
 def split_recipe(name: str, node: dict) -> tuple[dict, dict]:
@@ -104,8 +58,9 @@ def register_configs() -> dict[str, TaskPlugin]:
     for name, plugin in list(tasks.items()):
         BROKEN.pop(name, None)  # found again: judged afresh
         try:
-            task, recipe = split_recipe(name, load_task_yaml(plugin.config))
-            if task.get("name") != name:
+            task, recipe = split_recipe(name, load_task_yaml(plugin.config, tasks))
+            task.setdefault("name", name)  # the entry point's name is the task's name
+            if task["name"] != name:
                 raise UserError(f"task '{name}': {plugin.config} says name '{task.get('name')}'; the names must match")
         except UserError as exc:  # this task is unusable; the others are not
             BROKEN[name] = str(exc)

@@ -169,15 +169,51 @@ class CommandCfg:
 
 @dataclass
 class ActionCfg:
+    """ctrl = clip(offset + scale * action): each of scale, offset and clip is one value for every
+    actuator or a mapping {joint or actuator name or regular expression: value} (matched in full,
+    e.g. {".*_hip_joint": 0.2, ".*_calf_joint": 0.4}); an actuator no key matches keeps the
+    default (scale 1, offset 0, no clip), a key that matches nothing or an actuator matched by two
+    keys is an error."""
+
     actuators: List[str] = field(default_factory=list)
     """Actuators driven by the policy, in action order; empty means all, in model order."""
-    scale: float = 1.0
-    """ctrl = offset + scale * action."""
+    scale: Any = 1.0
+    """Action scale: a number, or {joint/actuator name or pattern: number}."""
+    offset: Any = 0.0
+    """Added to the ctrl (after the default offset below): a number, or {name or pattern: number}."""
     use_default_offset: bool = False
     """Offset each position actuator by its joint's default position (the `home` keyframe, else
     qpos0); else offset 0."""
+    clip: Any = None
+    """Narrow the ctrl of matched actuators to [low, high] (e.g. joint targets inside the joint
+    limits): {name or pattern: [low, high]}; null: no clip besides ctrlrange."""
     clip_to_ctrlrange: bool = True
     """Clip ctrl to each actuator's ctrlrange (when the actuator is ctrl-limited)."""
+
+
+@dataclass
+class SimOptionsCfg:
+    """MuJoCo's <option> settings a task may set; null keeps the MJCF's own value. They are written
+    into the model before it compiles, so the exported bundle's MJCF carries them too."""
+
+    timestep: Optional[float] = None
+    """Physics timestep in seconds."""
+    integrator: Optional[str] = None
+    """euler, rk4, implicit, implicitfast (or discrete)."""
+    solver: Optional[str] = None
+    """Constraint solver: pgs, cg, newton."""
+    iterations: Optional[int] = None
+    """Maximum constraint solver iterations."""
+    ls_iterations: Optional[int] = None
+    """Maximum line-search iterations (cg, newton)."""
+    tolerance: Optional[float] = None
+    """Solver early-termination tolerance."""
+    cone: Optional[str] = None
+    """Friction cone: pyramidal or elliptic."""
+    impratio: Optional[float] = None
+    """Ratio of frictional to normal constraint impedance (elliptic cones)."""
+    noslip_iterations: Optional[int] = None
+    """Iterations of the no-slip solver (0: off)."""
 
 
 @dataclass
@@ -189,7 +225,9 @@ class TaskCfg:
     asset: str = MISSING
     """MJCF file: absolute, relative to the task's folder, or relative to robolearn's assets/."""
     sim_dt: Optional[float] = None
-    """Physics timestep in seconds; None keeps the MJCF's <option timestep>."""
+    """Physics timestep in seconds; None keeps the MJCF's <option timestep> (or sim.timestep)."""
+    sim: SimOptionsCfg = field(default_factory=SimOptionsCfg)
+    """Physics options (integrator, solver, iterations, cone, impratio, timestep, ...)."""
     decimation: int = 4
     """Physics steps per control step (control period = decimation * sim_dt)."""
     episode_length_s: float = 5.0

@@ -16,6 +16,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from robolearn.errors import UserError
+from robolearn.scene import sim_options
 
 SCHEDULES = ("adaptive", "fixed")
 ACTIVATIONS = ("elu", "relu", "tanh")
@@ -91,11 +92,18 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "task.decimation": (_at_least_one, "an integer >= 1"),
     "task.episode_length_s": (_positive, "> 0 (seconds)"),
     "task.sim_dt": (_positive, "> 0 (seconds), or null for the model's own timestep"),
-    "task.action.scale": (_nonzero, "a number other than 0"),
     "task.observations.*.terms.*.scale": (_nonzero, "a number other than 0"),
     "task.observations.*.terms.*.clip": (_positive, "> 0, or null for no clip"),
     "task.observations.*.terms.*.noise.scale": (_non_negative, ">= 0"),
     "task.commands.*.standing_probability": (_unit, "0 <= p <= 1"),
+    "task.sim.timestep": (_positive, "> 0 (seconds), or null for the model's own"),
+    "task.sim.iterations": (_at_least_one, "an integer >= 1"),
+    "task.sim.ls_iterations": (_at_least_one, "an integer >= 1"),
+    "task.sim.tolerance": (_non_negative, ">= 0"),
+    "task.sim.impratio": (_positive, "> 0"),
+    "task.sim.noslip_iterations": (_non_negative, "an integer >= 0"),
+    **{f"task.sim.{option}": (lambda v, o=option: str(v).lower() in sim_options.choices(o), ", ".join(sim_options.choices(option)))
+       for option in sim_options.ENUMS},
 }
 
 
@@ -131,6 +139,10 @@ def check_train_cfg(cfg: DictConfig) -> None:
             plain = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
             if not ok(plain):
                 raise UserError(f"{key}={_show(plain)} is out of range; valid: {valid}")
+    if OmegaConf.select(cfg, "task.sim_dt") is not None and OmegaConf.select(cfg, "task.sim.timestep") is not None:
+        raise UserError("task.sim_dt and task.sim.timestep both set the timestep; keep one of them")
+    if OmegaConf.select(cfg, "task.action") is not None:
+        check_action_cfg(cfg.task.action)
     samples = cfg.env.num_envs * cfg.runner.num_steps_per_env
     if samples % cfg.algo.num_mini_batches:
         raise UserError(f"algo.num_mini_batches={cfg.algo.num_mini_batches} does not divide env.num_envs * "
@@ -138,6 +150,40 @@ def check_train_cfg(cfg: DictConfig) -> None:
     if cfg.algo.min_noise_std >= cfg.algo.init_noise_std:
         raise UserError(f"algo.min_noise_std={cfg.algo.min_noise_std} must be below algo.init_noise_std="
                         f"{cfg.algo.init_noise_std}")  # fmt: skip
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+_PER_ACTUATOR = {
+    "scale": (lambda v: _number(v) and v != 0, "a number other than 0"),
+    "offset": (_number, "a number"),
+    "clip": (lambda v: isinstance(v, list) and len(v) == 2 and all(map(_number, v)) and v[0] < v[1], "[low, high] with low < high"),
+}  # fmt: skip
+
+
+def check_action_cfg(action: DictConfig) -> None:
+    """task.action.scale / offset: a number or {name or pattern: number}; clip: {name or pattern:
+    [low, high]}. Whether the names match the model's actuators is checked when the env is built."""
+    for key, (ok, valid) in _PER_ACTUATOR.items():
+        value = action.get(key)
+        if value is None:
+            continue
+        plain = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+        if not isinstance(plain, dict):
+            if key == "clip" or not ok(plain):
+                what = "" if key == "clip" else f"{valid}, or "
+                raise UserError(f"task.action.{key}={_show(plain)} is out of range; valid: {what}a mapping "
+                                f"{{joint or actuator name or pattern: {valid}}}")  # fmt: skip
+            continue
+        for pattern, v in plain.items():
+            try:
+                re.compile(str(pattern))
+            except re.error as exc:
+                raise UserError(f"task.action.{key}: '{pattern}' is not a valid regular expression ({exc})") from None
+            if not ok(v):
+                raise UserError(f"task.action.{key}.{pattern}={_show(v)} is out of range; valid: {valid}")
 
 
 def check_finite(node: Any, path: str = "") -> None:

@@ -5,6 +5,9 @@ A task package registers one `TaskPlugin` under its task name:
     [project.entry-points."robolearn.tasks"]
     my_task = "my_package.my_task:TASK"
 
+The entry point's name is the task's name: the plugin and its YAML may leave it out (a `name`
+they do state must match it).
+
 Nothing is discovered at import time: `discover_tasks()` reads the entry points when called
 (by the CLI, the tests, or user code). A plugin that fails to load is set aside in BROKEN
 with the reason; the other tasks keep working.
@@ -13,11 +16,12 @@ with the reason; the other tasks keep working.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 
 from robolearn.errors import UserError, one_line
+from robolearn.task_yaml import inherit
 
 ENTRY_POINT_GROUP = "robolearn.tasks"
 
@@ -26,14 +30,19 @@ ENTRY_POINT_GROUP = "robolearn.tasks"
 class TaskPlugin:
     """What a task package provides: its name, its Hydra YAML and the term functions it defines."""
 
-    name: str
-    config: Path
+    name: str = ""
+    """The task's name; empty: the name of the entry point it is registered under."""
+    config: Path | None = None
     """The task YAML (validated against robolearn.config.TaskCfg)."""
     terms: Mapping[str, Callable] = field(default_factory=dict)
     """Task-specific term functions by name; robolearn.mdp's generic terms are always available."""
     edit_spec: Callable | None = None
     """edit_spec(mujoco.MjSpec): changes the MJCF before it is compiled (robot constants kept in
     Python, generated terrain, ...). The exported bundle carries the edited model."""
+
+    def __post_init__(self) -> None:
+        if self.config is None:
+            raise TypeError("TaskPlugin needs config=<path of the task YAML>")
 
     @property
     def folder(self) -> Path:
@@ -68,11 +77,11 @@ def discover_tasks() -> dict[str, TaskPlugin]:
             continue
         if not isinstance(plugin, TaskPlugin):
             BROKEN[ep.name] = f"entry point '{ep.name}' = {ep.value} is not a robolearn TaskPlugin"
-        elif plugin.name != ep.name:
+        elif plugin.name and plugin.name != ep.name:
             BROKEN[ep.name] = (f"entry point '{ep.name}' = {ep.value} holds a task named '{plugin.name}'; "
                                "the two names must match")  # fmt: skip
         else:
-            tasks[ep.name] = plugin
+            tasks[ep.name] = plugin if plugin.name else replace(plugin, name=ep.name)
     return tasks
 
 
@@ -83,4 +92,4 @@ def get_task(name: str, tasks: Mapping[str, TaskPlugin] | None = None) -> TaskPl
     if name not in tasks:
         valid = ", ".join(sorted(tasks)) or "(none installed)"
         raise UserError(f"unknown task '{name}'; valid tasks: {valid}")
-    return tasks[name]
+    return inherit(tasks[name], tasks)

@@ -41,7 +41,7 @@ from mujoco import rollout
 from robolearn.app import build_env
 from robolearn.compose import compose_train
 from robolearn.envs.batched_env import BatchedEnv
-from robolearn.registry import discover_tasks
+from robolearn.registry import get_task
 from robolearn.rl.runner import OnPolicyRunner
 
 SOLVED = {"cartpole": ("mean_episode_length", 0.95 * 250, 100), "pendulum": ("mean_episode_return", 700.0, 300)}
@@ -60,7 +60,7 @@ def rate(step, seconds: float, warmup: int = 20) -> float:
 
 def bench_rates(task: str, num_envs: int, seconds: float, threads: int) -> dict:
     cfg = compose_train([f"task={task}"])
-    env = BatchedEnv(cfg.task, discover_tasks()[task], num_envs, physics="mujoco",
+    env = BatchedEnv(cfg.task, get_task(task), num_envs, physics="mujoco",
                      physics_settings={"num_threads": threads})  # fmt: skip
     model, sub = env.model, env.decimation
 

@@ -73,14 +73,14 @@ def score(run_dir: Path, ckpt: Path, physics: str, num_envs: int) -> dict:
 def pipeline_rates(physics: str, num_envs: int, seconds: float = 10.0) -> list[dict]:
     from robolearn.compose import compose_train
     from robolearn.envs.batched_env import BatchedEnv
-    from robolearn.registry import discover_tasks
+    from robolearn.registry import get_task
 
     device = torch.device("cuda" if physics != "mujoco" and torch.cuda.is_available() else "cpu")
     rows = []
     for task, preset in [("quadruped_flat", "none"), ("quadruped_flat", "default"), ("quadruped_flat", "sim2real"),
                          ("quadruped_rough", "sim2real")]:  # fmt: skip
         cfg = compose_train([f"task={task}", f"randomization={preset}"])
-        env = BatchedEnv(cfg.task, discover_tasks()[task], num_envs, physics=physics, device=device,
+        env = BatchedEnv(cfg.task, get_task(task), num_envs, physics=physics, device=device,
                          randomization=cfg.randomization)  # fmt: skip
         env.reset()
         actions = torch.randn(num_envs, env.num_actions, device=device)

@@ -7,7 +7,7 @@ import torch
 
 from robolearn.compose import compose_train
 from robolearn.envs.batched_env import BatchedEnv
-from robolearn.registry import discover_tasks
+from robolearn.registry import get_task
 
 from robolearn.paths import assets_dir
 
@@ -27,7 +27,7 @@ def make_env():
 
     def make(task="cartpole", overrides=(), num_envs=16, physics="mujoco", seed=0):
         cfg = compose_train([f"task={task}", *overrides])
-        env = BatchedEnv(cfg.task, discover_tasks()[task], num_envs, physics=physics, device="cpu", seed=seed,
+        env = BatchedEnv(cfg.task, get_task(task), num_envs, physics=physics, device="cpu", seed=seed,
                          physics_settings={"num_threads": 2}, randomization=cfg.randomization)
         built.append(env)
         return env

@@ -29,8 +29,16 @@ def test_same_name_twice_sets_both_aside(monkeypatch):
         registry.get_task("cartpole")
 
 
+NAMED = registry.TaskPlugin(name="pendulum", config=registry.discover_tasks()["pendulum"].config)
+"""A plugin that states its own name (optional: the entry point's name is the task's name)."""
+
+
+def test_a_plugin_without_a_name_takes_its_entry_points():
+    assert registry.discover_tasks()["pendulum"].name == "pendulum"  # tasks/pendulum states no name
+
+
 def test_entry_point_name_must_match_task_name(monkeypatch):
-    monkeypatch.setattr(registry, "entry_points", fake_entry_points(("swing", "robolearn_tasks.pendulum:TASK")))
+    monkeypatch.setattr(registry, "entry_points", fake_entry_points(("swing", "tests.test_registry:NAMED")))
     assert registry.discover_tasks() == {}
     with pytest.raises(UserError, match="holds a task named 'pendulum'"):
         registry.get_task("swing")
@@ -65,5 +73,5 @@ def test_a_task_yaml_that_cannot_be_read_sets_only_that_task_aside(monkeypatch, 
 
 
 def test_unknown_task_lists_valid_ones():
-    with pytest.raises(UserError, match="unknown task 'nope'; valid tasks: cartpole, pendulum, quadruped_flat"):
+    with pytest.raises(UserError, match="unknown task 'nope'; valid tasks: .*cartpole, pendulum, quadruped_flat"):
         registry.get_task("nope")

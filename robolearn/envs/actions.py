@@ -1,5 +1,8 @@
 """Policy action -> actuator controls: ctrl = clip(offset + scale * action), optionally delayed.
 
+scale, offset and clip are per actuator: one value for all, or set by joint/actuator name or
+pattern (config.ActionCfg); they reach the bundle's robot.yaml per actuator.
+
 Actuator latency: with a delay of d physics steps, the ctrl computed at control step t takes
 effect at physics step t * decimation + d. Until then the previous controls keep acting, so the
 physics gets one ctrl per physics step ([N, decimation, nu]); every backend runs that the same way.
@@ -7,12 +10,42 @@ physics gets one ctrl per physics step ([N, decimation, nu]); every backend runs
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
+
 import mujoco
 import torch
 
 from robolearn.config import ActionCfg
+from robolearn.errors import UserError
 from robolearn.envs.manager_base import ManagerBase
 from robolearn.scene.lookup import as_index, entity_ids, names
+
+
+class _PerActuator:
+    """Resolves a per-actuator setting given as one value or as {name or pattern: value}: a key
+    matches an actuator when it matches the actuator's name or its joint's name in full."""
+
+    def __init__(self, actuators: list[str], joints: list[str | None]):
+        self.actuators, self.joints = actuators, joints
+
+    def values(self, setting, key: str, default) -> list:
+        if not isinstance(setting, Mapping):
+            return [setting] * len(self.actuators)
+        out, owner = [default] * len(self.actuators), [None] * len(self.actuators)
+        for pattern, value in setting.items():
+            hits = [k for k, (a, j) in enumerate(zip(self.actuators, self.joints))
+                    if re.fullmatch(str(pattern), a) or (j is not None and re.fullmatch(str(pattern), j))]  # fmt: skip
+            if not hits:
+                listed = ", ".join(a if j is None else f"{a} ({j})" for a, j in zip(self.actuators, self.joints))
+                raise UserError(f"task.action.{key}: '{pattern}' matches no policy actuator or its joint; "
+                                f"actuators (joints): {listed}")  # fmt: skip
+            for k in hits:
+                if owner[k] is not None:
+                    raise UserError(f"task.action.{key}: actuator '{self.actuators[k]}' is matched by both "
+                                    f"'{owner[k]}' and '{pattern}'; make the patterns exclusive")  # fmt: skip
+                out[k], owner[k] = (list(value) if isinstance(value, Sequence) else value), pattern
+        return out
 
 
 class ActionManager(ManagerBase):
@@ -24,6 +57,9 @@ class ActionManager(ManagerBase):
     def __init__(self, cfg: ActionCfg, model: mujoco.MjModel, num_envs: int, device: torch.device,
                  default_qpos: torch.Tensor, decimation: int = 1):  # fmt: skip
         super().__init__(None)
+        if model.nu == 0:
+            raise UserError("the task's model has no actuators, so the policy has nothing to drive; add <actuator> "
+                            "elements (e.g. <position joint=... kp=...>) to the MJCF or in the task's edit_spec")  # fmt: skip
         ids = entity_ids(model, mujoco.mjtObj.mjOBJ_ACTUATOR, list(cfg.actuators) or None)
         self.actuator_ids = torch.tensor(ids, dtype=torch.long, device=device)
         self.actuator_names = [names(model, mujoco.mjtObj.mjOBJ_ACTUATOR)[i] for i in ids]
@@ -37,18 +73,25 @@ class ActionManager(ManagerBase):
         """dof addresses of those joints, in action order (None as for joint_qpos)."""
         self.force_limited = torch.as_tensor(model.actuator_forcelimited[ids].astype(bool), device=device)
         """Which policy actuators MuJoCo clamps to their forcerange."""
-        self.scale = torch.full((len(ids),), float(cfg.scale), device=device)
-        self.offset = torch.zeros(len(ids), device=device)
+        matched = _PerActuator(self.actuator_names, self.joint_names)
+        self.scale = torch.tensor(matched.values(cfg.scale, "scale", 1.0), dtype=torch.float32, device=device)
+        self.offset = torch.tensor(matched.values(cfg.offset, "offset", 0.0), dtype=torch.float32, device=device)
         if cfg.use_default_offset:
             for k, a in enumerate(ids):
                 if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT):
-                    self.offset[k] = float(default_qpos[model.jnt_qposadr[model.actuator_trnid[a, 0]]])
+                    self.offset[k] += float(default_qpos[model.jnt_qposadr[model.actuator_trnid[a, 0]]])
         low = torch.full((len(ids),), -torch.inf, device=device)
         high = torch.full((len(ids),), torch.inf, device=device)
         if cfg.clip_to_ctrlrange:
             for k, a in enumerate(ids):
                 if model.actuator_ctrllimited[a]:
                     low[k], high[k] = (float(v) for v in model.actuator_ctrlrange[a])
+        for k, bounds in enumerate(matched.values(cfg.clip or {}, "clip", None)):
+            if bounds is not None:
+                low[k], high[k] = max(float(low[k]), bounds[0]), min(float(high[k]), bounds[1])
+                if low[k] > high[k]:
+                    raise UserError(f"task.action.clip {list(bounds)} of actuator '{self.actuator_names[k]}' lies "
+                                    f"outside its ctrlrange {list(model.actuator_ctrlrange[ids[k]])}")  # fmt: skip
         self.ctrl_low, self.ctrl_high = low, high
         self.num_actions = len(ids)
         self.action = torch.zeros(num_envs, self.num_actions, device=device)

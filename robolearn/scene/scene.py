@@ -23,6 +23,7 @@ from robolearn.physics import load_model
 from robolearn.registry import TaskPlugin
 from robolearn.scene import lookup
 from robolearn.scene.entities import Actuators, FieldRows, Joints, Root, Sensors
+from robolearn.scene.sim_options import with_sim_options
 from robolearn.terrain import Terrain, generate
 from robolearn.terrain.mjcf import add_terrain
 
@@ -88,6 +89,9 @@ class Scene:
             terrain_cfg = OmegaConf.to_object(cfg.terrain) if isinstance(cfg.terrain, DictConfig) else cfg.terrain
             terrain = generate(terrain_cfg, terrain_cfg.seed)
             edit = with_terrain(plugin.edit_spec, terrain)
+        sim = cfg.get("sim")
+        if sim is not None:
+            edit = with_sim_options(edit, OmegaConf.to_container(sim) if OmegaConf.is_config(sim) else vars(sim))
         model = load_model(asset_path, cfg.sim_dt, edit)
         return cls(model, device, asset_path, edit, terrain)
 

@@ -4,4 +4,4 @@ from pathlib import Path
 
 from robolearn.registry import TaskPlugin
 
-TASK = TaskPlugin(name="cartpole", config=Path(__file__).with_name("cartpole.yaml"))
+TASK = TaskPlugin(config=Path(__file__).with_name("cartpole.yaml"))

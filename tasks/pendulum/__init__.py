@@ -15,7 +15,6 @@ def upright_bonus(env, joints: list[str], threshold: float) -> torch.Tensor:
 
 
 TASK = TaskPlugin(
-    name="pendulum",
     config=Path(__file__).with_name("pendulum.yaml"),
     terms={"upright_bonus": upright_bonus},
 )

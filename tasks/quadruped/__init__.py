@@ -8,5 +8,5 @@ from robolearn.registry import TaskPlugin
 
 from . import robot
 
-FLAT = TaskPlugin(name="quadruped_flat", config=Path(__file__).with_name("flat.yaml"), edit_spec=robot.apply)
-ROUGH = TaskPlugin(name="quadruped_rough", config=Path(__file__).with_name("rough.yaml"), edit_spec=robot.apply)
+FLAT = TaskPlugin(config=Path(__file__).with_name("flat.yaml"), edit_spec=robot.apply)
+ROUGH = TaskPlugin(config=Path(__file__).with_name("rough.yaml"))  # extends quadruped_flat: its edit_spec too

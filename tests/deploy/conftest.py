@@ -7,14 +7,14 @@ from robolearn.compose import compose_train
 from robolearn.config import AlgoCfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.export.bundle import export_bundle
-from robolearn.registry import discover_tasks
+from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic
 
 
 def make_bundle(out, task="cartpole", overrides=(), hidden=(32, 32), seed=0):
     """Export an (untrained) policy for `task` with non-trivial normalizer statistics."""
     cfg = compose_train([f"task={task}", *overrides])
-    env = BatchedEnv(cfg.task, discover_tasks()[task], 8, physics="mujoco", seed=seed, physics_settings={"num_threads": 1})
+    env = BatchedEnv(cfg.task, get_task(task), 8, physics="mujoco", seed=seed, physics_settings={"num_threads": 1})
     try:
         torch.manual_seed(seed)
         ac = ActorCritic.from_config(AlgoCfg(actor_hidden_dims=list(hidden), critic_hidden_dims=[16]),

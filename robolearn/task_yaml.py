@@ -1,0 +1,117 @@
+"""Reading a task YAML, and what `extends:` brings with it.
+
+`extends: <base>` names an installed task (`extends: quadruped_flat`) or a YAML file relative to
+this one. The base's settings come first and this file's merge on top (mappings key by key,
+anything else replaced), so a variant states only what differs. Extending an installed task also
+brings that task's plugin along: its term functions, its spec edit (robot constants) and its
+model file, wherever that task is installed (`inherit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+from omegaconf._utils import get_yaml_loader
+
+from robolearn.errors import UserError, one_line
+
+if TYPE_CHECKING:
+    from robolearn.registry import TaskPlugin
+
+
+class _TaskYamlLoader(yaml.CSafeLoader):
+    """libyaml's parser with OmegaConf's scalar rules (1e-3 is a float, no timestamps) and its
+    refusal of duplicate keys: every installed task's YAML is read at start-up, and the pure
+    Python parser takes ~15x longer."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = [k.value for k, _ in node.value if k.tag == yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG]
+        duplicate = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if duplicate is not None:
+            raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                    f"found duplicate key {duplicate}", node.start_mark)  # fmt: skip
+        return super().construct_mapping(node, deep=deep)
+
+
+_TaskYamlLoader.yaml_implicit_resolvers = get_yaml_loader().yaml_implicit_resolvers
+
+
+def _merged(base: dict, override: dict) -> dict:
+    """`override` on top of `base`: mappings merge key by key, anything else is replaced."""
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _read(path: Path) -> dict:
+    try:
+        node = yaml.load(path.read_text(), Loader=_TaskYamlLoader)
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"cannot read task config {path}: {one_line(exc)}") from None
+    if not isinstance(node, dict):
+        raise UserError(f"task config {path} must be a mapping of task settings")
+    return node
+
+
+def load_task_yaml(path: Path, tasks: Mapping[str, TaskPlugin] | None = None, seen: tuple[Path, ...] = ()) -> dict:
+    """The task YAML at `path` as plain data, its `extends:` chain merged in (`tasks`: the installed
+    tasks an `extends:` may name). The base's `name` is not inherited, and a base's model file that
+    lives next to the base's YAML is named by its full path. The schema (config.TaskCfg) checks
+    the result when the task is chosen."""
+    path = path.resolve()
+    if path in seen:
+        raise UserError(f"task config {path}: 'extends' loops back to itself")
+    node = _read(path)
+    base = node.pop("extends", None)
+    if base is None:
+        return node
+    base_path = _extended(path, base, tasks or {})
+    base_node = load_task_yaml(base_path, tasks, (*seen, path))
+    base_node.pop("name", None)
+    asset = base_node.get("asset")
+    if isinstance(asset, str) and (base_path.parent / asset).is_file():
+        base_node["asset"] = str((base_path.parent / asset).resolve())
+    return _merged(base_node, node)
+
+
+def _extended(path: Path, base, tasks: Mapping[str, TaskPlugin]) -> Path:
+    """The YAML that `extends: <base>` in `path` names: an installed task's, else a file next to it."""
+    if isinstance(base, str) and base in tasks:
+        return tasks[base].config
+    if isinstance(base, str) and base and (path.parent / base).is_file():
+        return path.parent / base
+    valid = ", ".join(sorted(tasks)) or "(none installed)"
+    raise UserError(f"task config {path}: extends: {base} is neither an installed task nor a YAML file next to it; "
+                    f"installed tasks: {valid}")  # fmt: skip
+
+
+class _Edits:
+    """Spec edits applied in order (a base task's, then its variant's)."""
+
+    def __init__(self, *edits):
+        self.edits = edits
+
+    def __call__(self, spec) -> None:
+        for edit in self.edits:
+            edit(spec)
+
+
+def inherit(plugin: TaskPlugin, tasks: Mapping[str, TaskPlugin], seen: tuple[str, ...] = ()) -> TaskPlugin:
+    """`plugin` with what the installed task its YAML extends provides: that task's terms under its
+    own (its own win on a clash) and that task's spec edit before its own. A YAML that cannot be
+    read, or extends a file, changes nothing here (the config's composition reports the former)."""
+    try:
+        base = _read(plugin.config).get("extends")
+    except UserError:
+        return plugin
+    if not isinstance(base, str) or base not in tasks or base in seen or base == plugin.name:
+        return plugin
+    parent = inherit(tasks[base], tasks, (*seen, plugin.name))
+    edits = [e for e in (parent.edit_spec, plugin.edit_spec) if e is not None]
+    edit = edits[0] if len(edits) == 1 else (_Edits(*edits) if edits else None)
+    return replace(plugin, terms={**parent.terms, **plugin.terms}, edit_spec=edit)

@@ -1,0 +1,76 @@
+"""Task YAMLs: the entry point names the task, `extends:` takes an installed task (with its
+plugin's terms, spec edit and model file) or a file."""
+
+import pytest
+
+from robolearn import compose, registry
+from robolearn.errors import UserError
+from robolearn.task_yaml import inherit, load_task_yaml
+
+
+@pytest.fixture
+def installed(monkeypatch):
+    """The installed tasks plus the plugins a test adds (compose and get_task both see them)."""
+    tasks = registry.discover_tasks()
+    monkeypatch.setattr(compose, "discover_tasks", lambda: dict(tasks))
+    monkeypatch.setattr(registry, "discover_tasks", lambda: dict(tasks))
+    return tasks
+
+
+def test_extends_an_installed_task_by_name(installed, tmp_path):
+    (tmp_path / "fast.yaml").write_text("extends: cartpole\nepisode_length_s: 2.0\nrewards: {alive: {weight: 2.0}}\n")
+    installed["fast_cartpole"] = registry.TaskPlugin(config=tmp_path / "fast.yaml")
+    node = load_task_yaml(tmp_path / "fast.yaml", installed)
+    assert "name" not in node and node["episode_length_s"] == 2.0 and node["decimation"] == 2
+    assert node["rewards"]["alive"] == {"func": "is_alive", "weight": 2.0}  # merged key by key
+    cfg = compose.compose_train(["task=fast_cartpole"])
+    assert cfg.task.name == "fast_cartpole" and cfg.env.num_envs == 128  # cartpole's recipe comes along
+    assert cfg.task.rewards.upright.func == "joint_pos_cos"
+
+
+def test_extending_a_task_brings_its_terms_edit_and_model_file(installed, tmp_path):
+    base_dir, variant_dir = tmp_path / "base_pkg", tmp_path / "variant_pkg"
+    base_dir.mkdir(), variant_dir.mkdir()
+    (base_dir / "arm.xml").write_text("<mujoco/>")
+    (base_dir / "base.yaml").write_text("asset: arm.xml\ndecimation: 3\n")
+    (variant_dir / "variant.yaml").write_text("extends: base_task\ndecimation: 5\n")
+    calls = []
+    installed["base_task"] = registry.TaskPlugin(config=base_dir / "base.yaml", terms={"a": len, "b": len},
+                                                 edit_spec=lambda spec: calls.append("base"))  # fmt: skip
+    installed["variant"] = registry.TaskPlugin(name="variant", config=variant_dir / "variant.yaml", terms={"b": abs},
+                                               edit_spec=lambda spec: calls.append("variant"))  # fmt: skip
+    node = load_task_yaml(variant_dir / "variant.yaml", installed)
+    assert node == {"asset": str((base_dir / "arm.xml").resolve()), "decimation": 5}
+    plugin = registry.get_task("variant")
+    assert plugin.terms == {"a": len, "b": abs}  # the variant's own term wins a clash
+    plugin.edit_spec(None)
+    assert calls == ["base", "variant"]
+    assert inherit(installed["base_task"], installed) is installed["base_task"]
+
+
+def test_quadruped_rough_extends_flat_by_name():
+    tasks = registry.discover_tasks()
+    rough = registry.get_task("quadruped_rough")
+    assert rough.edit_spec is tasks["quadruped_flat"].edit_spec  # robot constants applied once
+    cfg = compose.compose_train(["task=quadruped_rough"])
+    assert cfg.task.name == "quadruped_rough" and cfg.task.rewards.feet_air_time.weight == 0.5
+
+
+def test_a_file_path_still_works_and_an_unknown_base_is_one_line(installed, tmp_path):
+    (tmp_path / "base.yaml").write_text("name: base\nasset: cartpole.xml\ndecimation: 3\n")
+    (tmp_path / "child.yaml").write_text("extends: base.yaml\n")
+    assert load_task_yaml(tmp_path / "child.yaml", installed) == {"asset": "cartpole.xml", "decimation": 3}
+    (tmp_path / "bad.yaml").write_text("extends: quadruped_flatt\n")
+    with pytest.raises(UserError, match=r"extends: quadruped_flatt is neither an installed task nor a YAML file next "
+                                        r"to it; installed tasks: .*cartpole, pendulum, quadruped_flat"):  # fmt: skip
+        load_task_yaml(tmp_path / "bad.yaml", installed)
+    installed["bad"] = registry.TaskPlugin(config=tmp_path / "bad.yaml")
+    with pytest.raises(UserError, match="task 'bad' is installed but cannot be used: .*extends: quadruped_flatt"):
+        compose.compose_train(["task=bad"])
+
+
+def test_a_stated_name_must_match_the_entry_point(installed, tmp_path):
+    (tmp_path / "t.yaml").write_text("name: other\nasset: cartpole.xml\n")
+    installed["mine"] = registry.TaskPlugin(config=tmp_path / "t.yaml")
+    with pytest.raises(UserError, match="task 'mine': .* says name 'other'; the names must match"):
+        compose.compose_train(["task=mine"])
