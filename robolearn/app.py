@@ -44,14 +44,15 @@ def env_seed(seed: int) -> int:
     return int(np.random.SeedSequence([seed, 1]).generate_state(1, np.uint64)[0] >> 1)
 
 
-def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int | None = None) -> BatchedEnv:
+def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int | None = None, **options) -> BatchedEnv:
+    """The env of a training config; `options`: further BatchedEnv arguments (keep_final_obs)."""
     plugin = get_task(cfg.task.name)
     return BatchedEnv(
         cfg.task, plugin, num_envs or cfg.env.num_envs, physics=backend, device=device,
         seed=env_seed(cfg.seed), physics_settings=OmegaConf.to_container(cfg.physics),
         cuda_graph=cfg.env.cuda_graph, randomization=cfg.get("randomization"),
         stagger_timeouts=cfg.env.stagger_timeouts, episode_window=cfg.runner.episode_window,
-        state_limit=cfg.env.get("state_limit", EnvCfg.state_limit),
+        state_limit=cfg.env.get("state_limit", EnvCfg.state_limit), **options,
     )  # fmt: skip
 
 

@@ -74,3 +74,17 @@ def test_a_stated_name_must_match_the_entry_point(installed, tmp_path):
     installed["mine"] = registry.TaskPlugin(config=tmp_path / "t.yaml")
     with pytest.raises(UserError, match="task 'mine': .* says name 'other'; the names must match"):
         compose.compose_train(["task=mine"])
+
+
+def test_the_guides_variant_example_composes(installed, tmp_path):
+    from pathlib import Path
+
+    guide = (Path(__file__).parents[1] / "docs" / "authoring.md").read_text()
+    section = guide.split("### A variant of a task")[1]
+    example = section.split("```yaml\n")[1].split("```")[0]
+    (tmp_path / "stiff.yaml").write_text(example)
+    installed["stiff_walk"] = registry.TaskPlugin(config=tmp_path / "stiff.yaml")
+    cfg = compose.compose_train(["task=stiff_walk"])
+    assert cfg.task.episode_length_s == 10.0 and cfg.task.sim.integrator == "implicitfast"
+    assert cfg.task.rewards.feet_air_time.weight == 1.0 and cfg.task.rewards.feet_air_time.params.target == 0.5
+    assert cfg.algo.actor_hidden_dims == [128, 128, 128]  # quadruped_flat's recipe

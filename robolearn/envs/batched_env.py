@@ -64,12 +64,15 @@ class BatchedEnv:
         stagger_timeouts: bool = True,
         episode_window: int = EPISODE_WINDOW,
         state_limit: float = EnvCfg.state_limit,
+        keep_final_obs: bool = False,
     ):
         """`randomization`: the preset (configs/randomization/); None means the `default` one.
         `stagger_timeouts`: reset() spreads the first episodes' time-outs (training); off, every
         first episode runs its full length. `episode_window`: how many finished episodes the
         reported episode means cover. `state_limit`: |qpos| or |qvel| above it is a diverged
-        simulation (reset and not learned from, like a non-finite one)."""
+        simulation (reset and not learned from, like a non-finite one). `keep_final_obs`: keep each
+        observation group as it was just before the envs that ended in a step were reset, in
+        `final_obs` (rows of envs that did not end are stale; gymnasium's view reports them)."""
         if cfg.decimation < 1:
             raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
         self.cfg = cfg
@@ -116,6 +119,10 @@ class BatchedEnv:
              *(f"termination/{n}" for n in self.terminations.names)],
             self.device,
         )  # fmt: skip
+        self.final_obs = self.observations.compute() if keep_final_obs else None
+        """With keep_final_obs: {group: [N, D]} the last observations of the episodes that ended."""
+        if self.final_obs is not None:
+            self.final_obs = {group: obs.clone() for group, obs in self.final_obs.items()}
         self._use_graphs = cuda_graph and self.device.type == "cuda" and self.physics.graph_safe
         self._graphed: GraphedStep | None = None
 
@@ -222,6 +229,9 @@ class BatchedEnv:
         if self.device.type == "cpu" and not mask.any():
             return
         if record:
+            if self.final_obs is not None:  # the ended episodes' last observations, before the reset
+                for group, obs in self.observations.compute().items():
+                    self.final_obs[group].copy_(obs)
             self._record_episodes(mask)
             self.curriculum.apply(mask)  # before the reset events place the robots
         self.reset_qpos.copy_(self.default_qpos)

@@ -11,12 +11,17 @@ from robolearn.adaptive import AdaptiveRange
 from robolearn.errors import UserError
 from robolearn.mdp.state import root_pos_w
 
+TERM_KIND = "curriculum"
+"""Every term in this module is a curriculum term (robolearn/mdp/kinds.py)."""
+
 
 class terrain_levels:  # noqa: N801 (term names are snake_case, like the functions)
-    """Each env's terrain level moves when its episode ends: up when it walked farther than half a
-    tile from its tile's centre, down when it covered less than `down_fraction` of the distance
-    its velocity command asked for over a full episode. Envs that climb past the top level go to
-    a random level, so the hardest tiles never empty the rest of the grid."""
+    """Move each env's terrain level up or down when its episode ends, by how far it walked.
+
+    Up when it walked farther than half a tile from its tile's centre, down when it covered less
+    than `down_fraction` of the distance its velocity command `command` asked for over a full
+    episode. Envs that climb past the top level go to a random level, so the hardest tiles never
+    empty the rest of the grid."""
 
     def __init__(self, env, command: str | None = None, down_fraction: float = 0.5):
         if env.terrain is None:
@@ -44,10 +49,12 @@ class terrain_levels:  # noqa: N801 (term names are snake_case, like the functio
 
 
 class command_ranges:  # noqa: N801
-    """Widen a command's ranges while the policy follows them: each time `min_episodes` episodes
-    have ended since the last change, if their mean per-step value of reward term `reward` is at
-    least `threshold`, every component in `limits` grows by `step` on both sides, up to its limit.
-    (An adaptive range with one group that never narrows; see robolearn/adaptive.py.)"""
+    """Widen a command's ranges while the policy follows them (e.g. faster velocity targets).
+
+    Each time `min_episodes` episodes have ended since the last change, if their mean per-step
+    value of reward term `reward` is at least `threshold`, every component in `limits` grows by
+    `step` on both sides, up to its limit. (An adaptive range with one group that never narrows;
+    see robolearn/adaptive.py.)"""
 
     def __init__(self, env, command: str, reward: str, limits: dict, step: float = 0.1, threshold: float = 0.8,
                  min_episodes: int = 64):  # fmt: skip

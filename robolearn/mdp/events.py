@@ -18,6 +18,9 @@ import torch
 from robolearn.errors import UserError
 from robolearn.scene.entities import Actuators, FieldRows, Joints
 
+TERM_KIND = "event"
+"""Every term in this module is an event term (robolearn/mdp/kinds.py)."""
+
 
 def _bounds(env, range_, ndim: int) -> tuple:
     """(low, high) as numbers, or for an adaptive range as per-env tensors shaped to broadcast
@@ -65,7 +68,9 @@ def randomize_model_field(
     distribution: str = "uniform",
     per_element: bool = False,
 ) -> None:
-    """Draw one value per environment and entity and apply it to an MjModel field.
+    """Draw one value per environment and entity and apply it to a model field (mass, friction, ...).
+
+    field: one of robolearn.physics.base.RANDOMIZABLE_FIELDS; names: its entities (None: all).
 
     operation: `scale` (nominal * value), `add` (nominal + value) or `abs` (value).
     distribution: `uniform` or `log_uniform` (uniform in log space; for scales).
@@ -109,9 +114,11 @@ def reset_root_state(
     yaw_range: list[float] = (-math.pi, math.pi),
     velocity_range: list[float] = (0.0, 0.0),
 ) -> None:
-    """Floating base at its default pose on the env's terrain tile (env.env_origins; the world
-    origin without terrain), shifted by U(xy_range) in x and y, turned by U(yaw_range), with
-    every base velocity component drawn from U(velocity_range)."""
+    """Floating base at its default pose on the env's tile, shifted, turned and moving at random.
+
+    The tile is env.env_origins (the world origin without terrain); the base is shifted by
+    U(xy_range) in x and y, turned by U(yaw_range) about z, and every base velocity component
+    is drawn from U(velocity_range)."""
     root = env.scene.root
     q, d = root.qpos_adr, root.dof_adr
     n = env.num_envs
@@ -134,9 +141,10 @@ def randomize_pd_gains(
     kd_range: list[float],
     actuators: Actuators | None = None,
 ) -> None:
-    """Scale each position servo's stiffness and damping by U(kp_range) and U(kd_range), per env
-    and actuator: gain and position bias move together (the servo keeps its target), the
-    velocity bias separately."""
+    """Scale each position servo's stiffness and damping by U(kp_range) and U(kd_range).
+
+    Drawn per env and actuator: gain and position bias move together (the servo keeps its
+    target), the velocity bias separately."""
     rows = env.scene.actuators(actuators).ids
     n = env.num_envs
     gain, bias = env.physics.model_field("actuator_gainprm").clone(), env.physics.model_field("actuator_biasprm").clone()
@@ -158,8 +166,10 @@ def push_by_setting_velocity(
     velocity_range: list[float],
     angular_range: list[float] = (0.0, 0.0),
 ) -> None:
-    """A push: add U(velocity_range) m/s to the floating base's world x and y velocity and
-    U(angular_range) rad/s to each of its angular velocity components, mid-episode."""
+    """A push: add a random velocity to the floating base, mid-episode (an interval event).
+
+    U(velocity_range) m/s goes to its world x and y velocity and U(angular_range) rad/s to each
+    of its angular velocity components."""
     d = env.scene.root.dof_adr
     qvel = env.physics.qvel.clone()
     qvel[:, d : d + 2] += _uniform(env, (env.num_envs, 2), velocity_range)
@@ -168,8 +178,10 @@ def push_by_setting_velocity(
 
 
 class randomize_gravity:  # noqa: N801 (a term name, like the functions)
-    """Tilt gravity by U(tilt_range) radians from the model's direction, toward a uniformly drawn
-    azimuth, keeping its magnitude (a slope the robot cannot see, a miscalibrated IMU)."""
+    """Tilt gravity by U(tilt_range) rad: a slope the robot cannot see, a miscalibrated IMU.
+
+    The tilt is from the model's gravity direction, toward a uniformly drawn azimuth; the
+    magnitude is kept."""
 
     def __init__(self, env, tilt_range: list[float]):
         # The nominal direction, two unit vectors across it and the magnitude, computed once on
@@ -201,8 +213,10 @@ class randomize_gravity:  # noqa: N801 (a term name, like the functions)
 
 
 class randomize_action_delay:  # noqa: N801 (a term name, like the functions)
-    """Actuator latency: each env's actions take effect U{steps[0]..steps[1]} physics steps late
-    (inclusive, drawn per env). At reset, an episode's first delayed steps hold the rest pose."""
+    """Actuator latency: each env's actions take effect U{steps[0]..steps[1]} physics steps late.
+
+    The delay is drawn per env, bounds inclusive. At reset, an episode's first delayed steps hold
+    the rest pose (the controls of a zero action)."""
 
     def __init__(self, env, steps: list[int]):
         low, high = (int(v) for v in steps)

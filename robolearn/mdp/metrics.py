@@ -7,6 +7,9 @@ import torch
 
 from robolearn.mdp import state
 
+TERM_KIND = "metric"
+"""Every term in this module is a metric term (robolearn/mdp/kinds.py)."""
+
 
 def lin_vel_error_xy(env, command: str) -> torch.Tensor:
     """|commanded - actual| planar base velocity [m/s] (base frame)."""

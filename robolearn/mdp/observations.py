@@ -7,6 +7,9 @@ import torch
 from robolearn.mdp import state
 from robolearn.scene.entities import FieldRows, Joints, Sensors
 
+TERM_KIND = "observation"
+"""Every term in this module is an observation term (robolearn/mdp/kinds.py)."""
+
 
 def joint_pos(env, joints: Joints | None = None, relative: bool = False) -> torch.Tensor:
     """Positions of hinge/slide joints [rad or m]; relative=True subtracts the default pose."""
@@ -65,10 +68,11 @@ def sensor(env, names: Sensors) -> torch.Tensor:
 
 
 class height_scan:  # noqa: N801 (term names are snake_case, like the functions)
-    """Base height above the ground at a grid of points around the base [m] (privileged: a robot
-    would need a depth camera): a size[0] x size[1] m grid (x forward), `resolution` apart, turned
-    with the base's yaw; each value is base z - ground z - offset. The ground is the task's
-    terrain (exact, from its heightfield), else the plane z = 0."""
+    """Base height above the ground at a grid of points around the base [m] (privileged).
+
+    A robot would need a depth camera for this. The grid is size[0] x size[1] m (x forward),
+    `resolution` apart, turned with the base's yaw; each value is base z - ground z - offset. The
+    ground is the task's terrain (exact, from its heightfield), else the plane z = 0."""
 
     def __init__(self, env, size: list[float] = (1.6, 1.0), resolution: float = 0.1, offset: float = 0.5):
         xs = torch.arange(-size[0] / 2, size[0] / 2 + 1e-6, resolution, device=env.device)

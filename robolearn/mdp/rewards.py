@@ -8,6 +8,9 @@ from robolearn.mdp import state
 from robolearn.mdp.observations import joint_pos, joint_vel
 from robolearn.scene.entities import Joints, Sensors
 
+TERM_KIND = "reward"
+"""Every term in this module is a reward term (robolearn/mdp/kinds.py)."""
+
 
 def is_alive(env) -> torch.Tensor:
     """1 while the episode has not terminated this step (time-outs still count as alive)."""
@@ -45,8 +48,9 @@ def action_rate_l2(env) -> torch.Tensor:
 
 
 def track_lin_vel_xy_exp(env, command: str, std: float) -> torch.Tensor:
-    """exp(-|v_xy - command_xy|^2 / std^2): 1 when the base moves at the commanded planar velocity
-    (base frame; the command's first two components)."""
+    """exp(-|v_xy - command_xy|^2 / std^2): 1 at the commanded planar base velocity (base frame).
+
+    The command's first two components are the target x and y velocity [m/s]."""
     error = (env.commands.get(command)[:, :2] - state.root_lin_vel_b(env)[:, :2]).square().sum(dim=1)
     return torch.exp(-error / std**2)
 
@@ -84,8 +88,9 @@ def joint_acc_l2(env, joints: Joints | None = None) -> torch.Tensor:
 
 
 class joint_pos_limits:  # noqa: N801 (term names are snake_case, like the functions)
-    """How far limited 1-DoF joints (all, or the named ones) are past the middle `soft_ratio` of
-    their range [rad], summed."""
+    """How far limited joints are past the middle `soft_ratio` of their range [rad], summed.
+
+    Every limited hinge/slide joint, or the named ones; the limits are read from the model once."""
 
     def __init__(self, env, soft_ratio: float = 0.9, joints: Joints | None = None):
         m = env.scene.model
@@ -119,8 +124,11 @@ def undesired_contacts(env, sensors: Sensors, threshold: float = 1.0) -> torch.T
 
 
 class feet_air_time:
-    """On each foot's touchdown, (time it was in the air - target) [s]: rewards long steps, and is
-    zero while the command asks to stand still. Keeps per-foot timers, reset with the episode."""
+    """On each foot's touchdown, (time it was in the air - target) [s]: rewards long steps.
+
+    Zero while the command asks to stand still (planar speed below 0.1). A foot is in contact
+    while its touch sensor reads more than `threshold` [N]. Keeps per-foot timers, reset with
+    the episode."""
 
     def __init__(self, env, sensors: Sensors, command: str, target: float = 0.5, threshold: float = 1.0):
         sensors = env.scene.sensors(sensors)

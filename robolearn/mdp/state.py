@@ -23,10 +23,12 @@ def root_addresses(env) -> tuple[int, int]:
 
 
 def root_pos_w(env) -> torch.Tensor:
+    """Base position in the world frame [N, 3] [m]."""
     return env.physics.qpos[:, env.scene.root.pos]
 
 
 def root_quat_w(env) -> torch.Tensor:
+    """Base orientation in the world frame [N, 4], unit quaternions (w, x, y, z)."""
     return env.physics.qpos[:, env.scene.root.quat]
 
 

@@ -10,6 +10,9 @@ from robolearn.mdp import state
 from robolearn.mdp.observations import joint_pos
 from robolearn.scene.entities import Joints, Sensors
 
+TERM_KIND = "termination"
+"""Every term in this module is a termination term (robolearn/mdp/kinds.py)."""
+
 
 def joint_pos_out_of_bounds(env, joints: Joints, bounds: list[float]) -> torch.Tensor:
     """Any named joint outside [low, high] (positions in rad or m)."""

@@ -71,6 +71,9 @@ BADYAML = TaskPlugin(name="oops_yaml", config=HERE / "bad.yaml")
 NOYAML = TaskPlugin(name="oops_noyaml", config=HERE / "missing.yaml")
 MISMATCH = TaskPlugin(name="something_else", config=HERE / "shape.yaml")
 DUPLICATE = TaskPlugin(name="cartpole", config=HERE / "shape.yaml")
+PATTERN = TaskPlugin(config=HERE / "pattern.yaml")
+EXTENDS = TaskPlugin(config=HERE / "extends.yaml")
+NOACT = TaskPlugin(config=HERE / "noact.yaml")
 '''
 ENTRY_POINTS = """[robolearn.tasks]
 oops_shape = oops_tasks:SHAPE
@@ -83,11 +86,14 @@ oops_import = oops_tasks.missing:TASK
 oops_notplugin = json:dumps
 oops_mismatch = oops_tasks:MISMATCH
 cartpole = oops_tasks:DUPLICATE
+oops_pattern = oops_tasks:PATTERN
+oops_extends = oops_tasks:EXTENDS
+oops_noact = oops_tasks:NOACT
 """
 
 
 def _task_yaml(cartpole_yaml: str, name: str, extra_reward: str = "", extra_obs: str = "") -> str:
-    text = cartpole_yaml.replace("name: cartpole", f"name: {name}", 1)
+    text = f"name: {name}\n{cartpole_yaml}"
     if extra_reward:
         text = text.replace("rewards:\n", f"rewards:\n  {extra_reward}\n", 1)
     if extra_obs:
@@ -109,6 +115,13 @@ def write_plugins(site: Path, cartpole_yaml: str) -> None:
     (package / "obs.yaml").write_text(_task_yaml(cartpole_yaml, "oops_obs", extra_obs="flat: {func: nan_obs_width}"))
     (package / "clash.yaml").write_text(_task_yaml(cartpole_yaml, "oops_clash"))
     (package / "bad.yaml").write_text("name: oops_yaml\nrewards: [unclosed\n")
+    (package / "pattern.yaml").write_text('extends: pendulum\naction: {scale: {".*_knee": 0.3}}\n')
+    (package / "extends.yaml").write_text("extends: cartpole_v2\n")
+    (package / "bare.xml").write_text('<mujoco><worldbody><body><joint name="hinge" type="hinge"/>'
+                                      '<geom size="0.1" mass="1"/></body></worldbody></mujoco>')  # fmt: skip
+    (package / "noact.yaml").write_text("extends: pendulum\nasset: bare.xml\naction: {actuators: []}\n"
+                                        "observations: {policy: {terms: {q: {func: joint_pos}}}, critic: {terms: {}}}\n"
+                                        "rewards: {alive: {func: is_alive}}\nterminations: {}\nevents: {}\n")  # fmt: skip
 
 
 def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
@@ -260,6 +273,8 @@ CASES: list[Case] = [
     train("decimation_zero", "task.decimation=0", expect=("task.decimation=0 is out of range",)),
     train("episode_length_negative", "task.episode_length_s=-2", expect=("task.episode_length_s=-2.0 is out of range", "seconds")),
     train("sim_dt_zero", "task.sim_dt=0", expect=("task.sim_dt=0.0 is out of range",)),
+    train("unknown_integrator", "task.sim.integrator=rk5", expect=("task.sim.integrator=rk5", "euler, rk4, implicit")),
+    train("action_scale_not_a_number", "task.action.scale=fast", expect=("task.action.scale=fast", "a mapping")),
     train("action_scale_zero", "task.action.scale=0", expect=("task.action.scale=0.0 is out of range", "other than 0")),
     train("action_unknown_actuator", "task.action.actuators=[nope]", expect=("nope",)),
     train("obs_noise_negative", "task.observations.policy.terms.cart_pos.noise.scale=-1", expect=("noise.scale=-1.0 is out of range", ">= 0")),
@@ -335,4 +350,10 @@ CASES: list[Case] = [
           expect=("task 'oops_mismatch' is installed but cannot be used", "the two names must match")),  # fmt: skip
     train("plugin_registered_twice", "task=cartpole", site=True, cls="plugin",
           expect=("task 'cartpole' is installed but cannot be used", "registered twice", "oops-tasks")),  # fmt: skip
+    train("plugin_action_pattern_matches_nothing", "task=oops_pattern", site=True, cls="plugin",
+          expect=("task.action.scale: '.*_knee' matches no policy actuator", "torque (hinge)")),  # fmt: skip
+    train("plugin_extends_unknown_task", "task=oops_extends", site=True, cls="plugin",
+          expect=("extends: cartpole_v2 is neither an installed task", "installed tasks:")),  # fmt: skip
+    train("plugin_model_without_actuators", "task=oops_noact", site=True, cls="plugin",
+          expect=("model has no actuators", "edit_spec")),  # fmt: skip
 ]
