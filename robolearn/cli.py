@@ -46,6 +46,17 @@ commands:
   runs [task=<name>] [root=runs]     the runs under ./runs, newest first: iterations done, best
                                      and last mean return, state (finished, exported, running,
                                      stopped at an iteration), start time, folder
+  terms [--kind observation|reward|termination|event|curriculum|metric] [name]
+                                     the generic terms a task YAML can name (robolearn.mdp), by
+                                     kind, with their params and one line each; with a name: that
+                                     term's whole docstring and a YAML snippet naming it
+  new-task NAME [--template minimal|locomotion|reach] [--robot model.xml|model.urdf] [--out DIR]
+                                     write an installable task package into ./NAME (or DIR):
+                                     pyproject with its entry point, task YAML, terms, smoke test,
+                                     README; with --robot, fill joints and actuators from the model
+                                     and add what the template needs and the model lacks
+                                     (actuators, IMU, foot sensors, keyframe); `pip install -e NAME`
+                                     then `robolearn train task=NAME`
 
 run= (export, eval, play) and resume= also take latest or <task>/latest: the newest run in
 ./runs; bundle= (sim2sim, play) takes them too, for that run's export/.
@@ -275,7 +286,8 @@ def verb_help(verb: str) -> str:
 def _list(args: list[str]) -> int:
     import torch
 
-    from robolearn.compose import load_task_yaml, register_configs
+    from robolearn.compose import register_configs
+    from robolearn.task_yaml import load_task_yaml
     from robolearn.errors import UserError
     from robolearn.physics import BACKENDS, resolve_backend
     from robolearn.registry import BROKEN
@@ -285,7 +297,7 @@ def _list(args: list[str]) -> int:
     tasks = register_configs()
     print("tasks:")
     for name, plugin in sorted(tasks.items()):
-        description = load_task_yaml(plugin.config).get("description", "")
+        description = load_task_yaml(plugin.config, tasks).get("description", "")
         print(f"  {name:<16} {description}")
     for name, reason in sorted(BROKEN.items()):
         print(f"  {name:<16} [broken: {reason}]")
@@ -310,6 +322,70 @@ def _runs(args: list[str]) -> int:
     return 0
 
 
+def _terms(args: list[str]) -> int:
+    """`terms [--kind K] [name]`: the generic term catalogue (robolearn/term_catalog.py)."""
+    from robolearn import term_catalog
+    from robolearn.errors import UserError
+
+    kind, names, rest = None, [], list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--kind" or arg.startswith("--kind="):
+            value = arg.partition("=")[2] if "=" in arg else (rest.pop(0) if rest else "")
+            if not value:
+                raise UserError(f"--kind needs a value; valid: {', '.join(term_catalog.KINDS)}")
+            try:
+                kind = term_catalog.parse_kind(value)
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+        elif arg.startswith("-") or names:
+            raise UserError(f"unexpected argument '{arg}'; terms takes [--kind <kind>] [<term name>]")
+        else:
+            names.append(arg)
+    entries = term_catalog.catalog()
+    if kind is not None:
+        entries = [e for e in entries if kind in e.kinds]
+    if names:
+        try:
+            print(term_catalog.format_term(term_catalog.find(entries, names[0])), end="")
+        except ValueError as exc:
+            raise UserError(str(exc) + (f" (among the {kind} terms)" if kind else "")) from None
+    else:
+        print(term_catalog.format_catalog(entries), end="")
+    return 0
+
+
+def _new_task(args: list[str]) -> int:
+    """`new-task NAME [--template T] [--robot FILE] [--out DIR]`: scaffold a task package (robolearn/scaffold/)."""
+    from robolearn.errors import UserError
+    from robolearn.scaffold import TEMPLATE_NAMES, new_task
+
+    options, names, rest = {"--template": "minimal", "--robot": None, "--out": None}, [], list(args)
+    while rest:
+        arg = rest.pop(0)
+        flag, eq, value = arg.partition("=")
+        if flag in options:
+            if not eq:
+                value = rest.pop(0) if rest and not rest[0].startswith("--") else ""
+            if not value:
+                valid = f"; valid: {', '.join(TEMPLATE_NAMES)}" if flag == "--template" else ""
+                raise UserError(f"{flag} needs a value{valid}")
+            options[flag] = value
+        elif arg.startswith("-") or names:
+            raise UserError(f"unexpected argument '{arg}'; new-task takes NAME [--template minimal|locomotion|reach] "
+                            "[--robot model.xml|model.urdf] [--out DIR]")  # fmt: skip
+        else:
+            names.append(arg)
+    if not names:
+        raise UserError("new-task needs the task's NAME, e.g. robolearn new-task my_robot_walk --template locomotion")
+    result = new_task(names[0], options["--template"], _path(options["--robot"]), _path(options["--out"]))
+    print(f"wrote {result.folder}/: task '{result.name}' (template {result.template})")
+    for line in result.lines:
+        print(f"  {line}")
+    print(f"next: pip install -e {result.folder} && robolearn train task={result.name}")
+    return 0
+
+
 def import_mujoco() -> None:
     """MuJoCo picks its OpenGL library (MUJOCO_GL) when it is imported: a value it does not know, or
     a library that is not installed (osmesa without libosmesa6), is one line here, not a traceback."""
@@ -326,7 +402,7 @@ def import_mujoco() -> None:
 
 
 VERBS = {"train": _train, "export": _export, "eval": _eval, "sim2sim": _sim2sim, "play": _play, "list": _list,
-         "runs": _runs}  # fmt: skip
+         "runs": _runs, "terms": _terms, "new-task": _new_task}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -349,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
         return VERBS[verb](rest)
     except UserError as exc:
         message = str(exc)
+    except BrokenPipeError:  # `robolearn list | head`: the reader left; flushing at exit would fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Interrupted as exc:  # training stopped at an iteration boundary, with a checkpoint
         print(f"robolearn {verb}: {exc.line()}", file=sys.stderr)
         return exc.exit_code

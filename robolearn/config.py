@@ -152,7 +152,11 @@ class MetricCfg:
     """Keyword arguments passed to the function."""
     per: str = "step"
     """'step': the value's mean over the episode's steps; 'meter': its time integral divided by
-    the distance the floating base travelled (e.g. power -> energy per meter)."""
+    the distance the floating base travelled (e.g. power -> energy per meter); 'final': its mean
+    over the last `window_s` seconds of each episode, however the episode ended (e.g. the error
+    a reach settles at)."""
+    window_s: float = 1.0
+    """For per: final, the length of the episode's end that is averaged, in seconds."""
     units: str = ""
     """Units of the reported number (documentation)."""
 

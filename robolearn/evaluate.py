@@ -27,6 +27,7 @@ def evaluate(
     lengths = torch.zeros(n, device=device)
     fired = torch.zeros(len(env.terminations.names), n, device=device)
     metric_sums = torch.zeros(len(env.metrics.names), n, device=device)
+    final_sums = torch.zeros_like(metric_sums)
     distance = torch.zeros(n, device=device)
     recorded = []
     env.track_metrics(True)
@@ -43,6 +44,7 @@ def evaluate(
             metric_sums += env.metrics.values * running
             distance += env.metrics.distance * running
             done = (terminated | truncated) & running
+            final_sums += env.metrics.window_mean * done
             fired += env.terminations.fired * done
             ended |= done
             shown.update(step + 1, ended)
@@ -57,18 +59,23 @@ def evaluate(
     }
     for name, count in zip(env.terminations.names, fired.sum(1).tolist()):
         metrics[f"termination/{name}"] = count / n
-    metrics.update(summarize_metrics(env, metric_sums.sum(1), lengths.sum(), distance.sum()))
+    metrics.update(summarize_metrics(env, metric_sums.sum(1), lengths.sum(), distance.sum(), final_sums.sum(1),
+                                     ended.sum()))  # fmt: skip
     empty = torch.zeros(0, env.observation_dims()["policy"], device=device)
     return metrics, torch.cat(recorded) if recorded else empty
 
 
-def summarize_metrics(env: BatchedEnv, sums: torch.Tensor, steps: torch.Tensor, distance: torch.Tensor) -> dict[str, float]:
-    """Task metrics over all evaluated steps: per-step means, or (per meter) time integrals over
-    the distance the base travelled. sums [K]: each metric's sum over the steps."""
+def summarize_metrics(env: BatchedEnv, sums: torch.Tensor, steps: torch.Tensor, distance: torch.Tensor,
+                      final_sums: torch.Tensor, episodes: torch.Tensor) -> dict[str, float]:  # fmt: skip
+    """Task metrics: per step, the mean over all evaluated steps (sums [K]: each metric's sum over
+    them); per meter, the time integral over the distance the base travelled; per final, the mean
+    over the episodes of each one's last-window mean (final_sums [K]: their sum)."""
     out = {}
     for k, name in enumerate(env.metrics.names):
         if env.metrics.per_meter[k]:
             out[name] = (sums[k] * env.dt / distance.clamp(min=1e-9)).item()
+        elif env.metrics.per_final[k]:
+            out[name] = (final_sums[k] / episodes.clamp(min=1)).item()
         else:
             out[name] = (sums[k] / steps.clamp(min=1)).item()
     return out

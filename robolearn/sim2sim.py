@@ -44,6 +44,8 @@ class Referee:
         self.metric_sums = torch.zeros(len(self.env.metrics.names))
         """Each task metric summed over every scored step (with steps and distance: summarize_metrics)."""
         self.steps, self.distance = torch.zeros(()), torch.zeros(())
+        self.final_sums, self.episodes = torch.zeros_like(self.metric_sums), torch.zeros(())
+        """Per-final metrics: the sum of each scored episode's last-window mean, and their number."""
         self._all = torch.ones(1, dtype=torch.bool)
 
     def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
@@ -83,6 +85,12 @@ class Referee:
         for name, value in schedule.items():
             env.commands.values[name].copy_(value)
         return reward, [n for n, f in zip(self.names, env.terminations.fired[:, 0].tolist()) if f]
+
+    def end_episode(self) -> None:
+        """The episode just scored is over: count its per-final metrics (its last-window means)."""
+        if int(self.env.episode_steps[0]) > 0:
+            self.final_sums += self.env.metrics.window_mean[:, 0]
+            self.episodes += 1
 
     def close(self) -> None:
         self.env.close()
@@ -127,6 +135,7 @@ def run_episode(loop: ControlLoop, robot: MujocoRobot, referee: Referee, max_len
         return episode.length >= max_length
 
     report = loop.run(max_length + 1, on_step)
+    referee.end_episode()
     return episode, report.compute_s
 
 
@@ -157,7 +166,8 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
         "task": meta["task"],
         "metric_names": referee.env.metrics.names,
         **summarize_episodes([e for e, _ in runs], referee.names),
-        **summarize_metrics(referee.env, referee.metric_sums, referee.steps, referee.distance),
+        **summarize_metrics(referee.env, referee.metric_sums, referee.steps, referee.distance, referee.final_sums,
+                            referee.episodes),  # fmt: skip
         "control_step_ms": LoopReport(compute_s=compute_s).latency_ms(),
         "engine": f"{policy.engine.name} {policy.engine.precision}",
         "physics": {"timestep": float(robot.model.opt.timestep), "integrator": mujoco.mjtIntegrator(robot.model.opt.integrator).name[len("mjINT_"):].lower(),

@@ -37,6 +37,17 @@ def make_env():
         env.close()
 
 
+@pytest.fixture
+def installed_tasks(monkeypatch):
+    """The installed tasks as a dict a test may add TaskPlugins to (composition and get_task see them)."""
+    from robolearn import compose, registry
+
+    tasks = registry.discover_tasks()
+    monkeypatch.setattr(compose, "discover_tasks", lambda: dict(tasks))
+    monkeypatch.setattr(registry, "discover_tasks", lambda: dict(tasks))
+    return tasks
+
+
 def random_actions(env, gen):
     return torch.rand(env.num_envs, env.num_actions, generator=gen) * 4 - 2
 

@@ -9,12 +9,8 @@ from robolearn.task_yaml import inherit, load_task_yaml
 
 
 @pytest.fixture
-def installed(monkeypatch):
-    """The installed tasks plus the plugins a test adds (compose and get_task both see them)."""
-    tasks = registry.discover_tasks()
-    monkeypatch.setattr(compose, "discover_tasks", lambda: dict(tasks))
-    monkeypatch.setattr(registry, "discover_tasks", lambda: dict(tasks))
-    return tasks
+def installed(installed_tasks):
+    return installed_tasks
 
 
 def test_extends_an_installed_task_by_name(installed, tmp_path):

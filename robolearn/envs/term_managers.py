@@ -99,24 +99,40 @@ class TerminationManager(ManagerBase):
 
 class MetricManager(ManagerBase):
     """Task metrics for evaluation (not rewarded). Off during training; when `enabled`, each step
-    leaves every metric's value in `values` [K, N] and the base's planar travel in `distance` [N],
-    computed after the physics and before resets, like rewards."""
+    leaves every metric's value in `values` [K, N], the base's planar travel in `distance` [N] and
+    each metric's mean over the episode's most recent `window_s` seconds in `window_mean` [K, N]
+    (the value per: final reports when the episode ends), computed after the physics and before
+    resets, like rewards."""
 
     KIND = "metric"
+    PER = ("step", "meter", "final")
 
     def __init__(self, terms: Mapping[str, Any], namespace: Mapping[str, Callable], env):
         super().__init__(env)
-        bad = [(name, t.per) for name, t in terms.items() if t.per not in ("step", "meter")]
+        bad = [(name, t.per) for name, t in terms.items() if t.per not in self.PER]
         if bad:
-            raise UserError(f"metric '{bad[0][0]}': per must be 'step' or 'meter', got '{bad[0][1]}'")
+            raise UserError(f"metric '{bad[0][0]}': per must be one of {', '.join(self.PER)}, got '{bad[0][1]}'")
+        short = [(name, t.window_s) for name, t in terms.items() if t.per == "final" and not t.window_s > 0]
+        if short:
+            raise UserError(f"metric '{short[0][0]}': window_s={short[0][1]} is out of range; valid: > 0 (seconds)")
         self.add_terms(terms, namespace)
         self._calls = [(t.func, t.params) for t in self.terms]
         self.per_meter = torch.tensor([t.per == "meter" for t in terms.values()], dtype=torch.bool)
+        self.per_final = torch.tensor([t.per == "final" for t in terms.values()], dtype=torch.bool)
         self._tracks_distance = bool(self.per_meter.any())
         self.enabled = False
-        self.values = torch.zeros(len(self.terms), env.num_envs, device=env.device)
-        self.distance = torch.zeros(env.num_envs, device=env.device)
-        self._root_before = torch.zeros(env.num_envs, 2, device=env.device)
+        n, device = env.num_envs, env.device
+        self.values = torch.zeros(len(self.terms), n, device=device)
+        self.distance = torch.zeros(n, device=device)
+        self._root_before = torch.zeros(n, 2, device=device)
+        windows = [max(1, round(t.window_s / env.dt)) for t in terms.values() if t.per == "final"]
+        depth = min(max(windows, default=1), env.max_episode_length)
+        self.window_steps = torch.tensor([min(max(1, round(t.window_s / env.dt)), depth) for t in terms.values()],
+                                         device=device).unsqueeze(1)  # fmt: skip
+        self._recent = torch.zeros(depth, len(self.terms), n, device=device)
+        """The last `depth` steps' values, a ring indexed by episode step."""
+        self._age = torch.arange(depth, device=device).view(depth, 1, 1)
+        self.window_mean = torch.zeros_like(self.values)
 
     def check_outputs(self) -> None:
         for term in self.terms:
@@ -134,6 +150,19 @@ class MetricManager(ManagerBase):
             self.values[k] = func(env, **params)
         if self._tracks_distance:
             torch.linalg.vector_norm(root_pos_w(env)[:, :2] - self._root_before, dim=1, out=self.distance)
+        if self.per_final.any():
+            self._update_window(env.episode_steps)
+
+    def _update_window(self, steps: torch.Tensor) -> None:
+        """Store this step's values in the ring (slot (step - 1) % depth) and average, per metric,
+        the newest min(steps, window) of them."""
+        depth = self._recent.shape[0]
+        slot = (steps - 1).remainder(depth)  # [N]
+        self._recent.scatter_(0, slot.view(1, 1, -1).expand(1, self.values.shape[0], -1), self.values.unsqueeze(0))
+        age = (slot.view(1, 1, -1) - self._age).remainder(depth)  # how many steps ago each slot was written
+        count = torch.minimum(steps.view(1, -1), self.window_steps)  # [K, N]
+        inside = age < count.unsqueeze(0)
+        self.window_mean.copy_((self._recent * inside).sum(0) / count.clamp(min=1))
 
 
 class CurriculumManager(ManagerBase):

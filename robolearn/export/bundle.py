@@ -3,7 +3,9 @@
     policy.onnx              fp32, normalizer inside, input `obs` [batch, D] -> `actions` [batch, A]
     policy.fp16.onnx         precision=fp16 (normalizer in fp32, MLP in fp16)
     policy.<prec>.engine     format=tensorrt (built here through TensorRT's Python API)
-    <robot>.xml, task.yaml   the robot's MJCF and the task config, for sim-to-sim
+    <robot>.xml (+ meshes)   the robot's MJCF and the files it loads, for sim-to-sim (a URDF, or a
+                             model the task edits, as its compiled model: robot.urdf -> robot.xml)
+    task.yaml                the task config, naming that MJCF
     robot.yaml               the contract with the robot (metadata.py), checksums of all of the above
 
 Each artifact runs through the deploy runtime's own engine (robolearn_deploy) for the parity and
@@ -15,6 +17,7 @@ replaces a good bundle.
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 import sys
 import tempfile
@@ -88,19 +91,51 @@ def _model_files(asset: Path) -> list[Path]:
     return sorted(set(found))
 
 
-def _copy_model(asset: Path, staging: Path, edit=None) -> None:
-    """Copy the MJCF and its files; a task that edits the spec (robot constants, generated terrain)
-    gets the edited model written out instead of the file it started from."""
+def _bundle_path(source: Path, root: Path, folder: str) -> Path:
+    """Where a file the model loads goes in the bundle: its path relative to the model's folder,
+    or `folder/<file name>` for one outside it (a ROS package's ../meshes)."""
+    try:
+        return source.relative_to(root.resolve())
+    except ValueError:
+        return Path(folder) / source.name
+
+
+def _write_compiled(asset: Path, staging: Path, name: str, edit=None) -> None:
+    """The model as MuJoCo compiles it (the task's spec edit applied), written as MJCF `name` with
+    the mesh/texture/heightfield files it loads copied next to it and its paths pointing at them."""
     import mujoco
 
+    spec = mujoco.MjSpec.from_file(str(asset))
+    if edit is not None:
+        edit(spec)
+    spec.compile()
+    placed = {Path(n): "a bundle file" for n in (name, "robot.yaml", "task.yaml")}
+    for items, folder, kind in ((spec.meshes, spec.meshdir, "meshes"), (spec.hfields, spec.meshdir, "meshes"),
+                                (spec.textures, spec.texturedir, "textures")):  # fmt: skip
+        for item in (i for i in items if i.file):
+            source = (asset.parent / (folder or "") / (Path(item.file).name if spec.strippath else item.file)).resolve()
+            rel = _bundle_path(source, asset.parent, kind)
+            if placed.setdefault(rel, source) != source:
+                raise UserError(f"{source} would be {rel} in the bundle, where {placed[rel]} is; rename one of them")
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, staging / rel)
+            item.file = rel.as_posix()
+    spec.meshdir, spec.texturedir, spec.strippath = "", "", False  # every path is now relative to the MJCF
+    spec.modelfiledir = f"{staging}{os.sep}"  # to_xml compiles again: from the copies
+    (staging / name).write_text(spec.to_xml())
+
+
+def _copy_model(asset: Path, staging: Path, name: str, edit=None) -> None:
+    """Put the robot model into the bundle as `name` (metadata.model_file_name): an MJCF no task
+    edits is copied as it is, with the files it includes and loads; a URDF, or a model a task
+    edits (robot constants, generated terrain), is written as its compiled model's MJCF (robot.urdf
+    -> robot.xml) with its meshes. Either way sim-to-sim rebuilds the robot from the bundle alone."""
+    if name != asset.name or edit is not None:
+        _write_compiled(asset, staging, name, edit)
+        return
     for rel in _model_files(asset):
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(asset.parent / rel, staging / rel)
-    if edit is not None:
-        spec = mujoco.MjSpec.from_file(str(asset))
-        edit(spec)
-        spec.compile()
-        (staging / asset.name).write_text(spec.to_xml())
 
 
 def check_options(fmt: str, precision: str) -> None:
@@ -172,11 +207,11 @@ def export_bundle(
                 f"{failed[0].file} parity check failed: max abs difference {p.max_abs_diff:.3g} >= tolerance "
                 f"{p.tolerance:.3g} (actions up to {p.max_abs_output:.3g}); {out_dir} left as it was"
             )
-        _copy_model(env.asset_path, staging, env.edit_spec)
-        task = OmegaConf.to_container(env.cfg, resolve=True)
-        task["asset"] = env.asset_path.name  # the bundle's own copy
-        (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
         meta = robot_metadata(env, env.cfg.name)
+        _copy_model(env.asset_path, staging, meta["model_file"], env.edit_spec)
+        task = OmegaConf.to_container(env.cfg, resolve=True)
+        task["asset"] = meta["model_file"]  # the bundle's own copy
+        (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
         meta["versions"] = versions(staging / "policy.onnx")
         meta["artifacts"] = [r.as_dict() for r in reports]
         meta["evaluation"] = evaluation

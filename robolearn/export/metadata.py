@@ -64,6 +64,13 @@ def _term_params(func, params: dict, model: mujoco.MjModel) -> dict:
     return params
 
 
+def model_file_name(asset: Path, edited: bool) -> str:
+    """The robot model's file name in a bundle: an MJCF no task edits keeps its name; a URDF, or a
+    model a task edits, is stored as its compiled model's MJCF under an `.xml` name (robot.urdf ->
+    robot.xml; bundle.py writes it)."""
+    return asset.name if asset.suffix.lower() == ".xml" and not edited else f"{asset.stem}.xml"
+
+
 def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
     model, actions = env.model, env.actions
     actuators = []
@@ -81,7 +88,7 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
     return {
         "bundle_format": BUNDLE_FORMAT,
         "task": task_name,
-        "model_file": env.asset_path.name,  # the MJCF copied into the bundle (bundle.py)
+        "model_file": model_file_name(env.asset_path, edited=env.edit_spec is not None),
         "control_period_s": env.dt,
         "physics_dt_s": float(model.opt.timestep),
         "decimation": env.decimation,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from robolearn.mdp import curriculum, events, metrics, observations, rewards, terminations
+from robolearn.mdp import curriculum, events, manipulation, metrics, observations, rewards, terminations
 
-_MODULES = (observations, rewards, terminations, events, metrics, curriculum)
+_MODULES = (observations, rewards, terminations, events, metrics, curriculum, manipulation)
 
 TERMS: dict[str, Callable] = {
     name: getattr(module, name)

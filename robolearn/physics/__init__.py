@@ -108,20 +108,56 @@ def make_backend(
     return BACKENDS[resolved].build(model, num_envs, device, dict(settings or {}))
 
 
+def _model_kind(path: Path) -> str:
+    return "URDF" if path.suffix.lower() == ".urdf" else "MJCF"
+
+
+def _missing_file(path: Path) -> str | None:
+    """Why a model that did not compile cannot find a mesh/texture/heightfield file, in words: a
+    ROS package:// URI, or a path that does not exist where MuJoCo looks (the model's folder + meshdir
+    or texturedir; with strippath only the file name is kept). None when every file is there."""
+    try:
+        spec = mujoco.MjSpec.from_file(str(path))
+    except ValueError:
+        return None
+    kind = _model_kind(path)
+    inside = " inside <robot>" if kind == "URDF" else ""
+    for items, what, attr in ((spec.meshes, "mesh", "meshdir"), (spec.hfields, "heightfield", "meshdir"),
+                              (spec.textures, "texture", "texturedir")):  # fmt: skip
+        folder = getattr(spec, attr) or ""
+        for item in (i for i in items if i.file):
+            file = Path(item.file).name if spec.strippath else item.file
+            if "://" in file:
+                return (f"{what} file '{file}' is a URI (ROS package://), which MuJoCo does not resolve; keep only the "
+                        f'file name with <mujoco><compiler strippath="true" {attr}="<its folder, relative to the '
+                        f'{kind}>"/></mujoco>{inside}')  # fmt: skip
+            where = path.parent / folder / file
+            if not where.is_file():
+                stripped = '; strippath="true" keeps only the file name' if spec.strippath else ""
+                return (f"{what} file '{file}' not found at {where}; a relative path is looked up from the {kind}'s "
+                        f"folder and {attr}='{folder}' (set by <mujoco><compiler {attr}=.../></mujoco>{inside}{stripped})")
+    return None
+
+
 def load_model(path: Path, sim_dt: float | None = None, edit: Callable[[mujoco.MjSpec], None] | None = None) -> mujoco.MjModel:
-    """Compile an MJCF file, after `edit` changed its spec (a task plugin's edit_spec); a missing
-    or broken file is a UserError naming the file."""
+    """Compile an MJCF or URDF file, after `edit` changed its spec (a task plugin's edit_spec); a
+    missing or broken file, or a mesh it cannot find, is a UserError naming the file."""
     if not path.is_file():
-        raise UserError(f"MJCF file not found: {path}" + (" (that is a directory)" if path.is_dir() else ""))
+        raise UserError(f"{_model_kind(path)} file not found: {path}" + (" (that is a directory)" if path.is_dir() else ""))
     try:
         if edit is None:
             model = mujoco.MjModel.from_xml_path(str(path))
         else:
             spec = mujoco.MjSpec.from_file(str(path))
-            edit(spec)
+            try:
+                edit(spec)
+            except (UserError, ValueError):
+                raise
+            except Exception as exc:  # a plugin's own bug (a joint name its model lacks, ...): one line
+                raise UserError(f"the task's edit_spec failed on {path.name}: {type(exc).__name__}: {one_line(exc)}") from None
             model = spec.compile()
     except ValueError as exc:
-        raise UserError(f"cannot load MJCF {path}: {one_line(exc)}") from None
+        raise UserError(f"cannot load {_model_kind(path)} {path}: {_missing_file(path) or one_line(exc)}") from None
     if sim_dt is not None:
         if sim_dt <= 0:
             raise UserError(f"task.sim_dt must be positive, got {sim_dt}")

@@ -90,9 +90,11 @@ class Scene:
             terrain = generate(terrain_cfg, terrain_cfg.seed)
             edit = with_terrain(plugin.edit_spec, terrain)
         sim = cfg.get("sim")
-        if sim is not None:
-            edit = with_sim_options(edit, OmegaConf.to_container(sim) if OmegaConf.is_config(sim) else vars(sim))
-        model = load_model(asset_path, cfg.sim_dt, edit)
+        options = dict((OmegaConf.to_container(sim) if OmegaConf.is_config(sim) else vars(sim)) if sim is not None else {})
+        if cfg.sim_dt is not None:  # into the spec too, so that the bundle's model carries it
+            options["timestep"] = cfg.sim_dt
+        edit = with_sim_options(edit, options)
+        model = load_model(asset_path, None, edit)
         return cls(model, device, asset_path, edit, terrain)
 
     def _cached(self, key: tuple, make: Callable[[], object]):

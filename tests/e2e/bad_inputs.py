@@ -11,6 +11,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..plugin_dist import install_distribution
 from .test_errors import FAST
 
 NEW = "hydra.run.dir={ws}/new"
@@ -75,7 +76,7 @@ PATTERN = TaskPlugin(config=HERE / "pattern.yaml")
 EXTENDS = TaskPlugin(config=HERE / "extends.yaml")
 NOACT = TaskPlugin(config=HERE / "noact.yaml")
 '''
-ENTRY_POINTS = """[robolearn.tasks]
+ENTRY_POINTS = """
 oops_shape = oops_tasks:SHAPE
 oops_raise = oops_tasks:RAISE
 oops_obs = oops_tasks:OBS
@@ -103,10 +104,7 @@ def _task_yaml(cartpole_yaml: str, name: str, extra_reward: str = "", extra_obs:
 
 def write_plugins(site: Path, cartpole_yaml: str) -> None:
     """One installed distribution, `oops-tasks`, whose every task is broken in its own way."""
-    dist = site / "oops_tasks-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: oops-tasks\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(ENTRY_POINTS)
+    install_distribution(site, "oops-tasks", ENTRY_POINTS)
     package = site / "oops_tasks"
     package.mkdir()
     (package / "__init__.py").write_text(PLUGIN_MODULE)

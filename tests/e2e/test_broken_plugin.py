@@ -1,18 +1,14 @@
 """An installed task plugin that cannot be loaded is named with its reason; every other task works."""
 
-import os
 import subprocess
 import sys
 
+from ..plugin_dist import install_distribution
 from .test_errors import FAST, one_line_error
 
 
 def robolearn_with_broken_plugin(tmp_path, *args):
-    dist = tmp_path / "site" / "broken_robot_tasks-0.1.dist-info"
-    dist.mkdir(parents=True, exist_ok=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-robot-tasks\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[robolearn.tasks]\nbroken = broken_robot_tasks.missing:TASK\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))}
+    env = install_distribution(tmp_path / "site", "broken-robot-tasks", "broken = broken_robot_tasks.missing:TASK")
     return subprocess.run([sys.executable, "-m", "robolearn.cli", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
 

@@ -27,11 +27,9 @@ sim: {integrator: rk4, solver: cg, iterations: 7, cone: elliptic, impratio: 2.0,
 
 
 @pytest.fixture
-def variant(monkeypatch, tmp_path):
+def variant(installed_tasks, tmp_path):
     """variant(yaml_text) -> (cfg, plugin) of a task 'variant' installed next to the built-in ones."""
-    tasks = registry.discover_tasks()
-    monkeypatch.setattr(compose, "discover_tasks", lambda: dict(tasks))
-    monkeypatch.setattr(registry, "discover_tasks", lambda: dict(tasks))
+    tasks = installed_tasks
 
     def make(text, overrides=()):
         (tmp_path / "variant.yaml").write_text(text)

@@ -90,15 +90,18 @@ def test_feet_air_time_rewards_long_steps_on_touchdown(make_env):
     assert term(env).item() == 0.0
 
 
-def test_metric_summary_per_step_and_per_meter():
+def test_metric_summary_per_step_per_meter_and_final():
     from types import SimpleNamespace
 
     from robolearn.evaluate import summarize_metrics
 
-    env = SimpleNamespace(dt=0.02, metrics=SimpleNamespace(names=["error", "energy"], per_meter=torch.tensor([False, True])))
-    # 100 steps: error summed to 30 -> 0.3 per step; power summed to 5000 W -> 100 J over 4 m
-    out = summarize_metrics(env, torch.tensor([30.0, 5000.0]), torch.tensor(100.0), torch.tensor(4.0))
-    assert out == pytest.approx({"error": 0.3, "energy": 25.0})
+    metrics = SimpleNamespace(names=["error", "energy", "settled"], per_meter=torch.tensor([False, True, False]),
+                              per_final=torch.tensor([False, False, True]))  # fmt: skip
+    # 100 steps: error summed to 30 -> 0.3 per step; power summed to 5000 W -> 100 J over 4 m;
+    # 4 episodes whose last-window means sum to 0.2 -> 0.05
+    out = summarize_metrics(SimpleNamespace(dt=0.02, metrics=metrics), torch.tensor([30.0, 5000.0, 7.0]),
+                            torch.tensor(100.0), torch.tensor(4.0), torch.tensor([0.0, 0.0, 0.2]), torch.tensor(4.0))  # fmt: skip
+    assert out == pytest.approx({"error": 0.3, "energy": 25.0, "settled": 0.05})
 
 
 def test_evaluation_reports_the_quadruped_metrics(make_env):

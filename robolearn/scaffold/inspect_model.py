@@ -1,0 +1,312 @@
+"""What `robolearn new-task --robot` reads from a robot model: its 1-DoF joints and actuators, and for
+legged robots the floating base, the IMU, the feet and their contact sensors, the `home` keyframe
+and the floor. Read from the compiled MjModel (names, kinematics at the model's default pose);
+`robot_edits.py` turns what is missing into a spec edit the generated task applies.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from robolearn.errors import UserError, one_line
+
+_ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+_IMU_SENSORS = (int(mujoco.mjtSensor.mjSENS_GYRO), int(mujoco.mjtSensor.mjSENS_ACCELEROMETER),
+                int(mujoco.mjtSensor.mjSENS_FRAMEQUAT))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    slide: bool
+    range: tuple[float, float] | None
+    """Joint limits, None where the joint is not limited."""
+    effort: float | None
+    """The joint's actuator force limit (a URDF's `effort`), None where it has none."""
+
+
+@dataclass(frozen=True)
+class Actuator:
+    name: str
+    joint: str | None
+    """The joint it drives, None for a tendon or site transmission."""
+    kind: str
+    """position, motor or other (what an exported bundle can carry: position servos and motors)."""
+
+
+@dataclass(frozen=True)
+class Foot:
+    body: str
+    point: tuple[float, float, float]
+    """The lowest point of the foot's geometry at the default pose, in the body's frame [m]."""
+    radius: float
+    """Size of the contact site to put there [m]."""
+    sensor: str | None
+    """An existing touch sensor on the foot, None if it has none."""
+
+
+@dataclass
+class ModelInfo:
+    path: Path
+    urdf: bool
+    joints: list[Joint] = field(default_factory=list)
+    actuators: list[Actuator] = field(default_factory=list)
+    base: str | None = None
+    """The body of the free joint (the floating base), None for a fixed-base model."""
+    root: str | None = None
+    """The top body of the robot's tree (the floating base, or where one would go)."""
+    imu_site: str | None = None
+    """A site of the base carrying a gyro, accelerometer or framequat sensor."""
+    feet: list[Foot] = field(default_factory=list)
+    has_home: bool = False
+    has_floor: bool = False
+    has_light: bool = False
+    mass: float = 0.0
+    timestep: float = 0.002
+    lowest: float = 0.0
+    """World height of the robot's lowest point at its default pose (qpos0) [m]."""
+    qpos0: list[float] = field(default_factory=list)
+    free_qpos: int | None = None
+    """qpos address of the free joint."""
+    tip: str | None = None
+    """The end of the longest joint chain (an arm's end effector body)."""
+    tip_point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """The point of the tip's geometry farthest from the chain's root, in the tip body's frame."""
+    tip_site: str | None = None
+    """A site on the tip body (the end effector's, if the model marks one)."""
+    ee_sensor: str | None = None
+    """A framepos sensor of a site (an end-effector position sensor), None if there is none."""
+
+    @property
+    def position_only(self) -> bool:
+        return bool(self.actuators) and all(a.kind == "position" for a in self.actuators)
+
+
+def load_spec(path: Path) -> mujoco.MjSpec:
+    try:
+        return mujoco.MjSpec.from_file(str(path))
+    except Exception as exc:  # MuJoCo raises ValueError for a file it cannot parse
+        raise UserError(f"cannot load robot model {path}: {one_line(exc)}") from None
+
+
+def compile_spec(spec: mujoco.MjSpec, path: Path) -> mujoco.MjModel:
+    try:
+        return spec.compile()
+    except Exception as exc:
+        raise UserError(f"cannot compile robot model {path}: {one_line(exc)}") from None
+
+
+def model_files(path: Path) -> list[Path]:
+    """The MJCF, the files it includes and the mesh/texture/heightfield files it loads, relative to
+    its folder (a URDF's meshes are gathered by `urdf_meshes` instead)."""
+    spec = load_spec(path)  # MuJoCo's own message for a file it cannot read
+    root, found, pending = path.parent, [Path(path.name)], [path]
+    while pending:
+        for element in ET.parse(pending.pop()).getroot().iter("include"):
+            found.append(Path(element.get("file", "")))
+            pending.append(root / found[-1])
+    for items, folder in ((spec.meshes, spec.meshdir), (spec.hfields, spec.meshdir), (spec.textures, spec.texturedir)):
+        found += [Path(folder or "") / item.file for item in items if item.file]
+    for rel in found:
+        if rel.is_absolute() or ".." in rel.parts or not (root / rel).is_file():
+            raise UserError(f"model file {rel} is not inside {root}: the task package carries only the files below the "
+                            "model's folder; move them there")  # fmt: skip
+    return sorted(set(found))
+
+
+def urdf_meshes(path: Path) -> list[Path]:
+    """The mesh files a URDF names (`package://<pkg>/...` looked up in the folders above it)."""
+    try:
+        tree = ET.parse(path)
+    except (OSError, ET.ParseError) as exc:
+        raise UserError(f"cannot read robot model {path}: {one_line(exc)}") from None
+    meshes = []
+    for element in tree.getroot().iter("mesh"):
+        name = element.get("filename", "")
+        if not name:
+            continue
+        meshes.append(_find_urdf_file(path, name))
+    return sorted(set(meshes))
+
+
+def _find_urdf_file(urdf: Path, name: str) -> Path:
+    if name.startswith("file://"):
+        candidates = [Path(name[len("file://"):])]
+    elif name.startswith("package://"):
+        rel = Path(name[len("package://"):])
+        candidates = [parent / rel for parent in urdf.resolve().parents]  # <ws>/<pkg>/meshes/x.stl
+        candidates += [parent / Path(*rel.parts[1:]) for parent in urdf.resolve().parents]  # the package's own folder
+    else:
+        candidates = [urdf.parent / name]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise UserError(f"{urdf.name} names mesh {name}, which is not found near {urdf.parent}")
+
+
+def _name(model: mujoco.MjModel, objtype: mujoco.mjtObj, i: int) -> str:
+    return mujoco.mj_id2name(model, objtype, i) or ""
+
+
+def _actuator_kind(model: mujoco.MjModel, a: int) -> str:
+    gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
+    if int(model.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
+        return "other"
+    if int(model.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
+        return "other"
+    if int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_NONE):
+        return "motor"
+    if int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE) and bias[1] != 0 and bias[1] == -gain[0]:
+        return "position"
+    return "other"
+
+
+def _children(model: mujoco.MjModel) -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {b: [] for b in range(model.nbody)}
+    for b in range(1, model.nbody):
+        children[int(model.body_parentid[b])].append(b)
+    return children
+
+
+def _subtree(children: dict[int, list[int]], body: int) -> list[int]:
+    out, pending = [], [body]
+    while pending:
+        b = pending.pop()
+        out.append(b)
+        pending += children[b]
+    return out
+
+
+def _geom_corners(model: mujoco.MjModel, data: mujoco.MjData, g: int) -> np.ndarray:
+    """The 8 corners of geom g's bounding box in the world frame [8, 3]."""
+    center, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+    local = center + signs * half
+    return data.geom_xpos[g] + local @ data.geom_xmat[g].reshape(3, 3).T
+
+
+def _collision_geoms(model: mujoco.MjModel, bodies: list[int]) -> list[int]:
+    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in bodies]
+    colliding = [g for g in geoms if model.geom_contype[g] or model.geom_conaffinity[g]]
+    return colliding or geoms
+
+
+def lowest_point(model: mujoco.MjModel, data: mujoco.MjData, base: int) -> float:
+    """World height of the lowest point of body `base` and everything below it (kinematics done)."""
+    geoms = _collision_geoms(model, _subtree(_children(model), base))
+    return float(min((_geom_corners(model, data, g)[:, 2].min() for g in geoms), default=data.xpos[base, 2]))
+
+
+def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> ModelInfo:
+    """What the compiled `model` (of file `path`) has; joints without names are refused (a task
+    names what it drives)."""
+    info = ModelInfo(path=path, urdf=urdf, timestep=float(model.opt.timestep), qpos0=[float(v) for v in model.qpos0])
+    for j in range(model.njnt):
+        if int(model.jnt_type[j]) not in _ONE_DOF:
+            continue
+        name = _name(model, mujoco.mjtObj.mjOBJ_JOINT, j)
+        if not name:
+            body = _name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.jnt_bodyid[j])) or f"#{model.jnt_bodyid[j]}"
+            raise UserError(f"{path.name}: joint {j} (in body {body}) has no name; name every joint the task is to drive")
+        limited = bool(model.jnt_limited[j])
+        effort = float(np.abs(model.jnt_actfrcrange[j]).max()) if model.jnt_actfrclimited[j] else None
+        info.joints.append(Joint(name, int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE),
+                                 tuple(float(v) for v in model.jnt_range[j]) if limited else None, effort))  # fmt: skip
+    for a in range(model.nu):
+        joint = None
+        if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT):
+            joint = _name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.actuator_trnid[a, 0]))
+        info.actuators.append(Actuator(_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, _actuator_kind(model, a)))
+
+    children = _children(model)
+    free = [j for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
+    if free:
+        base = int(model.jnt_bodyid[free[0]])
+        info.base = _name(model, mujoco.mjtObj.mjOBJ_BODY, base)
+        info.free_qpos = int(model.jnt_qposadr[free[0]])
+    else:  # the largest tree under the world
+        base = max(children[0], key=lambda b: len(_subtree(children, b)), default=0)
+    info.root = _name(model, mujoco.mjtObj.mjOBJ_BODY, base) if base else None
+    robot = sorted(_subtree(children, base)) if base else []
+    info.mass = float(sum(model.body_mass[b] for b in robot))
+    info.has_home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0
+    info.has_floor = any(int(model.geom_type[g]) in (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD))
+                         and int(model.geom_bodyid[g]) == 0 for g in range(model.ngeom))  # fmt: skip
+    info.has_light = model.nlight > 0
+
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    geoms = _collision_geoms(model, robot)
+    low = {g: _geom_corners(model, data, g)[:, 2].min() for g in geoms}
+    info.lowest = float(min(low.values(), default=0.0))
+    top = float(max((_geom_corners(model, data, g)[:, 2].max() for g in geoms), default=0.0))
+
+    # IMU: a site on the base that an IMU-type sensor reads
+    for s in range(model.nsensor):
+        if int(model.sensor_type[s]) in _IMU_SENSORS and int(model.sensor_objtype[s]) == int(mujoco.mjtObj.mjOBJ_SITE):
+            site = int(model.sensor_objid[s])
+            if int(model.site_bodyid[site]) == base:
+                info.imu_site = _name(model, mujoco.mjtObj.mjOBJ_SITE, site)
+                break
+
+    # Feet: the leaf bodies of the base's joint chains whose geometry reaches near the lowest point
+    touch = {}  # body -> [(site height, sensor name)]
+    for s in range(model.nsensor):
+        if int(model.sensor_type[s]) == int(mujoco.mjtSensor.mjSENS_TOUCH):
+            site = int(model.sensor_objid[s])
+            touch.setdefault(int(model.site_bodyid[site]), []).append((float(data.site_xpos[site, 2]),
+                                                                       _name(model, mujoco.mjtObj.mjOBJ_SENSOR, s)))  # fmt: skip
+    near_ground = info.lowest + 0.25 * max(top - info.lowest, 1e-6)
+    for leaf in (b for b in robot if not children[b] and b != base):
+        foot = leaf
+        while not [g for g in geoms if int(model.geom_bodyid[g]) == foot] and foot != base:
+            foot = int(model.body_parentid[foot])  # a frame without geometry: its parent is the foot
+        foot_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == foot]
+        if foot == base or not foot_geoms:
+            continue
+        g = min(foot_geoms, key=lambda g: low[g])
+        if low[g] > near_ground:
+            continue
+        corners = _geom_corners(model, data, g)
+        world = np.array([data.geom_xpos[g, 0], data.geom_xpos[g, 1], corners[:, 2].min()])
+        local = data.xmat[foot].reshape(3, 3).T @ (world - data.xpos[foot])
+        radius = float(max(0.02, 1.5 * np.sort(model.geom_aabb[g, 3:])[1]))
+        sensors = sorted(touch.get(foot, []))
+        name = _name(model, mujoco.mjtObj.mjOBJ_BODY, foot)
+        if name and name not in [f.body for f in info.feet]:
+            info.feet.append(Foot(name, tuple(round(float(v), 4) for v in local), round(radius, 4),
+                                  sensors[0][1] if sensors else None))  # fmt: skip
+
+    # The tip of the longest joint chain (an arm's end effector)
+    def chain_length(b: int) -> int:
+        n = 0
+        while b and b != base:
+            n += int(model.body_jntnum[b])
+            b = int(model.body_parentid[b])
+        return n
+
+    for s in range(model.nsensor):
+        if int(model.sensor_type[s]) == int(mujoco.mjtSensor.mjSENS_FRAMEPOS) and int(model.sensor_objtype[s]) == int(mujoco.mjtObj.mjOBJ_SITE):
+            info.ee_sensor = _name(model, mujoco.mjtObj.mjOBJ_SENSOR, s) or None
+            break
+    leaves = [b for b in robot if not children[b]]
+    if leaves:
+        tip = max(leaves, key=lambda b: (chain_length(b), -b))
+        info.tip = _name(model, mujoco.mjtObj.mjOBJ_BODY, tip) or None
+        tip_sites = [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip]
+        info.tip_site = _name(model, mujoco.mjtObj.mjOBJ_SITE, tip_sites[0]) or None if tip_sites else None
+        tip_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == tip]
+        if tip_geoms:  # along the line from the chain's root through the geometry, its far end
+            origin = data.xpos[base] if base else np.zeros(3)
+            g = max(tip_geoms, key=lambda g: np.linalg.norm(data.geom_xpos[g] - origin))
+            center = data.geom_xpos[g]
+            u = (center - origin) / max(np.linalg.norm(center - origin), 1e-9)
+            far = center + u * float(((_geom_corners(model, data, g) - center) @ u).max())
+            local = data.xmat[tip].reshape(3, 3).T @ (far - data.xpos[tip])
+            info.tip_point = tuple(round(float(v), 4) for v in local)
+    return info

@@ -1,0 +1,302 @@
+"""From what a robot model has (inspect_model.ModelInfo) to what a template needs: the joints and
+actuators the policy drives, and the generated `robot.py` whose `apply(spec)` adds what is missing
+(position actuators, a floating base, a floor, an IMU, foot contact sensors, an end-effector site,
+the `home` keyframe). Each finding and each addition is one line of the report new-task prints.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+
+import mujoco
+import numpy as np
+
+from robolearn.errors import UserError
+from robolearn.scaffold.inspect_model import ModelInfo, lowest_point
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class RobotPlan:
+    joints: list[str]
+    """The joints the policy drives, in action order."""
+    actuators: list[str]
+    """The policy's actuators in action order (empty: every actuator, some being unnamed)."""
+    position: bool
+    """Every policy actuator is a position servo (actions are joint targets)."""
+    lines: list[str] = field(default_factory=list)
+    """The report: what was found, guessed and added."""
+    steps: list[str] = field(default_factory=list)
+    """The edits robot.py's apply() makes, in order (templates/robot/<step>.py.tmpl)."""
+    constants: list[str] = field(default_factory=list)
+    """robot.py's constant definitions."""
+    joint_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    default_pose: dict[str, float] = field(default_factory=dict)
+    base: str | None = None
+    base_height: float = 0.0
+    foot_sensors: list[str] = field(default_factory=list)
+    ee_sensor: str | None = None
+    """The end effector's position sensor (framepos, base frame), read by the reach terms."""
+    workspace: list[tuple[float, float]] = field(default_factory=list)
+    """The end effector's [low, high] per axis x, y, z in the base frame: the reach target's ranges."""
+
+    def robot_py(self, model_file: str) -> str | None:
+        """The generated robot.py, or None when the model needs no edit."""
+        if not self.steps:
+            return None
+        header = Template((TEMPLATES / "robot" / "header.py.tmpl").read_text())
+        text = header.substitute(model_file=model_file, report="\n".join(textwrap.fill(f"- {line}", 100, subsequent_indent="  ") for line in self.lines))
+        text += "\n\n".join(self.constants) + "\n"
+        for step in self.steps:
+            text += (TEMPLATES / "robot" / f"{step}.py.tmpl").read_text()
+        calls = "\n".join(f"    {step}(spec)" for step in self.steps)
+        text += f'\n\ndef apply(spec: mujoco.MjSpec) -> None:\n    """Edit the model before it compiles (the task\'s edit_spec)."""\n{calls}\n'
+        return text
+
+
+def _short(names: list[str], limit: int = 6) -> str:
+    return ", ".join(names) if len(names) <= limit else ", ".join(names[:limit]) + f", ... ({len(names)} in all)"
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, k = name, 2
+    while candidate in taken:
+        candidate, k = f"{name}_{k}", k + 1
+    taken.add(candidate)
+    return candidate
+
+
+def _names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> set[str]:
+    return {mujoco.mj_id2name(model, objtype, i) or "" for i in range(count)}
+
+
+def _fmt(value: float) -> str:
+    return repr(round(float(value), 4))
+
+
+def _q(name: str) -> str:
+    return json.dumps(name)
+
+
+def _mapping(entries: dict[str, str]) -> str:
+    """A dict literal, one entry a line: {"name": <value text>}."""
+    return "{" + "".join(f"\n    {_q(k)}: {v}," for k, v in entries.items()) + ("\n}" if entries else "}")
+
+
+def _const(name: str, value: str, doc: str) -> str:
+    """A module constant with its docstring, wrapped to 100 columns."""
+    lines = textwrap.wrap(doc, 97)
+    body = lines[0] if len(lines) == 1 else "\n".join(lines)
+    return f'{name} = {value}\n"""{body}"""'
+
+
+def _tuple(values) -> str:
+    return "(" + ", ".join(_fmt(v) for v in values) + ")"
+
+
+def default_joint_value(info: ModelInfo, name: str) -> float:
+    """The model's own default (qpos0) for a joint, moved inside its limits."""
+    joint = next(j for j in info.joints if j.name == name)
+    return float(np.clip(0.0, *joint.range)) if joint.range else 0.0
+
+
+def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPlan:
+    """What the generated task drives and which edits it makes, for `template` (minimal, reach or
+    locomotion)."""
+    legged = template == "locomotion"
+    by_name = {j.name: j for j in info.joints}
+    if info.actuators:
+        joints = [a.joint for a in info.actuators if a.joint]
+        named = all(a.name for a in info.actuators)
+        plan = RobotPlan(joints, [a.name for a in info.actuators] if named else [], info.position_only)
+        kinds = sorted({a.kind for a in info.actuators})
+        plan.lines.append(f"actuators: {len(info.actuators)} ({', '.join(kinds)}): {_short([a.name or '<unnamed>' for a in info.actuators])}")
+        odd = [a.name or "<unnamed>" for a in info.actuators if a.kind == "other" or not a.joint]
+        if odd:
+            plan.lines.append(f"actuators {_short(odd)} are neither a motor nor a position servo on a joint: "
+                              "`robolearn export` will refuse them (deploy bundles carry those two kinds)")  # fmt: skip
+        if not named:
+            plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
+    else:
+        if not info.joints:
+            raise UserError(f"{info.path.name} has no hinge or slide joint and no actuator: nothing for a policy to drive")
+        joints = [j.name for j in info.joints]
+        plan = RobotPlan(joints, list(joints), True)
+        kp = float(max(5, round(2 * info.mass)))
+        kd = round(kp / 40, 3)
+        effort = {j.name: j.effort for j in info.joints if j.effort}
+        plan.steps.append("add_position_actuators")
+        plan.lines.append(f"actuators: none -> added a position servo on each of the {len(joints)} joints "
+                          f"(KP={_fmt(kp)}, KD={_fmt(kd)}: placeholders, set your robot's gains in robot.py)")  # fmt: skip
+        plan.constants.append(_const("KP", _fmt(kp), "Position gain of every servo [N m/rad or N/m]. TODO: a placeholder "
+                                     f"(2 x the robot's {info.mass:.1f} kg): set your robot's."))  # fmt: skip
+        plan.constants.append(_const("KD", _fmt(kd), "Damping gain of every servo [N m s/rad or N s/m]. TODO: a "
+                                     "placeholder: set your robot's."))  # fmt: skip
+        note = ("From the model's joint effort limits." if effort else
+                "TODO: the model gives none, so the servos are not force-limited: add your motors' peak torques.")
+        plan.constants.append(_const("EFFORT_LIMIT", _mapping({n: _fmt(v) for n, v in effort.items()}),
+                                     f"Peak force of each joint's servo [N m or N]. {note}"))  # fmt: skip
+        plan.constants.append(_const("JOINT_RANGE", _mapping({j.name: _tuple(j.range) for j in info.joints if j.range}),
+                                     "Limits of the joints that have them: their servos' ctrlrange [rad or m]."))  # fmt: skip
+    plan.joint_ranges = {name: by_name[name].range for name in joints if name in by_name and by_name[name].range}
+    plan.constants.insert(0, _const("JOINTS", "(" + "".join(f"\n    {_q(name)}," for name in joints) + "\n)",
+                                    "The joints the policy drives, in action order."))  # fmt: skip
+    kinds = {j.slide for j in info.joints}
+    what = "slide" if kinds == {True} else "hinge" if kinds == {False} else "hinge/slide"
+    plan.lines.insert(0, f"joints: {len(info.joints)} {what}: {_short([j.name for j in info.joints])}")
+
+    sites = _names(model, mujoco.mjtObj.mjOBJ_SITE, model.nsite)
+    sensors = _names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
+    if legged:
+        _plan_legs(plan, info, model, sites, sensors)
+    elif template == "reach":
+        _plan_reach(plan, info, model, sites, sensors)
+    return plan
+
+
+def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:
+    plan.base = info.base or info.root
+    if info.base:
+        plan.lines.append(f"floating base: body {info.base} (free joint)")
+    elif info.root:
+        plan.steps.append("add_free_joint")
+        plan.lines.append(f"floating base: missing -> added a free joint on the root body {info.root}")
+    if plan.base:
+        plan.constants.append(_const("BASE", _q(plan.base), "The floating base's body."))
+    if not info.has_floor:
+        plan.steps.append("add_floor")
+        plan.lines.append("floor: missing -> added a ground plane 'floor'")
+        if not info.has_light:
+            plan.steps.append("add_light")
+    if info.imu_site:
+        plan.lines.append(f"IMU: site {info.imu_site} on the base")
+    elif plan.base:
+        imu = _unique("imu", sites)
+        plan.steps.append("add_imu")
+        plan.constants.append(_const("IMU_SITE", _q(imu), f"The IMU's site on the base (its sensors: {imu}_gyro, _acc, _quat)."))
+        plan.lines.append(f"IMU: missing -> added site '{imu}' on {plan.base} with a gyro, an accelerometer and a framequat")
+    if info.feet:
+        plan.lines.append(f"feet (guessed: the leaf body of each leg chain that reaches the ground): "
+                          f"{_short([f.body for f in info.feet], 8)}")  # fmt: skip
+        new = {}
+        for foot in info.feet:
+            if foot.sensor:
+                plan.foot_sensors.append(foot.sensor)
+            else:
+                name = _unique(f"{foot.body}_contact", sites | sensors)
+                new[name] = foot
+                plan.foot_sensors.append(name)
+        if new:
+            plan.steps.append("add_foot_sensors")
+            entries = {name: f"({_q(f.body)}, {_tuple(f.point)}, {_fmt(f.radius)})" for name, f in new.items()}
+            plan.constants.append(_const("NEW_FOOT_SENSORS", _mapping(entries), "Touch sensors new-task added: sensor (and "
+                                         "site) name -> (foot body, contact point in its frame [m], site radius [m])."))  # fmt: skip
+            plan.lines.append(f"foot contact sensors: missing on {len(new)} feet -> added touch sensors {_short(list(new), 8)}")
+        if len(new) < len(info.feet):
+            have = [f.sensor for f in info.feet if f.sensor]
+            plan.lines.append(f"foot contact sensors: {_short(have, 8)}")
+    else:
+        plan.lines.append("feet: none found (no leaf body of a leg chain reaches the ground): the task has no foot "
+                          "contact terms; add touch sensors and a feet_air_time reward by hand")  # fmt: skip
+    plan.default_pose = {name: default_joint_value(info, name) for name in plan.joints if name in {j.name for j in info.joints}}
+    if info.has_home:
+        plan.lines.append("home keyframe: present")
+        key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
+        base_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, plan.base) if plan.base else -1
+        data = mujoco.MjData(model)
+        data.qpos[:] = model.key_qpos[key]
+        mujoco.mj_kinematics(model, data)
+        plan.base_height = float(data.xpos[base_id, 2]) if base_id >= 0 else 0.0
+        return
+    height = _base_height(info, model, plan)
+    plan.base_height = height
+    plan.steps.append("add_home_keyframe")
+    pose = _mapping({name: _fmt(v) for name, v in plan.default_pose.items()})
+    plan.constants.append(_const("DEFAULT_POSE", pose, "The standing pose [rad or m]: the `home` keyframe, the action offset "
+                                 "and the reference of relative joint observations. new-task's guess: 0 within each "
+                                 "joint's limits. TODO: set your robot's standing pose."))  # fmt: skip
+    plan.constants.append(_const("BASE_HEIGHT", _fmt(height), "Base height in the home pose [m]: the lowest point of the "
+                                 "robot 5 mm above the ground (recompute it when you change DEFAULT_POSE)."))  # fmt: skip
+    plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0 within its limits, base {height:.3f} m up "
+                      "(the lowest point 5 mm above the ground); set DEFAULT_POSE in robot.py")  # fmt: skip
+
+
+def _base_height(info: ModelInfo, model: mujoco.MjModel, plan: RobotPlan) -> float:
+    """How high the base must be for the robot, in the default pose, to clear the ground by 5 mm."""
+    data = mujoco.MjData(model)
+    data.qpos[:] = model.qpos0
+    for name, value in plan.default_pose.items():
+        data.qpos[model.joint(name).qposadr[0]] = value
+    mujoco.mj_kinematics(model, data)
+    base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, plan.base)
+    lowest = lowest_point(model, data, base)
+    return round(float(data.xpos[base, 2]) - lowest + 0.005, 4)
+
+
+def _plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:
+    plan.base = info.root
+    if info.ee_sensor:
+        s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, info.ee_sensor)
+        site = int(model.sensor_objid[s])
+        plan.ee_sensor = info.ee_sensor
+        body, point = int(model.site_bodyid[site]), model.site_pos[site]
+        ref = int(model.sensor_refid[s]) if int(model.sensor_reftype[s]) in (int(mujoco.mjtObj.mjOBJ_XBODY),
+                                                                             int(mujoco.mjtObj.mjOBJ_BODY)) else 0  # fmt: skip
+        plan.base = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, ref) or "world"
+        plan.lines.append(f"end effector: sensor {info.ee_sensor} (position of site "
+                          f"{mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SITE, site)} in the frame of {plan.base})")
+    elif info.tip is None or plan.base is None:
+        raise UserError(f"{info.path.name}: no end effector found (no body below a joint chain); the reach template needs an arm")
+    else:
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, info.tip)
+        ref = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, plan.base)
+        plan.constants.append(_const("BASE", _q(plan.base), "The arm's base body: the frame of the end-effector position "
+                                     "and of its target."))  # fmt: skip
+        if info.tip_site:
+            site = info.tip_site
+            point = model.site_pos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site)]
+            plan.lines.append(f"end effector (guessed: the end of the longest joint chain): site {site} on body {info.tip}")
+        else:
+            site, point = _unique("ee", sites), np.array(info.tip_point)
+            plan.steps.append("add_ee_site")
+            plan.constants.append(_const("EE_BODY", _q(info.tip), "The end effector's body (new-task's guess: the end of "
+                                         "the longest joint chain)."))  # fmt: skip
+            plan.constants.append(_const("EE_POINT", _tuple(point), "The end effector's point in EE_BODY's frame [m] "
+                                         "(new-task's guess: its geometry's point farthest from the arm's base)."))  # fmt: skip
+            plan.lines.append(f"end effector (guessed: the end of the longest joint chain): body {info.tip} -> added site "
+                              f"'{site}' at {_tuple(point)} in its frame")  # fmt: skip
+        plan.ee_sensor = _unique("ee_pos", sensors)
+        plan.steps.append("add_ee_sensor")
+        plan.constants.append(f"EE_SITE = {_q(site)}\n" + _const("EE_SENSOR", _q(plan.ee_sensor), "The end effector's "
+                              "site and its position sensor (a framepos in BASE's frame), read by the reach terms."))  # fmt: skip
+        plan.lines.append(f"end-effector position sensor: missing -> added framepos sensor '{plan.ee_sensor}' of site "
+                          f"'{site}' in the frame of {plan.base}")  # fmt: skip
+    plan.workspace = _workspace(info, model, body, np.asarray(point, dtype=float), ref, plan.joints)
+
+
+def _workspace(info: ModelInfo, model: mujoco.MjModel, body: int, point: np.ndarray, ref: int, joints: list[str],
+               samples: int = 2000) -> list[tuple[float, float]]:
+    """[low, high] per axis of the end effector's position in body `ref`'s frame over random joint
+    configurations within the limits: the middle 80 % of each axis (targets the arm can reach)."""
+    gen = np.random.default_rng(0)
+    data = mujoco.MjData(model)
+    found = []
+    addresses = [(int(model.joint(name).qposadr[0]), next(j.range for j in info.joints if j.name == name) or (-np.pi, np.pi))
+                 for name in joints]  # fmt: skip
+    for _ in range(samples):
+        data.qpos[:] = model.qpos0
+        for adr, (low, high) in addresses:
+            data.qpos[adr] = gen.uniform(low, high)
+        mujoco.mj_kinematics(model, data)
+        world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
+        found.append(data.xmat[ref].reshape(3, 3).T @ (world - data.xpos[ref]))
+    found = np.array(found)
+    low, high = np.percentile(found, 10, axis=0), np.percentile(found, 90, axis=0)
+    if info.has_floor:  # targets at least 5 cm above the ground
+        low[2] = max(low[2], 0.05 - float(data.xpos[ref, 2]))
+    return [(round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0) for lo, hi in zip(low, high)]

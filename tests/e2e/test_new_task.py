@@ -1,0 +1,165 @@
+"""`robolearn new-task`: each template's package installs the regular (non-editable) way, trains,
+exports and runs sim-to-sim; `--robot` fills a bare legged MJCF and a URDF; mistakes are one line.
+
+The generated packages are installed with `pip install --no-deps --target <site>` into one folder
+put on PYTHONPATH: a real build of the generated pyproject.toml, so its entry point and its package
+data (the YAML, the model and its meshes) are what the tasks are found and loaded through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from robolearn import cli
+from robolearn.paths import assets_dir
+from robolearn.scaffold import new_task
+
+URDF = Path(__file__).resolve().parents[1] / "fixtures" / "urdf_robot" / "robot.urdf"
+FAST = ["runner.max_iterations=2", "env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1",
+        "runner.video_interval=0", "runner.progress=false", "logger=none", "task.episode_length_s=1.0"]  # fmt: skip
+TEMPLATES = ("minimal", "locomotion", "reach")
+
+
+def bare_quadruped(folder: Path) -> Path:
+    """assets/quadruped.xml without its actuators, sensors and sites: what a robot's MJCF often is."""
+    text = (assets_dir() / "quadruped.xml").read_text()
+    for section in ("actuator", "sensor"):
+        text = re.sub(rf"<{section}>.*?</{section}>", "", text, flags=re.S)
+    text = re.sub(r"\s*<site [^>]*/>", "", text)
+    folder.mkdir()
+    (folder / "bare.xml").write_text(text)
+    return folder / "bare.xml"
+
+
+def ros_urdf(folder: Path) -> Path:
+    """The URDF fixture as a ROS package ships it: <pkg>/urdf/robot.urdf naming package://<pkg>/meshes/
+    files, without MuJoCo's <mujoco> extension block (new-task must add what MuJoCo needs)."""
+    package = folder / "urdf_robot"
+    (package / "urdf").mkdir(parents=True)
+    shutil.copytree(URDF.parent / "meshes", package / "meshes")
+    text = re.sub(r"\n\s*<mujoco>\s*<compiler [^>]*/>\s*</mujoco>", "", URDF.read_text())
+    assert "package://urdf_robot/meshes/" in text and "<compiler" not in text
+    (package / "urdf" / "robot.urdf").write_text(text)
+    return package / "urdf" / "robot.urdf"
+
+
+def run(*args: str, cwd: Path, site: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if site is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    return subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def ok(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, (result.args, result.stdout[-2000:], result.stderr[-3000:])
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """One package per template, one for a bare legged MJCF (--robot, through the CLI) and one for
+    the URDF fixture, all built and installed into one site folder."""
+    ws = tmp_path_factory.mktemp("new_task")
+    folders = [new_task(f"nt_{t}", t, out=ws / f"nt_{t}").folder for t in TEMPLATES]
+    folders.append(new_task("nt_urdf_reach", "reach", robot=ros_urdf(ws / "ros"), out=ws / "nt_urdf_reach").folder)
+    bare = bare_quadruped(ws / "robot_src")
+    report = ok(run(sys.executable, "-m", "robolearn.cli", "new-task", "nt_bare_legs", "--template", "locomotion",
+                    "--robot", str(bare), cwd=ws))  # fmt: skip
+    folders.append(ws / "nt_bare_legs")
+    site = ws / "site"
+    ok(run(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site),
+           *map(str, folders), cwd=ws))  # fmt: skip
+    work = ws / "work"  # far from the sources: only the installed copies can be found
+    work.mkdir()
+    return ws, site, work, report
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_a_template_installs_trains_exports_and_runs_sim2sim(installed, template):
+    ws, site, work, _ = installed
+    name = f"nt_{template}"
+    assert (site / name / f"{name}.yaml").is_file()  # package data made it into the regular install
+    run_dir = work / f"run_{template}"
+    ok(run(sys.executable, "-m", "robolearn.cli", "train", f"task={name}", *FAST, f"hydra.run.dir={run_dir}", cwd=work, site=site))
+    assert (run_dir / "export" / "policy.onnx").is_file()
+    ok(run(sys.executable, "-m", "robolearn.cli", "export", f"run={run_dir}", cwd=work, site=site))
+    out = ok(run(sys.executable, "-m", "robolearn.cli", "sim2sim", f"bundle={run_dir / 'export'}", "episodes=1", cwd=work, site=site))
+    assert f"sim2sim {name}" in out
+
+
+def test_a_bare_legged_robot_gets_what_locomotion_needs_and_trains(installed):
+    ws, site, work, report = installed
+    for line in ("actuators: none -> added a position servo on each of the 12 joints", "IMU: missing -> added site 'imu'",
+                 "feet (guessed: the leaf body of each leg chain that reaches the ground): FL_calf, FR_calf, RL_calf, RR_calf",
+                 "foot contact sensors: missing on 4 feet -> added touch sensors FL_calf_contact",
+                 "home keyframe: missing -> added 'home'", "floating base: body trunk (free joint)"):  # fmt: skip
+        assert line in report, report
+    assert "next: pip install -e" in report
+    robot_py = (ws / "nt_bare_legs" / "nt_bare_legs" / "robot.py").read_text()
+    assert "def add_position_actuators" in robot_py and "def add_foot_sensors" in robot_py and "TODO" in robot_py
+    run_dir = work / "run_bare"
+    ok(run(sys.executable, "-m", "robolearn.cli", "train", "task=nt_bare_legs", *FAST, "runner.export_onnx=false",
+           f"hydra.run.dir={run_dir}", cwd=work, site=site))  # fmt: skip
+    assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_urdf_robot_with_meshes_trains(installed):
+    ws, site, work, _ = installed
+    package = site / "nt_urdf_reach"
+    assert {p.name for p in (package / "meshes").iterdir()} == {"base.stl", "link_collision.stl", "link_visual.stl"}
+    readme = (ws / "nt_urdf_reach" / "README.md").read_text()
+    assert "actuators: none -> added a position servo" in readme and "end-effector position sensor" in readme
+    ok(run(sys.executable, "-m", "robolearn.cli", "train", "task=nt_urdf_reach", *FAST, "runner.export_onnx=false",
+           f"hydra.run.dir={work / 'run_urdf'}", cwd=work, site=site))  # fmt: skip
+
+
+def test_the_generated_smoke_test_passes(installed):
+    ws, site, _, _ = installed
+    ok(run(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", cwd=ws / "nt_minimal", site=site))
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["My-Task"], "invalid task name 'My-Task'"),
+    (["class"], "invalid task name 'class'"),
+    (["ok_name", "--template", "humanoid"], "unknown template 'humanoid'; valid: minimal, locomotion, reach"),
+    (["ok_name", "--robot", "missing.xml"], "robot model not found: missing.xml"),
+    (["ok_name", "--robot", "notes.txt"], "expected an MJCF file (.xml) or a URDF (.urdf)"),
+    (["ok_name", "--robot", "broken.xml"], "cannot load robot model"),
+    (["cartpole"], "a task named 'cartpole' is already installed"),
+    (["json"], "a Python module named 'json' is already installed"),
+    (["existing"], "existing already exists; new-task never writes into an existing folder"),
+    (["ok_name", "--out", "existing"], "existing already exists"),
+    (["ok_name", "--template"], "--template needs a value; valid: minimal, locomotion, reach"),
+    (["ok_name", "extra"], "unexpected argument 'extra'"),
+    ([], "new-task needs the task's NAME"),
+])  # fmt: skip
+def test_mistakes_are_one_line_and_change_nothing(tmp_path, monkeypatch, capsys, args, expected):
+    (tmp_path / "existing").mkdir()
+    (tmp_path / "existing" / "mine.txt").write_text("my work\n")
+    (tmp_path / "notes.txt").write_text("not a robot\n")
+    (tmp_path / "broken.xml").write_text("<mujoco><worldbody><geom type='sphere'/></worldbody></mujoco")
+    before = _snapshot(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["new-task", *args]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("robolearn new-task: error: ") and expected in lines[0], lines
+    assert _snapshot(tmp_path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.xml", "existing", "notes.txt"]  # no staging left
+
+
+def test_help_lists_the_options(capsys):
+    assert cli.main(["new-task", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: robolearn new-task") and "--template minimal|locomotion|reach" in out and "--robot" in out
