@@ -290,14 +290,15 @@ def _list(args: list[str]) -> int:
     from robolearn.task_yaml import load_task_yaml
     from robolearn.errors import UserError
     from robolearn.physics import BACKENDS, resolve_backend
-    from robolearn.registry import BROKEN
+    from robolearn.registry import BROKEN, task_configs
 
     if args:
         raise UserError(f"list takes no arguments, got {' '.join(args)}")
     tasks = register_configs()
+    configs = task_configs(tasks)
     print("tasks:")
     for name, plugin in sorted(tasks.items()):
-        description = load_task_yaml(plugin.config, tasks).get("description", "")
+        description = load_task_yaml(plugin.config, configs).get("description", "")
         print(f"  {name:<16} {description}")
     for name, reason in sorted(BROKEN.items()):
         print(f"  {name:<16} [broken: {reason}]")

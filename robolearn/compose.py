@@ -20,7 +20,7 @@ from robolearn.config import AlgoCfg, EnvCfg, RunnerCfg, register_schemas
 from robolearn.config_checks import check_train_cfg
 from robolearn.errors import UserError
 from robolearn.paths import configs_dir
-from robolearn.registry import BROKEN, TaskPlugin, discover_tasks
+from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, task_configs
 from robolearn.task_yaml import load_task_yaml
 
 RECIPE_SECTIONS = {"algo": AlgoCfg, "runner": RunnerCfg, "env": EnvCfg}
@@ -58,7 +58,7 @@ def register_configs() -> dict[str, TaskPlugin]:
     for name, plugin in list(tasks.items()):
         BROKEN.pop(name, None)  # found again: judged afresh
         try:
-            task, recipe = split_recipe(name, load_task_yaml(plugin.config, tasks))
+            task, recipe = split_recipe(name, load_task_yaml(plugin.config, task_configs(tasks)))
             task.setdefault("name", name)  # the entry point's name is the task's name
             if task["name"] != name:
                 raise UserError(f"task '{name}': {plugin.config} says name '{task.get('name')}'; the names must match")

@@ -21,7 +21,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from robolearn.errors import UserError, one_line
-from robolearn.task_yaml import inherit
+from robolearn.task_yaml import extends_of
 
 ENTRY_POINT_GROUP = "robolearn.tasks"
 
@@ -93,3 +93,31 @@ def get_task(name: str, tasks: Mapping[str, TaskPlugin] | None = None) -> TaskPl
         valid = ", ".join(sorted(tasks)) or "(none installed)"
         raise UserError(f"unknown task '{name}'; valid tasks: {valid}")
     return inherit(tasks[name], tasks)
+
+
+def task_configs(tasks: Mapping[str, TaskPlugin]) -> dict[str, Path]:
+    """Each task's YAML by name: what an `extends:` may name (task_yaml.load_task_yaml)."""
+    return {name: plugin.config for name, plugin in tasks.items()}
+
+
+class _Edits:
+    """Spec edits applied in order (a base task's, then its variant's)."""
+
+    def __init__(self, *edits: Callable):
+        self.edits = edits
+
+    def __call__(self, spec) -> None:
+        for edit in self.edits:
+            edit(spec)
+
+
+def inherit(plugin: TaskPlugin, tasks: Mapping[str, TaskPlugin], seen: tuple[str, ...] = ()) -> TaskPlugin:
+    """`plugin` with what the installed task its YAML extends provides: that task's terms under its
+    own (its own win a clash) and that task's spec edit before its own."""
+    base = extends_of(plugin.config)
+    if base is None or base not in tasks or base in seen or base == plugin.name:
+        return plugin
+    parent = inherit(tasks[base], tasks, (*seen, plugin.name))
+    edits = [e for e in (parent.edit_spec, plugin.edit_spec) if e is not None]
+    edit = edits[0] if len(edits) == 1 else (_Edits(*edits) if edits else None)
+    return replace(plugin, terms={**parent.terms, **plugin.terms}, edit_spec=edit)

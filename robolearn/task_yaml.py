@@ -3,25 +3,19 @@
 `extends: <base>` names an installed task (`extends: quadruped_flat`) or a YAML file relative to
 this one. The base's settings come first and this file's merge on top (mappings key by key,
 anything else replaced), so a variant states only what differs. Extending an installed task also
-brings that task's plugin along: its term functions, its spec edit (robot constants) and its
-model file, wherever that task is installed (`inherit`).
+brings that task's plugin along (registry.inherit): its term functions, its spec edit (robot
+constants) and, named here by its full path, its model file, wherever that task is installed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 from omegaconf._utils import get_yaml_loader
 
 from robolearn.errors import UserError, one_line
-
-if TYPE_CHECKING:
-    from robolearn.registry import TaskPlugin
-
 
 class _TaskYamlLoader(yaml.CSafeLoader):
     """libyaml's parser with OmegaConf's scalar rules (1e-3 is a float, no timestamps) and its
@@ -58,11 +52,11 @@ def _read(path: Path) -> dict:
     return node
 
 
-def load_task_yaml(path: Path, tasks: Mapping[str, TaskPlugin] | None = None, seen: tuple[Path, ...] = ()) -> dict:
-    """The task YAML at `path` as plain data, its `extends:` chain merged in (`tasks`: the installed
-    tasks an `extends:` may name). The base's `name` is not inherited, and a base's model file that
-    lives next to the base's YAML is named by its full path. The schema (config.TaskCfg) checks
-    the result when the task is chosen."""
+def load_task_yaml(path: Path, tasks: Mapping[str, Path] | None = None, seen: tuple[Path, ...] = ()) -> dict:
+    """The task YAML at `path` as plain data, its `extends:` chain merged in (`tasks`: the YAML of
+    each installed task an `extends:` may name). The base's `name` is not inherited, and a base's
+    model file that lives next to the base's YAML is named by its full path. The schema
+    (config.TaskCfg) checks the result when the task is chosen."""
     path = path.resolve()
     if path in seen:
         raise UserError(f"task config {path}: 'extends' loops back to itself")
@@ -79,10 +73,10 @@ def load_task_yaml(path: Path, tasks: Mapping[str, TaskPlugin] | None = None, se
     return _merged(base_node, node)
 
 
-def _extended(path: Path, base, tasks: Mapping[str, TaskPlugin]) -> Path:
+def _extended(path: Path, base, tasks: Mapping[str, Path]) -> Path:
     """The YAML that `extends: <base>` in `path` names: an installed task's, else a file next to it."""
     if isinstance(base, str) and base in tasks:
-        return tasks[base].config
+        return tasks[base]
     if isinstance(base, str) and base and (path.parent / base).is_file():
         return path.parent / base
     valid = ", ".join(sorted(tasks)) or "(none installed)"
@@ -90,28 +84,11 @@ def _extended(path: Path, base, tasks: Mapping[str, TaskPlugin]) -> Path:
                     f"installed tasks: {valid}")  # fmt: skip
 
 
-class _Edits:
-    """Spec edits applied in order (a base task's, then its variant's)."""
-
-    def __init__(self, *edits):
-        self.edits = edits
-
-    def __call__(self, spec) -> None:
-        for edit in self.edits:
-            edit(spec)
-
-
-def inherit(plugin: TaskPlugin, tasks: Mapping[str, TaskPlugin], seen: tuple[str, ...] = ()) -> TaskPlugin:
-    """`plugin` with what the installed task its YAML extends provides: that task's terms under its
-    own (its own win on a clash) and that task's spec edit before its own. A YAML that cannot be
-    read, or extends a file, changes nothing here (the config's composition reports the former)."""
+def extends_of(path: Path) -> str | None:
+    """The `extends:` of the YAML at `path` as written (None: none, or a file it cannot read; the
+    config's composition reports the latter)."""
     try:
-        base = _read(plugin.config).get("extends")
+        base = _read(path).get("extends")
     except UserError:
-        return plugin
-    if not isinstance(base, str) or base not in tasks or base in seen or base == plugin.name:
-        return plugin
-    parent = inherit(tasks[base], tasks, (*seen, plugin.name))
-    edits = [e for e in (parent.edit_spec, plugin.edit_spec) if e is not None]
-    edit = edits[0] if len(edits) == 1 else (_Edits(*edits) if edits else None)
-    return replace(plugin, terms={**parent.terms, **plugin.terms}, edit_spec=edit)
+        return None
+    return base if isinstance(base, str) else None

@@ -5,7 +5,8 @@ import pytest
 
 from robolearn import compose, registry
 from robolearn.errors import UserError
-from robolearn.task_yaml import inherit, load_task_yaml
+from robolearn.registry import inherit, task_configs
+from robolearn.task_yaml import load_task_yaml
 
 
 @pytest.fixture
@@ -16,7 +17,7 @@ def installed(installed_tasks):
 def test_extends_an_installed_task_by_name(installed, tmp_path):
     (tmp_path / "fast.yaml").write_text("extends: cartpole\nepisode_length_s: 2.0\nrewards: {alive: {weight: 2.0}}\n")
     installed["fast_cartpole"] = registry.TaskPlugin(config=tmp_path / "fast.yaml")
-    node = load_task_yaml(tmp_path / "fast.yaml", installed)
+    node = load_task_yaml(tmp_path / "fast.yaml", task_configs(installed))
     assert "name" not in node and node["episode_length_s"] == 2.0 and node["decimation"] == 2
     assert node["rewards"]["alive"] == {"func": "is_alive", "weight": 2.0}  # merged key by key
     cfg = compose.compose_train(["task=fast_cartpole"])
@@ -35,7 +36,7 @@ def test_extending_a_task_brings_its_terms_edit_and_model_file(installed, tmp_pa
                                                  edit_spec=lambda spec: calls.append("base"))  # fmt: skip
     installed["variant"] = registry.TaskPlugin(name="variant", config=variant_dir / "variant.yaml", terms={"b": abs},
                                                edit_spec=lambda spec: calls.append("variant"))  # fmt: skip
-    node = load_task_yaml(variant_dir / "variant.yaml", installed)
+    node = load_task_yaml(variant_dir / "variant.yaml", task_configs(installed))
     assert node == {"asset": str((base_dir / "arm.xml").resolve()), "decimation": 5}
     plugin = registry.get_task("variant")
     assert plugin.terms == {"a": len, "b": abs}  # the variant's own term wins a clash
@@ -55,11 +56,11 @@ def test_quadruped_rough_extends_flat_by_name():
 def test_a_file_path_still_works_and_an_unknown_base_is_one_line(installed, tmp_path):
     (tmp_path / "base.yaml").write_text("name: base\nasset: cartpole.xml\ndecimation: 3\n")
     (tmp_path / "child.yaml").write_text("extends: base.yaml\n")
-    assert load_task_yaml(tmp_path / "child.yaml", installed) == {"asset": "cartpole.xml", "decimation": 3}
+    assert load_task_yaml(tmp_path / "child.yaml", task_configs(installed)) == {"asset": "cartpole.xml", "decimation": 3}
     (tmp_path / "bad.yaml").write_text("extends: quadruped_flatt\n")
     with pytest.raises(UserError, match=r"extends: quadruped_flatt is neither an installed task nor a YAML file next "
                                         r"to it; installed tasks: .*cartpole, pendulum, quadruped_flat"):  # fmt: skip
-        load_task_yaml(tmp_path / "bad.yaml", installed)
+        load_task_yaml(tmp_path / "bad.yaml", task_configs(installed))
     installed["bad"] = registry.TaskPlugin(config=tmp_path / "bad.yaml")
     with pytest.raises(UserError, match="task 'bad' is installed but cannot be used: .*extends: quadruped_flatt"):
         compose.compose_train(["task=bad"])

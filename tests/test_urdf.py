@@ -160,3 +160,14 @@ def test_sim2sim_runs_from_the_bundle_alone(urdf_bundle):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "sim2sim urdf_arm: 2 episodes" in result.stdout
     assert "episodes ended by the watchdog: 0 of 2" in result.stdout
+
+
+def test_the_authoring_guide_quotes_this_fixture():
+    """docs/authoring.md's "Bring a URDF robot" snippet is this fixture's code, line for line."""
+    guide = (Path(__file__).parents[1] / "docs" / "authoring.md").read_text().split("## Bring a URDF robot")[1]
+    snippet = guide.split("```python\n")[1].split("```")[0]
+    source = [line.strip() for line in (FIXTURE / "__init__.py").read_text().splitlines()]
+    position = 0
+    for line in (s.strip() for s in snippet.splitlines() if s.strip()):
+        assert line in source[position:], f"the guide's URDF line is not in the fixture (in order): {line}"
+        position = source.index(line, position) + 1

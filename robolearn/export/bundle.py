@@ -33,6 +33,7 @@ from robolearn.errors import UserError
 from robolearn.evaluate import evaluate
 from robolearn.export.metadata import robot_metadata, versions, write_robot_yaml
 from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, ParityReport, check_parity, export_onnx
+from robolearn.model_files import loaded_files, model_files
 from robolearn.rl.models import ActorCritic, InferencePolicy
 from robolearn.run_dir import check_export_target
 from robolearn_deploy.engines import OnnxRuntimeEngine
@@ -69,28 +70,6 @@ class ExportResult:
     evaluation: dict[str, float]
 
 
-def _model_files(asset: Path) -> list[Path]:
-    """The MJCF, the files it includes and the mesh/texture/heightfield files it loads, relative
-    to the MJCF's folder: what sim-to-sim needs to rebuild the robot from the bundle alone."""
-    import xml.etree.ElementTree as ET
-
-    import mujoco
-
-    root = asset.parent
-    found, pending = [Path(asset.name)], [asset]
-    while pending:  # <include file=...> is resolved relative to the main model's folder
-        for element in ET.parse(pending.pop()).getroot().iter("include"):
-            found.append(Path(element.get("file", "")))
-            pending.append(root / found[-1])
-    spec = mujoco.MjSpec.from_file(str(asset))
-    for items, folder in ((spec.meshes, spec.meshdir), (spec.hfields, spec.meshdir), (spec.textures, spec.texturedir)):
-        found += [Path(folder or "") / item.file for item in items if item.file]
-    for rel in found:
-        if rel.is_absolute() or ".." in rel.parts or not (root / rel).is_file():
-            raise UserError(f"model file {rel} is not inside {root}: a bundle carries only files below the MJCF's folder")
-    return sorted(set(found))
-
-
 def _bundle_path(source: Path, root: Path, folder: str) -> Path:
     """Where a file the model loads goes in the bundle: its path relative to the model's folder,
     or `folder/<file name>` for one outside it (a ROS package's ../meshes)."""
@@ -110,16 +89,15 @@ def _write_compiled(asset: Path, staging: Path, name: str, edit=None) -> None:
         edit(spec)
     spec.compile()
     placed = {Path(n): "a bundle file" for n in (name, "robot.yaml", "task.yaml")}
-    for items, folder, kind in ((spec.meshes, spec.meshdir, "meshes"), (spec.hfields, spec.meshdir, "meshes"),
-                                (spec.textures, spec.texturedir, "textures")):  # fmt: skip
-        for item in (i for i in items if i.file):
-            source = (asset.parent / (folder or "") / (Path(item.file).name if spec.strippath else item.file)).resolve()
-            rel = _bundle_path(source, asset.parent, kind)
-            if placed.setdefault(rel, source) != source:
-                raise UserError(f"{source} would be {rel} in the bundle, where {placed[rel]} is; rename one of them")
-            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, staging / rel)
-            item.file = rel.as_posix()
+    for item, attr, what in loaded_files(spec):
+        folder = getattr(spec, attr) or ""
+        source = (asset.parent / folder / (Path(item.file).name if spec.strippath else item.file)).resolve()
+        rel = _bundle_path(source, asset.parent, "textures" if what == "texture" else "meshes")
+        if placed.setdefault(rel, source) != source:
+            raise UserError(f"{source} would be {rel} in the bundle, where {placed[rel]} is; rename one of them")
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, staging / rel)
+        item.file = rel.as_posix()
     spec.meshdir, spec.texturedir, spec.strippath = "", "", False  # every path is now relative to the MJCF
     spec.modelfiledir = f"{staging}{os.sep}"  # to_xml compiles again: from the copies
     (staging / name).write_text(spec.to_xml())
@@ -133,7 +111,7 @@ def _copy_model(asset: Path, staging: Path, name: str, edit=None) -> None:
     if name != asset.name or edit is not None:
         _write_compiled(asset, staging, name, edit)
         return
-    for rel in _model_files(asset):
+    for rel in model_files(asset, "a bundle"):
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(asset.parent / rel, staging / rel)
 

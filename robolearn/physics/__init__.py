@@ -15,6 +15,7 @@ import mujoco
 import torch
 
 from robolearn.errors import UserError, one_line
+from robolearn.model_files import loaded_files
 from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend
 
 
@@ -122,20 +123,18 @@ def _missing_file(path: Path) -> str | None:
         return None
     kind = _model_kind(path)
     inside = " inside <robot>" if kind == "URDF" else ""
-    for items, what, attr in ((spec.meshes, "mesh", "meshdir"), (spec.hfields, "heightfield", "meshdir"),
-                              (spec.textures, "texture", "texturedir")):  # fmt: skip
+    for item, attr, what in loaded_files(spec):
         folder = getattr(spec, attr) or ""
-        for item in (i for i in items if i.file):
-            file = Path(item.file).name if spec.strippath else item.file
-            if "://" in file:
-                return (f"{what} file '{file}' is a URI (ROS package://), which MuJoCo does not resolve; keep only the "
-                        f'file name with <mujoco><compiler strippath="true" {attr}="<its folder, relative to the '
-                        f'{kind}>"/></mujoco>{inside}')  # fmt: skip
-            where = path.parent / folder / file
-            if not where.is_file():
-                stripped = '; strippath="true" keeps only the file name' if spec.strippath else ""
-                return (f"{what} file '{file}' not found at {where}; a relative path is looked up from the {kind}'s "
-                        f"folder and {attr}='{folder}' (set by <mujoco><compiler {attr}=.../></mujoco>{inside}{stripped})")
+        file = Path(item.file).name if spec.strippath else item.file
+        if "://" in file:
+            return (f"{what} file '{file}' is a URI (ROS package://), which MuJoCo does not resolve; keep only the "
+                    f'file name with <mujoco><compiler strippath="true" {attr}="<its folder, relative to the '
+                    f'{kind}>"/></mujoco>{inside}')  # fmt: skip
+        where = path.parent / folder / file
+        if not where.is_file():
+            stripped = '; strippath="true" keeps only the file name' if spec.strippath else ""
+            return (f"{what} file '{file}' not found at {where}; a relative path is looked up from the {kind}'s "
+                    f"folder and {attr}='{folder}' (set by <mujoco><compiler {attr}=.../></mujoco>{inside}{stripped})")
     return None
 
 

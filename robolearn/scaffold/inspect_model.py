@@ -14,6 +14,7 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError, one_line
+from robolearn.model_files import model_files as shared_model_files
 
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _IMU_SENSORS = (int(mujoco.mjtSensor.mjSENS_GYRO), int(mujoco.mjtSensor.mjSENS_ACCELEROMETER),
@@ -102,21 +103,10 @@ def compile_spec(spec: mujoco.MjSpec, path: Path) -> mujoco.MjModel:
 
 
 def model_files(path: Path) -> list[Path]:
-    """The MJCF, the files it includes and the mesh/texture/heightfield files it loads, relative to
-    its folder (a URDF's meshes are gathered by `urdf_meshes` instead)."""
-    spec = load_spec(path)  # MuJoCo's own message for a file it cannot read
-    root, found, pending = path.parent, [Path(path.name)], [path]
-    while pending:
-        for element in ET.parse(pending.pop()).getroot().iter("include"):
-            found.append(Path(element.get("file", "")))
-            pending.append(root / found[-1])
-    for items, folder in ((spec.meshes, spec.meshdir), (spec.hfields, spec.meshdir), (spec.textures, spec.texturedir)):
-        found += [Path(folder or "") / item.file for item in items if item.file]
-    for rel in found:
-        if rel.is_absolute() or ".." in rel.parts or not (root / rel).is_file():
-            raise UserError(f"model file {rel} is not inside {root}: the task package carries only the files below the "
-                            "model's folder; move them there")  # fmt: skip
-    return sorted(set(found))
+    """The MJCF and the files it includes and loads, relative to its folder (a URDF's meshes are
+    gathered by `urdf_meshes` instead)."""
+    load_spec(path)  # MuJoCo's own message for a file it cannot read
+    return shared_model_files(path, "the task package")
 
 
 def urdf_meshes(path: Path) -> list[Path]:

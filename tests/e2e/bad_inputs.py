@@ -273,7 +273,7 @@ CASES: list[Case] = [
     train("sim_dt_zero", "task.sim_dt=0", expect=("task.sim_dt=0.0 is out of range",)),
     train("unknown_integrator", "task.sim.integrator=rk5", expect=("task.sim.integrator=rk5", "euler, rk4, implicit")),
     train("action_scale_not_a_number", "task.action.scale=fast", expect=("task.action.scale=fast", "a mapping")),
-    train("action_scale_zero", "task.action.scale=0", expect=("task.action.scale=0.0 is out of range", "other than 0")),
+    train("action_scale_zero", "task.action.scale=0", expect=("task.action.scale=0 is out of range", "other than 0")),
     train("action_unknown_actuator", "task.action.actuators=[nope]", expect=("nope",)),
     train("obs_noise_negative", "task.observations.policy.terms.cart_pos.noise.scale=-1", expect=("noise.scale=-1.0 is out of range", ">= 0")),
     train("obs_noise_type_unknown", "task.observations.policy.terms.cart_pos.noise.type=pink", expect=("pink",)),

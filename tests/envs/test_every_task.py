@@ -1,6 +1,8 @@
 """Every registered task builds, resets and steps 500 times on every installed backend without NaN,
 with its full randomization (the sim2real preset: latency, pushes, gravity tilt, adaptive ranges)."""
 
+import os
+
 import pytest
 import torch
 
@@ -11,7 +13,12 @@ from robolearn.registry import discover_tasks
 
 from ..conftest import random_actions
 
-CASES = [(task, backend) for task in sorted(discover_tasks()) for backend in BACKENDS]
+SLOW = {("arm_reach", "mjx")}
+"""Cases CI leaves out for time: MJX compiles the arm's implicitfast step for ~40 s on a 2-core CPU,
+and the arm meets nothing there the other tasks do not (it has no contacts at all). ROBOLEARN_SLOW_CASES=1
+runs them too (they passed on 2026-11-24)."""
+CASES = [(task, backend) for task in sorted(discover_tasks()) for backend in BACKENDS
+         if (task, backend) not in SLOW or os.environ.get("ROBOLEARN_SLOW_CASES") == "1"]  # fmt: skip
 # A task with a generated terrain steps here on a small one (2 x 2 tiles): the full-size field is
 # hundreds of thousands of samples, which native MuJoCo copies into every environment's model.
 SMALL_TERRAIN = ["task.terrain.num_levels=2", "task.terrain.num_cols=2", "task.terrain.tile_size=4.0",
