@@ -1,4 +1,5 @@
-"""`robolearn <verb> [args]`: train (Hydra overrides), export run=<dir>, list.
+"""`robolearn <verb> [args]`: train (Hydra overrides), export, eval, sim2sim, play, list, runs,
+terms, new-task (USAGE below; each verb's --help prints its part).
 
 A mistake a user can fix ends in one line on stderr and exit code 2; Hydra's own composition
 errors (unknown group option, bad key or type, malformed override) are translated the same way.

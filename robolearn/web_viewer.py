@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import signal
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -166,13 +168,32 @@ def serve(run_dir: Path, checkpoint_file: Path | None, num_envs: int, host: str,
         print(f"serving {env.cfg.name} ({live.source.name}, iteration {live.iteration}) at {url}; "
               "open it in a browser (from another machine: ssh -L "
               f"{port}:localhost:{port} <this host>); Ctrl+C stops", flush=True)  # fmt: skip
-        try:
-            _loop(live, scene, panel, data, duration)
-        except KeyboardInterrupt:  # how a user stops the viewer
+        with _ctrl_c_stops() as stop:
+            _loop(live, scene, panel, data, duration, stop)
+        if stop.is_set():
             print("stopped the viewer", flush=True)
     finally:
         server.stop()
         env.close()
+
+
+@contextlib.contextmanager
+def _ctrl_c_stops():
+    """Ctrl+C (SIGINT) sets the event the loop checks each tick, so it never lands inside a viser
+    call that holds a lock (which then left server.stop() waiting forever); a second Ctrl+C
+    interrupts at once, as usual."""
+    stop = threading.Event()
+
+    def request_stop(signum, frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, request_stop)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _camera_distance(model) -> float:
@@ -181,7 +202,7 @@ def _camera_distance(model) -> float:
     return max(1.0, 2.5 * robot_size(model))
 
 
-def _loop(live: LivePolicy, scene, panel, data, duration: float | None) -> None:
+def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: threading.Event | None = None) -> None:
     env, model = live.env, live.env.model
     weights = env.rewards.weights.numpy()
     live.reset()
@@ -189,7 +210,7 @@ def _loop(live: LivePolicy, scene, panel, data, duration: float | None) -> None:
     started = time.perf_counter()
     clock = started  # the wall time the simulation has caught up to
     drawn = shown = polled = 0.0
-    while duration is None or time.perf_counter() - started < duration:
+    while (duration is None or time.perf_counter() - started < duration) and not (stop and stop.is_set()):
         for request in panel.drain():
             if request.kind in ("pause", "resume"):
                 paused = request.kind == "pause"

@@ -39,13 +39,21 @@ def make_env():
 
 @pytest.fixture
 def installed_tasks(monkeypatch):
-    """The installed tasks as a dict a test may add TaskPlugins to (composition and get_task see them)."""
+    """The installed tasks as a dict a test may add TaskPlugins to (composition and get_task see
+    them); afterwards the added tasks leave Hydra's ConfigStore (a global) again."""
+    from hydra.core.config_store import ConfigStore
+
     from robolearn import compose, registry
 
     tasks = registry.discover_tasks()
+    installed = set(tasks)
     monkeypatch.setattr(compose, "discover_tasks", lambda: dict(tasks))
     monkeypatch.setattr(registry, "discover_tasks", lambda: dict(tasks))
-    return tasks
+    yield tasks
+    stored = ConfigStore.instance().repo.get("task", {})
+    for name in set(tasks) - installed:
+        stored.pop(f"{name}.yaml", None)
+        registry.BROKEN.pop(name, None)
 
 
 def random_actions(env, gen):
