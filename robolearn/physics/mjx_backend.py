@@ -12,6 +12,10 @@
   the MJCF gives it a nonzero value.
 - JAX is told not to preallocate most of the GPU (XLA_PYTHON_CLIENT_PREALLOCATE=false, set
   before JAX is imported) so torch and JAX share the card.
+- XLA compiles a task's step once per model and env count, for tens of seconds; what it compiled
+  is kept in JAX's persistent cache, ~/.cache/robolearn/jax ($XDG_CACHE_HOME respected;
+  JAX_COMPILATION_CACHE_DIR chooses another place), so a run of a configuration seen before starts
+  at once.
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ import torch  # noqa: E402
 from mujoco import mjx  # noqa: E402
 
 from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr  # noqa: E402
+
+if jax.config.jax_compilation_cache_dir is None:  # JAX_COMPILATION_CACHE_DIR unset
+    _cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    jax.config.update("jax_compilation_cache_dir", os.path.join(_cache_home, "robolearn", "jax"))
 
 _STATE = ("qpos", "qvel", "act", "time", "ctrl", "qacc_warmstart", "history", "qfrc_applied", "xfrc_applied",
           "mocap_pos", "mocap_quat")

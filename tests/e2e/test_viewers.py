@@ -38,7 +38,12 @@ def web_viewer(run_dir, cwd, *args):
         yield f"http://127.0.0.1:{port}/", server
     finally:
         server.send_signal(signal.SIGINT)
-        _, err = server.communicate(timeout=30)
+        try:
+            _, err = server.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()  # never leave a server running behind a failed test
+            server.communicate()
+            raise
     assert server.returncode in (0, 130), err[-2000:]
     assert "Traceback" not in err, err[-2000:]
 
