@@ -20,7 +20,7 @@ KINDS: dict[str, str] = {
     "termination": "f(env, **params) -> BoolTensor[num_envs]; True ends the episode",
     "event": "f(env, mask, **params) -> None; acts where mask [num_envs] is True",
     "curriculum": "class: built with (env, **params), called (env, mask) where episodes end",
-    "metric": "f(env, **params) -> Tensor[num_envs] per step; reported, not rewarded",
+    "metric": "f(env, **params) -> Tensor[num_envs] per step; reported (per step, meter or final), not rewarded",
 }
 """Every term kind, in catalogue order, with the call contract its terms follow."""
 
