@@ -54,6 +54,12 @@ class ObsTermCfg:
     """Clip the scaled value to [-clip, clip]; None disables."""
     units: str = ""
     """Physical units of the raw value (documentation for robot.yaml)."""
+    history: int = 1
+    """How many control steps of this term the policy sees: 1 = the current value only; K > 1 =
+    the last K values, oldest first, [v(t-K+1), ..., v(t)] flattened step after step (each value
+    as the group computes it: noise drawn per step, then scale and clip). An episode's first
+    observation fills every slot with its first value. At most the episode's length in control
+    steps; robot.yaml records it as the term's `history`."""
 
 
 @dataclass

@@ -95,6 +95,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "task.observations.*.terms.*.scale": (_nonzero, "a number other than 0"),
     "task.observations.*.terms.*.clip": (_positive, "> 0, or null for no clip"),
     "task.observations.*.terms.*.noise.scale": (_non_negative, ">= 0"),
+    "task.observations.*.terms.*.history": (_at_least_one, "an integer >= 1 (1: the current value only)"),
     "task.commands.*.standing_probability": (_unit, "0 <= p <= 1"),
     "task.sim.timestep": (_positive, "> 0 (seconds), or null for the model's own"),
     "task.sim.iterations": (_at_least_one, "an integer >= 1"),

@@ -60,6 +60,10 @@ class Actuator:
 
 @dataclass(frozen=True)
 class ObsTerm:
+    """One term of the observation layout. With `history` K > 1 its slice start:stop holds the
+    last K values of the term, oldest first ([v(t-K+1), ..., v(t)], each `width` wide, each
+    scaled and clipped); a robot.yaml without `history` means 1 (the current value only)."""
+
     name: str
     start: int
     stop: int
@@ -68,6 +72,12 @@ class ObsTerm:
     units: str
     source: str
     params: dict
+    history: int = 1
+
+    @property
+    def width(self) -> int:
+        """Values of one step: what the term's source writes each tick."""
+        return (self.stop - self.start) // self.history
 
 
 @dataclass(frozen=True)
@@ -127,7 +137,7 @@ class Bundle:
         obs, act = _require(meta, "observation"), _require(meta, "action")
         terms = tuple(
             ObsTerm(t["name"], int(t["start"]), int(t["stop"]), float(t.get("scale", 1.0)), t.get("clip"),
-                    t.get("units", ""), t["source"], dict(t.get("params") or {}))
+                    t.get("units", ""), t["source"], dict(t.get("params") or {}), _history(t))
             for t in _require(obs, "terms", "robot.yaml observation")
         )  # fmt: skip
         bundle = cls(
@@ -148,6 +158,11 @@ class Bundle:
                 raise DeployError(
                     f"observation layout is broken at term '{t.name}' (slice {t.start}:{t.stop}, expected to start "
                     f"at {at}): robot.yaml does not describe a contiguous observation"
+                )
+            if (t.stop - t.start) % t.history:
+                raise DeployError(
+                    f"observation term '{t.name}' has history {t.history} but its slice {t.start}:{t.stop} is not "
+                    f"{t.history} steps of equal width: robot.yaml does not describe a history; re-export the bundle"
                 )
             at = t.stop
         if at != self.obs_size:
@@ -196,6 +211,15 @@ def read_verified(path: Path) -> dict:
         if sha256(file) != expected:
             raise DeployError(f"{name} does not match its sha256 in robot.yaml: it changed after export; re-export the bundle")
     return meta
+
+
+def _history(term: dict) -> int:
+    """A term's `history` (absent: 1, the bundles written before history existed)."""
+    history = term.get("history", 1)
+    if isinstance(history, bool) or not isinstance(history, int) or history < 1:
+        raise DeployError(f"observation term '{term.get('name')}' has history {history!r}; valid: an integer >= 1 "
+                          "(re-export the bundle)")  # fmt: skip
+    return history
 
 
 def _actuator(entry: dict) -> Actuator:

@@ -99,7 +99,8 @@ class ControlLoop:
         return low, high
 
     def reset(self) -> None:
-        """Start over: last action zero, watchdog re-armed (after the robot is safe again)."""
+        """Start over, as a training episode starts: last action zero, observation histories
+        refilled from the next reading, watchdog re-armed (after the robot is safe again)."""
         self.observations.reset()
         self.tripped: str | None = None
         self._safe: JointCommand | None = None

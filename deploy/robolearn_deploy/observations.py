@@ -5,6 +5,14 @@ function) and its params. Here every source has a numpy twin that reads the same
 a RobotState; the builder resolves names to indices once, when it is made, so each control step
 costs a handful of array copies. Then the whole vector is scaled and clipped as in training.
 
+A term with `history: K` in robot.yaml feeds the policy its last K values, oldest first, each
+scaled and clipped as it was when it was the newest (training's order). The builder then writes
+each tick's values into a current block of its own and shifts every history by one step with a
+single preallocated gather ([previous observation | current] -> observation, the same indices
+training uses). The first `build` after `reset()` fills every slot with that tick's value, as a
+training episode starts; the ControlLoop resets the builder when it starts or is reset (also to
+clear a watchdog trip), so a trip always restarts the history.
+
 A robot-specific source (a foot contact switch, a joystick command, ...) is added with
 `register_source`; a layout that names a source this runtime lacks is refused when the builder
 is made, never at run time.
@@ -50,9 +58,11 @@ class SourceContext:
         return np.array([self._index[j] for j in joints], dtype=np.intp)
 
     def expect_width(self, term: ObsTerm, width: int) -> None:
-        if term.stop - term.start != width:
+        """The term's width per step (its slice over its history) must be what its source gives."""
+        if term.width != width:
+            per_step = " per step" if term.history > 1 else ""
             raise DeployError(
-                f"observation '{term.name}' ({term.source}) has {term.stop - term.start} values in robot.yaml but "
+                f"observation '{term.name}' ({term.source}) has {term.width} values{per_step} in robot.yaml but "
                 f"its source gives {width}: layout mismatch; re-export the bundle"
             )
 
@@ -127,7 +137,7 @@ def _signal(name: str | None, size: int | None = None) -> SourceFactory:
             width = len(commands[key]["components"])
         if width is not None:
             ctx.expect_width(term, width)
-        ctx.signals[key] = term.stop - term.start
+        ctx.signals[key] = term.width
 
         def write(state, last_action, out):
             out[:] = state.signals[key]
@@ -164,18 +174,33 @@ class ObservationBuilder:
     def __init__(self, bundle: Bundle, joint_names: Sequence[str], out: np.ndarray | None = None):
         """out: a float32 [D] buffer to build into (e.g. Policy.input_buffer), else its own."""
         ctx = SourceContext(bundle, joint_names)
-        self._writers: list[tuple[Writer, slice]] = []
+        writers: list[tuple[Writer, int]] = []
         for term in bundle.terms:
             if term.source not in SOURCES:
                 raise DeployError(
                     f"observation '{term.name}' comes from '{term.source}', which this runtime cannot read from a "
                     f"robot; known sources: {', '.join(sorted(SOURCES))} (add one with register_source)"
                 )
-            self._writers.append((SOURCES[term.source](term, ctx), slice(term.start, term.stop)))
-        self.obs = np.zeros(bundle.obs_size, dtype=np.float32) if out is None else out
-        self._views = [(w, self.obs[s]) for w, s in self._writers]
-        scale = np.concatenate([np.full(t.stop - t.start, t.scale, np.float32) for t in bundle.terms])
-        clip = np.concatenate([np.full(t.stop - t.start, np.inf if t.clip is None else t.clip, np.float32) for t in bundle.terms])
+            writers.append((SOURCES[term.source](term, ctx), term.width))
+        size = bundle.obs_size
+        self.obs = np.zeros(size, dtype=np.float32) if out is None else out
+        width = sum(t.width for t in bundle.terms)
+        self._work: np.ndarray | None = None
+        """With history: [previous observation D | this tick's values W] (float32)."""
+        current = self.obs
+        if width != size:
+            self._work = np.zeros(size + width, dtype=np.float32)
+            current = self._work[size:]
+            self._advance, self._fill = _history_indices(bundle.terms, size)
+        self._fresh = True
+        """The next build is the first of an episode: every history slot takes its value."""
+        self._views, at = [], 0
+        for write, w in writers:
+            self._views.append((write, current[at : at + w]))
+            at += w
+        self._current = current
+        scale = np.concatenate([np.full(t.width, t.scale, np.float32) for t in bundle.terms])
+        clip = np.concatenate([np.full(t.width, np.inf if t.clip is None else t.clip, np.float32) for t in bundle.terms])
         self._scale = scale if (scale != 1).any() else None
         self._clip = clip if np.isfinite(clip).any() else None
         self.last_action = np.zeros(bundle.num_actions, dtype=np.float32)
@@ -201,14 +226,37 @@ class ObservationBuilder:
         return None
 
     def build(self, state: RobotState) -> np.ndarray:
-        """The policy input for `state` (a view of one buffer, overwritten by the next call)."""
+        """The policy input for `state` (a view of one buffer, overwritten by the next call).
+        Each call is one control step: history terms move on by one value."""
+        current = self._current
         for write, out in self._views:
             write(state, self.last_action, out)
         if self._scale is not None:
-            np.multiply(self.obs, self._scale, out=self.obs)
+            np.multiply(current, self._scale, out=current)
         if self._clip is not None:
-            np.clip(self.obs, -self._clip, self._clip, out=self.obs)
+            np.clip(current, -self._clip, self._clip, out=current)
+        if self._work is not None:
+            self._work[: self.obs.shape[0]] = self.obs
+            np.take(self._work, self._fill if self._fresh else self._advance, out=self.obs, mode="clip")  # unbuffered
+        self._fresh = False
         return self.obs
 
     def reset(self) -> None:
+        """A new episode: last action zero; the next build fills every history with its value."""
         self.last_action[:] = 0.0
+        self._fresh = True
+
+
+def _history_indices(terms: Sequence[ObsTerm], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices into [previous observation (size) | current values]: `advance` shifts each history
+    one step (each slot takes the next newer one, the newest takes the current value), `fill`
+    puts the current value into every slot."""
+    advance, fill, current = [], [], size
+    for t in terms:
+        w = t.width
+        for j in range(t.history):
+            for c in range(w):
+                fill.append(current + c)
+                advance.append(current + c if j == t.history - 1 else t.start + (j + 1) * w + c)
+        current += w
+    return np.array(advance, dtype=np.intp), np.array(fill, dtype=np.intp)

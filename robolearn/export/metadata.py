@@ -1,7 +1,8 @@
 """robot.yaml: the contract between the trained policy and the robot.
 
 Joint order, action scaling and gains, control period, the observation layout (each term's slice,
-scale, clip, units and source), versions, the training evaluation, and a sha256 for every file
+scale, clip, units, source and history: a term with `history: K` spans K steps of its width in
+start:stop, oldest first), versions, the training evaluation, and a sha256 for every file
 and for robot.yaml's own content. The deploy runtime (robolearn_deploy.bundle) reads exactly this.
 """
 
@@ -100,7 +101,7 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
             "size": env.observation_dims()["policy"],
             "terms": [
                 {"name": s.name, "start": s.start, "stop": s.stop, "scale": s.scale, "clip": s.clip, "units": s.units,
-                 "source": s.func, "params": _term_params(func, s.params, model)}
+                 "source": s.func, "params": _term_params(func, s.params, model), "history": s.history}
                 for s, func in env.observations.functions("policy")
             ],
         },

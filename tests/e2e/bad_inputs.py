@@ -271,6 +271,8 @@ CASES: list[Case] = [
     train("decimation_zero", "task.decimation=0", expect=("task.decimation=0 is out of range",)),
     train("episode_length_negative", "task.episode_length_s=-2", expect=("task.episode_length_s=-2.0 is out of range", "seconds")),
     train("sim_dt_zero", "task.sim_dt=0", expect=("task.sim_dt=0.0 is out of range",)),
+    train("obs_history_zero", "task.observations.policy.terms.cart_pos.history=0", expect=("history=0 is out of range", ">= 1")),
+    train("obs_history_too_long", "task.observations.policy.terms.cart_pos.history=251", expect=("longer than the episode", "1..250")),
     train("unknown_integrator", "task.sim.integrator=rk5", expect=("task.sim.integrator=rk5", "euler, rk4, implicit")),
     train("action_scale_not_a_number", "task.action.scale=fast", expect=("task.action.scale=fast", "a mapping")),
     train("action_scale_zero", "task.action.scale=0", expect=("task.action.scale=0 is out of range", "other than 0")),
