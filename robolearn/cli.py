@@ -324,32 +324,48 @@ def _runs(args: list[str]) -> int:
     return 0
 
 
+def _flags(args: list[str], options: dict[str, str | None], choices: dict[str, str], takes: str) -> tuple[dict, str | None]:
+    """(option values, the one positional argument or None) of `--flag value` / `--flag=value`
+    arguments; a flag without a value names its `choices` where it has them, anything else is
+    refused with what the verb `takes`."""
+    from robolearn.errors import UserError
+
+    options, positional, rest = dict(options), None, list(args)
+    while rest:
+        arg = rest.pop(0)
+        flag, eq, value = arg.partition("=")
+        if flag in options:
+            if not eq:
+                value = rest.pop(0) if rest and not rest[0].startswith("--") else ""
+            if not value:
+                raise UserError(f"{flag} needs a value" + (f"; valid: {choices[flag]}" if flag in choices else ""))
+            options[flag] = value
+        elif arg.startswith("-") or positional is not None:
+            raise UserError(f"unexpected argument '{arg}'; {takes}")
+        else:
+            positional = arg
+    return options, positional
+
+
 def _terms(args: list[str]) -> int:
     """`terms [--kind K] [name]`: the generic term catalogue (robolearn/term_catalog.py)."""
     from robolearn import term_catalog
     from robolearn.errors import UserError
 
-    kind, names, rest = None, [], list(args)
-    while rest:
-        arg = rest.pop(0)
-        if arg == "--kind" or arg.startswith("--kind="):
-            value = arg.partition("=")[2] if "=" in arg else (rest.pop(0) if rest else "")
-            if not value:
-                raise UserError(f"--kind needs a value; valid: {', '.join(term_catalog.KINDS)}")
-            try:
-                kind = term_catalog.parse_kind(value)
-            except ValueError as exc:
-                raise UserError(str(exc)) from None
-        elif arg.startswith("-") or names:
-            raise UserError(f"unexpected argument '{arg}'; terms takes [--kind <kind>] [<term name>]")
-        else:
-            names.append(arg)
+    kinds = ", ".join(term_catalog.KINDS)
+    options, name = _flags(args, {"--kind": None}, {"--kind": kinds}, "terms takes [--kind <kind>] [<term name>]")
+    kind = None
+    if options["--kind"] is not None:
+        try:
+            kind = term_catalog.parse_kind(options["--kind"])
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     entries = term_catalog.catalog()
     if kind is not None:
         entries = [e for e in entries if kind in e.kinds]
-    if names:
+    if name is not None:
         try:
-            print(term_catalog.format_term(term_catalog.find(entries, names[0])), end="")
+            print(term_catalog.format_term(term_catalog.find(entries, name)), end="")
         except ValueError as exc:
             raise UserError(str(exc) + (f" (among the {kind} terms)" if kind else "")) from None
     else:
@@ -362,25 +378,13 @@ def _new_task(args: list[str]) -> int:
     from robolearn.errors import UserError
     from robolearn.scaffold import TEMPLATE_NAMES, new_task
 
-    options, names, rest = {"--template": "minimal", "--robot": None, "--out": None}, [], list(args)
-    while rest:
-        arg = rest.pop(0)
-        flag, eq, value = arg.partition("=")
-        if flag in options:
-            if not eq:
-                value = rest.pop(0) if rest and not rest[0].startswith("--") else ""
-            if not value:
-                valid = f"; valid: {', '.join(TEMPLATE_NAMES)}" if flag == "--template" else ""
-                raise UserError(f"{flag} needs a value{valid}")
-            options[flag] = value
-        elif arg.startswith("-") or names:
-            raise UserError(f"unexpected argument '{arg}'; new-task takes NAME [--template minimal|locomotion|reach] "
-                            "[--robot model.xml|model.urdf] [--out DIR]")  # fmt: skip
-        else:
-            names.append(arg)
-    if not names:
+    options, name = _flags(args, {"--template": "minimal", "--robot": None, "--out": None},
+                           {"--template": ", ".join(TEMPLATE_NAMES)},
+                           "new-task takes NAME [--template minimal|locomotion|reach] [--robot model.xml|model.urdf] "
+                           "[--out DIR]")  # fmt: skip
+    if name is None:
         raise UserError("new-task needs the task's NAME, e.g. robolearn new-task my_robot_walk --template locomotion")
-    result = new_task(names[0], options["--template"], _path(options["--robot"]), _path(options["--out"]))
+    result = new_task(name, options["--template"], _path(options["--robot"]), _path(options["--out"]))
     print(f"wrote {result.folder}/: task '{result.name}' (template {result.template})")
     for line in result.lines:
         print(f"  {line}")
