@@ -138,7 +138,7 @@ def _missing_file(path: Path) -> str | None:
     return None
 
 
-def load_model(path: Path, sim_dt: float | None = None, edit: Callable[[mujoco.MjSpec], None] | None = None) -> mujoco.MjModel:
+def load_model(path: Path, edit: Callable[[mujoco.MjSpec], None] | None = None) -> mujoco.MjModel:
     """Compile an MJCF or URDF file, after `edit` changed its spec (a task plugin's edit_spec); a
     missing or broken file, or a mesh it cannot find, is a UserError naming the file."""
     if not path.is_file():
@@ -157,10 +157,6 @@ def load_model(path: Path, sim_dt: float | None = None, edit: Callable[[mujoco.M
             model = spec.compile()
     except ValueError as exc:
         raise UserError(f"cannot load {_model_kind(path)} {path}: {_missing_file(path) or one_line(exc)}") from None
-    if sim_dt is not None:
-        if sim_dt <= 0:
-            raise UserError(f"task.sim_dt must be positive, got {sim_dt}")
-        model.opt.timestep = sim_dt
     return model
 
 

@@ -94,7 +94,7 @@ class Scene:
         if cfg.sim_dt is not None:  # into the spec too, so that the bundle's model carries it
             options["timestep"] = cfg.sim_dt
         edit = with_sim_options(edit, options)
-        model = load_model(asset_path, None, edit)
+        model = load_model(asset_path, edit)
         return cls(model, device, asset_path, edit, terrain)
 
     def _cached(self, key: tuple, make: Callable[[], object]):
