@@ -25,7 +25,7 @@ from robolearn.logger import RunLogger
 from robolearn.manifest import describe_run, write_manifest
 from robolearn.physics import resolve_placement
 from robolearn.registry import get_task
-from robolearn.rl.models import ActorCritic
+from robolearn.rl.models import ActorCritic, Controller
 from robolearn.rl.runner import OnPolicyRunner
 from robolearn.run_dir import holds_run
 
@@ -234,7 +234,7 @@ def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = N
         raise UserError(f"episodes must be at least 1, got {episodes}")
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes)
     try:
-        metrics, _ = evaluate(env, actor_critic.action_mean)
+        metrics, _ = evaluate(env, Controller(actor_critic, env.num_envs, env.device))
     finally:
         env.close()
     metrics = {"checkpoint": source.name, "iteration": payload["iteration"], **metrics}

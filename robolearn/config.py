@@ -349,6 +349,20 @@ class AlgoCfg:
     amplified at most 1/normalizer_min_std times (also in the exported policy)."""
     normalizer_clip: Optional[float] = None
     """Clip normalized observations to [-clip, clip] (also in the exported policy); None: no clip."""
+    policy: str = "mlp"
+    """The actor's network: 'mlp' (feed-forward), 'gru' or 'lstm' (a recurrent core of
+    rnn_num_layers x rnn_hidden_size before the actor_hidden_dims head); the critic's too unless
+    critic_network says otherwise."""
+    critic_network: Optional[str] = None
+    """The critic's network, 'mlp', 'gru' or 'lstm'; null: the same as `policy`."""
+    rnn_hidden_size: int = 64
+    """Units per layer of a recurrent core."""
+    rnn_num_layers: int = 1
+    """Stacked layers of a recurrent core."""
+    bptt_length: int = 0
+    """Recurrent networks learn from sequences of this many steps of one environment (truncated
+    back-propagation through time; each starts from the state the rollout had there); 0: the
+    whole rollout (runner.num_steps_per_env), which it must divide."""
     compile: bool = False
     """Compile each minibatch step of the update with torch.compile (same results, within float
     tolerance; pays a one-time compilation of tens of seconds)."""

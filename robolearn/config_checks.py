@@ -20,6 +20,7 @@ from robolearn.scene import sim_options
 
 SCHEDULES = ("adaptive", "fixed")
 ACTIVATIONS = ("elu", "relu", "tanh")
+NETWORKS = ("mlp", "gru", "lstm")
 LOGGERS = ("tensorboard", "wandb", "both", "none")
 WANDB_MODES = ("online", "offline", "disabled")
 
@@ -78,6 +79,11 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "algo.activation": (lambda v: v in ACTIVATIONS, ", ".join(ACTIVATIONS)),
     "algo.normalizer_min_std": (_positive, "> 0"),
     "algo.normalizer_clip": (lambda v: v is None or v > 0, "> 0, or null for no clip"),
+    "algo.policy": (lambda v: v in NETWORKS, ", ".join(NETWORKS)),
+    "algo.critic_network": (lambda v: v is None or v in NETWORKS, ", ".join(NETWORKS) + ", or null for the same as algo.policy"),
+    "algo.rnn_hidden_size": (_at_least_one, "an integer >= 1"),
+    "algo.rnn_num_layers": (_at_least_one, "an integer >= 1"),
+    "algo.bptt_length": (_non_negative, "an integer >= 0 (0: the whole rollout)"),
     "runner.num_steps_per_env": (_at_least_one, "an integer >= 1"),
     "runner.max_iterations": (_at_least_one, "an integer >= 1"),
     "runner.save_interval": (_at_least_one, "an integer >= 1"),
@@ -148,9 +154,26 @@ def check_train_cfg(cfg: DictConfig) -> None:
     if samples % cfg.algo.num_mini_batches:
         raise UserError(f"algo.num_mini_batches={cfg.algo.num_mini_batches} does not divide env.num_envs * "
                         f"runner.num_steps_per_env = {samples}; valid: a divisor of {samples}")  # fmt: skip
+    if cfg.algo.policy != "mlp" or cfg.algo.critic_network not in (None, "mlp"):
+        check_sequences(cfg.env.num_envs, cfg.runner.num_steps_per_env, cfg.algo.bptt_length, cfg.algo.num_mini_batches)
     if cfg.algo.min_noise_std >= cfg.algo.init_noise_std:
         raise UserError(f"algo.min_noise_std={cfg.algo.min_noise_std} must be below algo.init_noise_std="
                         f"{cfg.algo.init_noise_std}")  # fmt: skip
+
+
+def check_sequences(num_envs: int, num_steps: int, bptt_length: int, num_mini_batches: int) -> int:
+    """A recurrent network learns from sequences of bptt_length steps (0: num_steps): that length
+    must divide the rollout, and num_mini_batches the number of sequences. Returns the length."""
+    length = bptt_length or num_steps
+    if num_steps % length:
+        raise UserError(f"algo.bptt_length={bptt_length} does not divide runner.num_steps_per_env={num_steps}; "
+                        f"valid: a divisor of {num_steps}, or 0 for the whole rollout")  # fmt: skip
+    sequences = num_envs * (num_steps // length)
+    if sequences % num_mini_batches:
+        raise UserError(f"algo.num_mini_batches={num_mini_batches} does not divide the {sequences} sequences of a "
+                        f"recurrent update (env.num_envs * runner.num_steps_per_env / bptt length); valid: a divisor "
+                        f"of {sequences}")  # fmt: skip
+    return length
 
 
 def _number(v) -> bool:

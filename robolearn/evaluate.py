@@ -18,9 +18,11 @@ from robolearn.progress import EvalProgress
 def evaluate(
     env: BatchedEnv, act: Callable[[torch.Tensor], torch.Tensor], record_steps: int = 0, progress: bool = True
 ) -> tuple[dict[str, float], torch.Tensor]:
-    """Run every environment's first episode to its end. Returns (metrics, the policy observations
-    of the first `record_steps` steps, [record_steps * N, D], for parity checks). `progress`: show
-    it on stderr (robolearn/progress.py)."""
+    """Run every environment's first episode to its end. `act`: policy observations -> actions;
+    one that keeps a state per environment (a models.Controller) is told where episodes end
+    through its `reset(done)`. Returns (metrics, the policy observations of the first
+    `record_steps` steps, [record_steps, N, D], for parity checks). `progress`: show it on stderr
+    (robolearn/progress.py)."""
     n, device = env.num_envs, env.device
     ended = torch.zeros(n, dtype=torch.bool, device=device)
     returns = torch.zeros(n, device=device)
@@ -30,6 +32,7 @@ def evaluate(
     final_sums = torch.zeros_like(metric_sums)
     distance = torch.zeros(n, device=device)
     recorded = []
+    reset = getattr(act, "reset", None)
     env.track_metrics(True)
     shown = EvalProgress("evaluating", env.max_episode_length, n, progress)
     with shown, torch.inference_mode():
@@ -38,6 +41,8 @@ def evaluate(
             if step < record_steps:
                 recorded.append(obs["policy"].clone())
             obs, reward, terminated, truncated = env.step(act(obs["policy"]))
+            if reset is not None:
+                reset(terminated | truncated)
             running = ~ended
             returns += reward * running
             lengths += running
@@ -61,8 +66,8 @@ def evaluate(
         metrics[f"termination/{name}"] = count / n
     metrics.update(summarize_metrics(env, metric_sums.sum(1), lengths.sum(), distance.sum(), final_sums.sum(1),
                                      ended.sum()))  # fmt: skip
-    empty = torch.zeros(0, env.observation_dims()["policy"], device=device)
-    return metrics, torch.cat(recorded) if recorded else empty
+    empty = torch.zeros(0, n, env.observation_dims()["policy"], device=device)
+    return metrics, torch.stack(recorded) if recorded else empty
 
 
 def summarize_metrics(env: BatchedEnv, sums: torch.Tensor, steps: torch.Tensor, distance: torch.Tensor,

@@ -36,7 +36,10 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
     import mujoco.viewer
     import torch
 
+    from robolearn.rl.models import Controller
+
     data = mujoco.MjData(env.model)
+    policy = Controller(actor_critic, env.num_envs, env.device)
     keys = ViewerKeys()
     with mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, torch.inference_mode():
         aim(viewer, env.model)
@@ -46,10 +49,12 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
             tick = time.perf_counter()
             if keys.reset:
                 obs, keys.reset, started = env.reset(spread_timeouts=False), False, tick
+                policy.reset()
             if not keys.paused:
                 if script is not None:
                     script.apply(env, tick - started)
-                obs, *_ = env.step(actor_critic.action_mean(obs["policy"]))
+                obs, _, terminated, truncated = env.step(policy(obs["policy"]))
+                policy.reset(terminated | truncated)
             else:
                 started += env.dt  # the script's clock stands still while paused
             set_state(env.model, data, env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())

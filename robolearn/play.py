@@ -184,6 +184,8 @@ def _record(env, actor_critic, clip: Clip) -> None:
     import mujoco
     import torch
 
+    from robolearn.rl.models import Controller
+
     model, n = env.model, env.num_envs
     data = mujoco.MjData(model)
     free_root, weights = has_free_root(model), env.rewards.weights.numpy()
@@ -191,12 +193,14 @@ def _record(env, actor_critic, clip: Clip) -> None:
     velocity = bool(commands) and "vel" in commands[0]  # arrows for a velocity command
     returns = np.zeros(n)
     notes: list[tuple[str, float]] = [("", -1.0)] * n
+    policy = Controller(actor_critic, n, env.device)
     with torch.inference_mode():
         obs = env.reset(spread_timeouts=False)
         for step in range(clip.steps):
             if clip.script is not None:
                 clip.script.apply(env, step * env.dt)
-            obs, reward, terminated, truncated = env.step(actor_critic.action_mean(obs["policy"]))
+            obs, reward, terminated, truncated = env.step(policy(obs["policy"]))
+            policy.reset(terminated | truncated)
             returns += reward.numpy()
             t = (step + 1) * env.dt
             for i in np.flatnonzero((terminated | truncated).numpy()):

@@ -2,7 +2,8 @@
 
 `extends: <base>` names an installed task (`extends: quadruped_flat`) or a YAML file relative to
 this one. The base's settings come first and this file's merge on top (mappings key by key,
-anything else replaced), so a variant states only what differs. Extending an installed task also
+anything else replaced, a term or group set to null removed), so a variant states only what
+differs. Extending an installed task also
 brings that task's plugin along (registry.inherit): its term functions, its spec edit (robot
 constants) and, named here by its full path, its model file, wherever that task is installed.
 """
@@ -35,10 +36,14 @@ _TaskYamlLoader.yaml_implicit_resolvers = get_yaml_loader().yaml_implicit_resolv
 
 
 def _merged(base: dict, override: dict) -> dict:
-    """`override` on top of `base`: mappings merge key by key, anything else is replaced."""
+    """`override` on top of `base`: mappings merge key by key, anything else is replaced; a null
+    in place of one of the base's mappings (a term, a group) removes it."""
     out = dict(base)
     for key, value in override.items():
-        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        if value is None and isinstance(out.get(key), dict):
+            del out[key]
+        else:
+            out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
 
 

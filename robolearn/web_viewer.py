@@ -74,7 +74,10 @@ class LivePolicy:
         from robolearn.app import policy_from_run
 
         self.run_dir = run_dir
+        from robolearn.rl.models import Controller
+
         self.env, self.actor_critic, payload, self.source = policy_from_run(run_dir, checkpoint_file, num_envs)
+        self.policy = Controller(self.actor_critic, self.env.num_envs, self.env.device)
         self.iteration = int(payload["iteration"])
         commands = self.env.commands
         self.task_ranges = {name: commands.ranges[name].clone() for name in commands.names}
@@ -95,6 +98,7 @@ class LivePolicy:
 
         payload = checkpoint.load(path)
         checkpoint.restore(self.actor_critic, payload["model"], path)
+        self.policy.reset()  # another network's memory means nothing to this one
         self.source, self.iteration = path, int(payload["iteration"])
 
     def reset(self) -> None:
@@ -102,6 +106,7 @@ class LivePolicy:
 
         with torch.inference_mode():  # as every step: the env's tensors are inference tensors
             self.obs = self.env.reset(spread_timeouts=False)
+        self.policy.reset()
         self.returns[:] = 0.0
 
     def step(self) -> None:
@@ -109,7 +114,8 @@ class LivePolicy:
 
         env = self.env
         with torch.inference_mode():
-            self.obs, reward, terminated, truncated = env.step(self.actor_critic.action_mean(self.obs["policy"]))
+            self.obs, reward, terminated, truncated = env.step(self.policy(self.obs["policy"]))
+            self.policy.reset(terminated | truncated)
         self.returns += reward.numpy()
         for i in np.flatnonzero((terminated | truncated).numpy()):
             self.last_end[i] = f"{env.end_reason(i)}, return {self.returns[i]:.1f}"

@@ -37,7 +37,7 @@ import torch
 from robolearn import checkpoint
 from robolearn.app import build_env, load_run_config
 from robolearn.evaluate import evaluate
-from robolearn.rl.models import ActorCritic
+from robolearn.rl.models import ActorCritic, Controller
 
 FORWARD = ["task.commands.base_velocity.ranges.lin_vel_x=[0.0,1.0]", "task.commands.base_velocity.ranges.lin_vel_y=[0.0,0.0]",
            "task.commands.base_velocity.ranges.ang_vel_z=[0.0,0.0]", "task.commands.base_velocity.standing_probability=0.0",
@@ -63,7 +63,7 @@ def score(run_dir: Path, ckpt: Path, physics: str, num_envs: int) -> dict:
     payload = checkpoint.load(ckpt)
     checkpoint.restore(model, payload["model"], ckpt)
     try:
-        metrics, _ = evaluate(env, model.action_mean)
+        metrics, _ = evaluate(env, Controller(model, env.num_envs, device))
     finally:
         env.close()
     return {"iteration": payload["iteration"], "tracking_error": metrics["lin_vel_error"],

@@ -18,7 +18,11 @@ import yaml
 from robolearn_deploy.errors import DeployError
 
 BUNDLE_FORMAT = 1
-"""The robot.yaml layout this runtime reads; export writes the same constant."""
+"""The robot.yaml layout of a feed-forward policy's bundle; export writes the same constant."""
+RECURRENT_BUNDLE_FORMAT = 2
+"""Format 1 plus `policy_state`: the recurrent state the policy takes and returns. A runtime that
+predates it refuses such a bundle by its format instead of running the policy without its state."""
+READ_FORMATS = (BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT)
 
 ACTUATOR_KINDS = ("position", "motor")
 
@@ -81,6 +85,18 @@ class ObsTerm:
 
 
 @dataclass(frozen=True)
+class StateTensor:
+    """One recurrent state tensor: the policy takes it as `input` and returns its next value as
+    `output`, shaped [batch, *shape]; it holds `reset` everywhere when an episode starts."""
+
+    name: str
+    input: str
+    output: str
+    shape: tuple[int, ...]
+    reset: float = 0.0
+
+
+@dataclass(frozen=True)
 class Artifact:
     file: str
     kind: str  # onnx | tensorrt
@@ -107,6 +123,8 @@ class Bundle:
     default_pose: dict[str, float]
     joint_limits: dict[str, tuple[float, float]]
     artifacts: tuple[Artifact, ...]
+    state: tuple[StateTensor, ...] = ()
+    """The recurrent policy's state tensors; () for a feed-forward policy."""
 
     @property
     def num_actions(self) -> int:
@@ -147,6 +165,7 @@ class Bundle:
             default_pose={k: float(v) for k, v in _require(meta, "default_pose").items()},
             joint_limits={k: (float(v[0]), float(v[1])) for k, v in (meta.get("joint_limits") or {}).items()},
             artifacts=tuple(Artifact(a["file"], a["kind"], a["precision"], a) for a in _require(meta, "artifacts")),
+            state=_state(meta),
         )  # fmt: skip
         bundle._check_layout(int(act.get("size", len(actuators))))
         return bundle
@@ -185,13 +204,13 @@ def read_verified(path: Path) -> dict:
     if not isinstance(meta, dict):
         raise DeployError(f"{manifest} is not a robolearn bundle description")
     fmt = meta.get("bundle_format")
-    if fmt != BUNDLE_FORMAT:
+    if fmt not in READ_FORMATS:
         from robolearn_deploy import __version__
 
         versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
         raise DeployError(
             f"bundle format {fmt!r} (exported by robolearn {versions.get('robolearn', '?')}) is not "
-            f"the format {BUNDLE_FORMAT} this runtime reads (robolearn-deploy {__version__}); use the deploy runtime "
+            f"a format this runtime reads ({', '.join(map(str, READ_FORMATS))}; robolearn-deploy {__version__}); use the deploy runtime "
             f"that ships with that robolearn, or re-export the run"
         )
     if meta.get("metadata_sha256") != metadata_digest(meta):
@@ -211,6 +230,24 @@ def read_verified(path: Path) -> dict:
         if sha256(file) != expected:
             raise DeployError(f"{name} does not match its sha256 in robot.yaml: it changed after export; re-export the bundle")
     return meta
+
+
+def _state(meta: dict) -> tuple[StateTensor, ...]:
+    """robot.yaml's `policy_state` (a recurrent policy's), checked against the bundle format."""
+    entries = meta.get("policy_state") or []
+    recurrent = meta.get("bundle_format") == RECURRENT_BUNDLE_FORMAT
+    if bool(entries) != recurrent:
+        raise DeployError(f"robot.yaml has bundle format {meta.get('bundle_format')} and "
+                          f"{'a' if entries else 'no'} policy_state: format {RECURRENT_BUNDLE_FORMAT} is exactly the "
+                          "recurrent bundles, which list their state; re-export the bundle")  # fmt: skip
+    state = []
+    for e in entries:
+        shape = tuple(int(d) for d in e["shape"])
+        if not shape or min(shape) < 1 or e.get("dtype", "float32") != "float32":
+            raise DeployError(f"policy state {e.get('name')!r} has shape {list(shape)} dtype {e.get('dtype')!r}; "
+                              "valid: positive sizes, float32 (re-export the bundle)")  # fmt: skip
+        state.append(StateTensor(str(e["name"]), str(e["input"]), str(e["output"]), shape, float(e.get("reset", 0.0))))
+    return tuple(state)
 
 
 def _history(term: dict) -> int:

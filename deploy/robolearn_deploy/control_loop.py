@@ -3,7 +3,8 @@
 A watchdog guards every step. A reading that is not finite or out of range, a policy output that
 is not finite, or a step that finishes later than `max_latency_s` after its tick trips it: from
 then on the robot gets the safe command (damping, or hold the pose at the trip) on every tick,
-the policy no longer runs, and the report says why. Clearing a trip is a deliberate `reset()`.
+the policy no longer runs (a recurrent policy's state is reset: what it remembered led here), and
+the report says why. Clearing a trip is a deliberate `reset()`, which starts a new episode.
 """
 
 from __future__ import annotations
@@ -100,8 +101,10 @@ class ControlLoop:
 
     def reset(self) -> None:
         """Start over, as a training episode starts: last action zero, observation histories
-        refilled from the next reading, watchdog re-armed (after the robot is safe again)."""
+        refilled from the next reading, a recurrent policy's state at its reset value, watchdog
+        re-armed (after the robot is safe again)."""
         self.observations.reset()
+        self.policy.reset()
         self.tripped: str | None = None
         self._safe: JointCommand | None = None
 
@@ -161,6 +164,7 @@ class ControlLoop:
             if problem is not None:
                 self.tripped = problem
                 self._safe = self._safe_command(state)
+                self.policy.reset()
         compute = time.perf_counter() - started
         if self.tripped is not None:
             command, action = self._safe, None

@@ -2,6 +2,12 @@
 
     policy = Policy("export/")                     # checks every file, version and the layout
     action = policy.act(obs)                       # obs [D] float32 -> action [A] float32
+    policy.reset()                                 # a new episode: a recurrent policy forgets
+
+A recurrent policy keeps its state between `act()` calls and starts from the bundle's reset
+value at construction and at every `reset()` (ControlLoop calls it at an episode start and when
+its watchdog trips). Batched calls pass the state explicitly: policy(obs, *state) -> (actions,
+*next state), with `initial_state(batch)` to start from.
 """
 
 from __future__ import annotations
@@ -33,8 +39,23 @@ class Policy:
         self.engine = self._open(engine, precision, threads)
         self._obs = np.zeros((1, self.bundle.obs_size), np.float32)
         self._out = np.zeros((1, self.bundle.num_actions), np.float32)
+        self._state = self.initial_state(1)
+        self._next_state = self.initial_state(1)
         if isinstance(self.engine, OnnxRuntimeEngine):
-            self.engine.bind(self._obs, self._out)
+            self.engine.bind(self._obs, self._out, self._state, self._next_state)
+
+    @property
+    def is_recurrent(self) -> bool:
+        return bool(self.bundle.state)
+
+    def initial_state(self, batch: int) -> list[np.ndarray]:
+        """The state of `batch` episodes at their start ([] for a feed-forward policy)."""
+        return [np.full((batch, *s.shape), s.reset, np.float32) for s in self.bundle.state]
+
+    def reset(self) -> None:
+        """Start a new episode: the recurrent state back to its reset value (no-op feed-forward)."""
+        for buffer, spec in zip(self._state, self.bundle.state):
+            buffer.fill(spec.reset)
 
     @property
     def input_buffer(self) -> np.ndarray:
@@ -53,22 +74,53 @@ class Policy:
             self._obs[0] = obs
         if isinstance(self.engine, OnnxRuntimeEngine):
             self.engine.run_bound()
+        elif self._state:
+            self._out[:], next_state = self.engine.step(self._obs, self._state)
+            for buffer, value in zip(self._next_state, next_state):
+                buffer[:] = value
         else:
             self._out[:] = self.engine.run(self._obs)
+        for state, value in zip(self._state, self._next_state):  # the next tick starts from the new state
+            state[:] = value
         return self._out[0]
 
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        """A batch [B, D] -> [B, A] (new array)."""
+    def __call__(self, obs: np.ndarray, *state: np.ndarray):
+        """A batch [B, D] -> [B, A] (new array). A recurrent policy takes its state too and returns
+        (actions, *next state): policy(obs, *policy.initial_state(B)) starts B episodes."""
         obs = np.asarray(obs)
         if obs.ndim != 2 or obs.shape[1] != self.bundle.obs_size or obs.dtype.kind not in "fiu":
             raise DeployError(f"a Policy call takes a batch [B, {self.bundle.obs_size}] of real numbers, "
                               f"got shape {obs.shape} dtype {obs.dtype}")  # fmt: skip
-        return self.engine.run(np.ascontiguousarray(obs, dtype=np.float32))
+        obs = np.ascontiguousarray(obs, dtype=np.float32)
+        specs = self.bundle.state
+        if not specs:
+            if state:
+                raise DeployError(f"this bundle's policy is feed-forward: call it with the observations only, got "
+                                  f"{len(state)} state array(s) too")  # fmt: skip
+            return self.engine.run(obs)
+        expected = [(obs.shape[0], *s.shape) for s in specs]
+        shown = ", ".join(f"{s.name} {list(e)}" for s, e in zip(specs, expected))
+        if len(state) != len(specs):
+            raise DeployError(f"this bundle's policy is recurrent: call it as policy(obs, {', '.join(s.name for s in specs)}) "
+                              f"with its state ({shown}; policy.initial_state(batch) at an episode start), got "
+                              f"{len(state)} state array(s); act() keeps the state itself")  # fmt: skip
+        arrays = []
+        for spec, shape, value in zip(specs, expected, state):
+            value = np.asarray(value)
+            if value.shape != shape or value.dtype.kind not in "fiu":
+                raise DeployError(f"policy state {spec.name!r} must be {list(shape)} real numbers for this batch, got "
+                                  f"shape {list(value.shape)} dtype {value.dtype}")  # fmt: skip
+            arrays.append(np.ascontiguousarray(value, dtype=np.float32))
+        actions, next_state = self.engine.step(obs, arrays)
+        return (actions, *next_state)
 
     # --- engine choice --------------------------------------------------------------------------
     def _open(self, engine: str, precision: str, threads: int) -> Engine:
         b = self.bundle
-        if engine in ("auto", "tensorrt"):
+        if b.state and engine == "tensorrt":
+            raise DeployError("this bundle's policy is recurrent, and the TensorRT engine runs feed-forward policies "
+                              "only so far; use engine='onnxruntime' (or 'auto')")  # fmt: skip
+        if engine in ("auto", "tensorrt") and not b.state:
             from robolearn_deploy import tensorrt
 
             reason = tensorrt.unavailable_reason()
@@ -92,7 +144,9 @@ class Policy:
         if onnx is None:
             have = ", ".join(f"{a.file} ({a.kind} {a.precision})" for a in b.artifacts)
             raise DeployError(f"{b.path} has no {precision} ONNX policy; it has: {have}")
-        return self._checked(OnnxRuntimeEngine(b.file(onnx.file), b.input_name, b.output_name, onnx.precision, threads))
+        state = tuple((s.input, s.output) for s in b.state)
+        return self._checked(OnnxRuntimeEngine(b.file(onnx.file), b.input_name, b.output_name, onnx.precision, threads,
+                                               state))  # fmt: skip
 
     def _engine_artifact(self, precision: str) -> Artifact | None:
         """An engine built on this computer (policy.<precision>.local.engine + .yaml sidecar,
@@ -123,4 +177,8 @@ class Policy:
                 f"the policy takes {engine.input_dim} observations and gives {engine.output_dim} actions, but "
                 f"robot.yaml describes {b.obs_size} and {b.num_actions}: layout mismatch; re-export the bundle"
             )
+        for spec, shape in zip(b.state, getattr(engine, "state_shapes", [])):
+            if tuple(shape) != spec.shape:
+                raise DeployError(f"the policy's state {spec.input!r} is shaped {list(shape)} but robot.yaml says "
+                                  f"{list(spec.shape)}; re-export the bundle")  # fmt: skip
         return engine

@@ -1,6 +1,7 @@
 """Write a run's deploy bundle and check every artifact in it against the torch policy.
 
     policy.onnx              fp32, normalizer inside, input `obs` [batch, D] -> `actions` [batch, A]
+                             (recurrent: + h_in/c_in -> h_out/c_out, listed in robot.yaml policy_state)
     policy.fp16.onnx         precision=fp16 (normalizer in fp32, MLP in fp16)
     policy.<prec>.engine     format=tensorrt (built here through TensorRT's Python API)
     <robot>.xml (+ meshes)   the robot's MJCF and the files it loads, for sim-to-sim (a URDF, or a
@@ -31,10 +32,10 @@ from omegaconf import OmegaConf
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.evaluate import evaluate
-from robolearn.export.metadata import robot_metadata, versions, write_robot_yaml
-from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, ParityReport, check_parity, export_onnx
+from robolearn.export.metadata import policy_state, robot_metadata, versions, write_robot_yaml
+from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, ParityReport, check_parity, export_onnx, state_input, state_output
 from robolearn.model_files import loaded_files, model_files
-from robolearn.rl.models import ActorCritic, InferencePolicy
+from robolearn.rl.models import ActorCritic, Controller, InferencePolicy
 from robolearn.run_dir import check_export_target
 from robolearn_deploy.engines import OnnxRuntimeEngine
 from robolearn_deploy.timing import latency_ms
@@ -131,9 +132,19 @@ def check_options(fmt: str, precision: str) -> None:
 
 
 def _check(policy: InferencePolicy, engine, file: str, kind: str, recorded: torch.Tensor, info: dict | None = None) -> ArtifactReport:
-    parity = check_parity(policy, engine.run, recorded, engine.precision)
-    one = np.ascontiguousarray(recorded[:1].numpy(), dtype=np.float32)
-    return ArtifactReport(file, kind, engine.precision, parity, latency_ms(lambda: engine.run(one)), info or {})
+    parity = check_parity(policy, engine, recorded, engine.precision)
+    one = np.ascontiguousarray(recorded[0, :1].numpy(), dtype=np.float32)
+    if policy.state_names:
+        state = [s.numpy() for s in policy.initial_state(1)]
+        latency = latency_ms(lambda: engine.step(one, state))
+    else:
+        latency = latency_ms(lambda: engine.run(one))
+    return ArtifactReport(file, kind, engine.precision, parity, latency, info or {})
+
+
+def _onnx_engine(policy: InferencePolicy, path: Path, precision: str = "fp32") -> OnnxRuntimeEngine:
+    state = tuple((state_input(n), state_output(n)) for n in policy.state_names)
+    return OnnxRuntimeEngine(path, INPUT_NAME, OUTPUT_NAME, precision, state=state)
 
 
 def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor,
@@ -142,11 +153,10 @@ def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, p
     the asked precision (fp16: strongly typed, so the normalizer keeps fp32 as in the fp16 ONNX).
     The ONNX checks take seconds; a TensorRT build minutes, which `progress` announces on stderr."""
     onnx_path = export_onnx(policy, obs_dim, staging / "policy.onnx")
-    reports = [_check(policy, OnnxRuntimeEngine(onnx_path, INPUT_NAME, OUTPUT_NAME), onnx_path.name, "onnx", recorded)]
+    reports = [_check(policy, _onnx_engine(policy, onnx_path), onnx_path.name, "onnx", recorded)]
     if precision == "fp16":
         onnx_path = export_onnx(policy, obs_dim, staging / "policy.fp16.onnx", precision="fp16")
-        engine = OnnxRuntimeEngine(onnx_path, INPUT_NAME, OUTPUT_NAME, "fp16")
-        reports.append(_check(policy, engine, onnx_path.name, "onnx", recorded))
+        reports.append(_check(policy, _onnx_engine(policy, onnx_path, "fp16"), onnx_path.name, "onnx", recorded))
     if fmt == "tensorrt":
         from robolearn_deploy import tensorrt
 
@@ -170,8 +180,14 @@ def export_bundle(
     recorded observations for parity), then write and check the bundle at `out_dir`. `progress`:
     show the evaluation's progress (and a TensorRT build) on stderr."""
     check_options(fmt, precision)
+    if fmt == "tensorrt" and actor_critic.actor_memory is not None:
+        raise UserError("format=tensorrt: the TensorRT path builds feed-forward policies only so far, and this one is "
+                        "recurrent; format=onnx exports it (fp32 or fp16)")  # fmt: skip
     check_export_target(out_dir)
-    evaluation, recorded = evaluate(env, actor_critic.action_mean, record_steps=32, progress=progress)
+    # a recurrent policy is compared over whole sequences: 200 steps of the first episodes
+    steps = 32 if actor_critic.actor_memory is None else 200
+    evaluation, recorded = evaluate(env, Controller(actor_critic, env.num_envs, env.device), record_steps=steps,
+                                    progress=progress)  # fmt: skip
     policy = InferencePolicy(copy.deepcopy(actor_critic).cpu())
     recorded = recorded.cpu()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -186,6 +202,7 @@ def export_bundle(
                 f"{p.tolerance:.3g} (actions up to {p.max_abs_output:.3g}); {out_dir} left as it was"
             )
         meta = robot_metadata(env, env.cfg.name)
+        meta.update(policy_state(policy))
         _copy_model(env.asset_path, staging, meta["model_file"], env.edit_spec)
         task = OmegaConf.to_container(env.cfg, resolve=True)
         task["asset"] = meta["model_file"]  # the bundle's own copy

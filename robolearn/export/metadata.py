@@ -2,7 +2,7 @@
 
 Joint order, action scaling and gains, control period, the observation layout (each term's slice,
 scale, clip, units, source and history: a term with `history: K` spans K steps of its width in
-start:stop, oldest first), versions, the training evaluation, and a sha256 for every file
+start:stop, oldest first), a recurrent policy's state tensors (`policy_state`), versions, the training evaluation, and a sha256 for every file
 and for robot.yaml's own content. The deploy runtime (robolearn_deploy.bundle) reads exactly this.
 """
 
@@ -21,8 +21,9 @@ import robolearn
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.scene.lookup import names, single_dof_joints
 from robolearn.errors import UserError
-from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME
-from robolearn_deploy.bundle import BUNDLE_FORMAT, metadata_digest, sha256
+from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, state_input, state_output
+from robolearn.rl.models import InferencePolicy
+from robolearn_deploy.bundle import BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT, metadata_digest, sha256
 
 
 def _actuator_entry(model: mujoco.MjModel, a: int, name: str) -> dict:
@@ -110,6 +111,22 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
             name: {"components": comps, "ranges": {c: [float(v) for v in r] for c, r in zip(comps, env.commands.ranges[name].tolist())}}
             for name, comps in env.commands.components.items()
         },
+    }  # fmt: skip
+
+
+def policy_state(policy: InferencePolicy) -> dict:
+    """What robot.yaml says about a recurrent policy's state: each tensor's graph input and output,
+    its shape without the batch ([layers, hidden]), dtype and the value it starts an episode with;
+    and the bundle format that marks a bundle as recurrent. {} for a feed-forward policy."""
+    if not policy.state_names:
+        return {}
+    shapes = [list(s.shape[1:]) for s in policy.initial_state(1)]
+    return {
+        "bundle_format": RECURRENT_BUNDLE_FORMAT,
+        "policy_state": [
+            {"name": n, "input": state_input(n), "output": state_output(n), "shape": shape, "dtype": "float32", "reset": 0.0}
+            for n, shape in zip(policy.state_names, shapes)
+        ],
     }  # fmt: skip
 
 

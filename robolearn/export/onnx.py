@@ -1,4 +1,9 @@
-"""torch policy -> ONNX (normalizer inside the graph, fixed names, dynamic batch) + parity check."""
+"""torch policy -> ONNX (normalizer inside the graph, fixed names, dynamic batch) + parity check.
+
+A recurrent policy's graph also takes its state and returns the next one: inputs `obs`, `h_in`
+(and `c_in` for an LSTM), outputs `actions`, `h_out` (`c_out`), states [batch, layers, hidden]
+float32. Its parity is checked over sequences, the states fed back step after step as the robot
+runs it, not on single steps from the zero state."""
 
 from __future__ import annotations
 
@@ -7,7 +12,6 @@ import copy
 import io
 import logging
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +22,17 @@ from robolearn.rl.models import InferencePolicy
 
 INPUT_NAME = "obs"
 OUTPUT_NAME = "actions"
+
+
+def state_input(name: str) -> str:
+    """The graph input carrying recurrent state `name` ('h', 'c'); its next value is state_output."""
+    return f"{name}_in"
+
+
+def state_output(name: str) -> str:
+    return f"{name}_out"
+
+
 PROBE_BATCH = 256
 """Parity probes go through the engine in batches of this size (engines have a maximum batch)."""
 TOLERANCE = {"fp32": 1e-5, "fp16": 1e-2}
@@ -55,15 +70,22 @@ class ParityReport:
 
 class HalfPrecisionPolicy(torch.nn.Module):
     """fp16 network behind an fp32 interface: the normalizer stays fp32 (raw observations and
-    their variances can exceed fp16's range), the MLP runs in fp16, actions come back as fp32."""
+    their variances can exceed fp16's range), the recurrent core and the MLP run in fp16, actions
+    and states come back as fp32 (the robot keeps the state in fp32 between steps)."""
 
     def __init__(self, policy: InferencePolicy):
         super().__init__()
         self.normalizer = policy.normalizer
+        self.memory = None if policy.memory is None else copy.deepcopy(policy.memory).half()
         self.actor = copy.deepcopy(policy.actor).half()
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.actor(self.normalizer(obs).half()).float()
+    def forward(self, obs: torch.Tensor, h_in: torch.Tensor | None = None, c_in: torch.Tensor | None = None):
+        x = self.normalizer(obs).half()
+        if self.memory is None:
+            return self.actor(x).float()
+        state = tuple(s.half() for s in ((h_in,) if c_in is None else (h_in, c_in)))
+        x, state = self.memory(x, state)
+        return (self.actor(x).float(), *(s.float() for s in state))
 
 
 @contextlib.contextmanager
@@ -81,18 +103,23 @@ def _quiet_loggers():
 
 
 def export_onnx(policy: InferencePolicy, obs_dim: int, path: Path, precision: str = "fp32") -> Path:
-    """Write a single-file ONNX graph: input `obs` [batch, obs_dim] -> output `actions` [batch, A],
-    both float32; precision fp16 runs the network inside in half precision."""
+    """Write a single-file ONNX graph: input `obs` [batch, obs_dim] -> output `actions` [batch, A]
+    (+ the recurrent state in and out), all float32; precision fp16 runs the network inside in half
+    precision."""
     policy = policy.eval().cpu()
     module = HalfPrecisionPolicy(policy) if precision == "fp16" else policy
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
+    batch = torch.export.Dim("batch")
+    states = policy.initial_state(2)
+    names = policy.state_names
+    dynamic = {INPUT_NAME: {0: batch}, **{state_input(n): {0: batch} for n in names}}
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), _quiet_loggers():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            module, (torch.zeros(2, obs_dim),), str(tmp),
-            input_names=[INPUT_NAME], output_names=[OUTPUT_NAME],
-            dynamic_shapes={INPUT_NAME: {0: torch.export.Dim("batch")}},
+            module, (torch.zeros(2, obs_dim), *states), str(tmp),
+            input_names=[INPUT_NAME, *map(state_input, names)], output_names=[OUTPUT_NAME, *map(state_output, names)],
+            dynamic_shapes=dynamic,
             dynamo=True, external_data=False, verbose=False,
         )  # fmt: skip
     tmp.replace(path)
@@ -100,30 +127,49 @@ def export_onnx(policy: InferencePolicy, obs_dim: int, path: Path, precision: st
 
 
 def probe_observations(policy: InferencePolicy, recorded: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """(random, recorded) observations to compare an artifact with torch on. The random ones spread
-    over the range the policy was trained on: up to 3 standard deviations around the normalizer's
-    mean (raw randn would probe far outside it)."""
+    """(random, recorded) observations to compare an artifact with torch on, shaped like `recorded`
+    [T, N, D] with 1024 random observations (feed-forward: flattened to [samples, D]; recurrent: 64
+    sequences of 100 random steps next to the recorded sequences). The random ones spread over the
+    range the policy was trained on: up to 3 standard deviations around the normalizer's mean (raw
+    randn would probe far outside it)."""
     recorded = recorded.detach().float().cpu()
     gen = torch.Generator().manual_seed(seed)
     mean, std = policy.normalizer.mean, policy.normalizer.std
-    random_obs = mean + std * 3.0 * (2.0 * torch.rand(1024, recorded.shape[1], generator=gen) - 1.0)
-    return random_obs, recorded
+    shape = (1024, recorded.shape[-1]) if not policy.state_names else (100, 64, recorded.shape[-1])
+    random_obs = mean + std * 3.0 * (2.0 * torch.rand(*shape, generator=gen) - 1.0)
+    return random_obs, recorded.flatten(0, 1) if not policy.state_names else recorded[:, :64]
 
 
-def check_parity(policy: InferencePolicy, run: Callable[[np.ndarray], np.ndarray], recorded: torch.Tensor,
-                 precision: str = "fp32") -> ParityReport:  # fmt: skip
-    """Max |run(obs) - torch| over random and recorded observations; `run` is a deploy engine's."""
+def check_parity(policy: InferencePolicy, engine, recorded: torch.Tensor, precision: str = "fp32") -> ParityReport:
+    """Max |engine - torch| over random and recorded observations (recorded [T, N, D]); `engine` is
+    a deploy engine (`run(obs)`, and `step(obs, state)` for a recurrent policy, whose sequences
+    run with each side's own state fed back, as on the robot)."""
     policy = policy.eval().cpu()
     largest = 0.0
 
-    def max_diff(obs: torch.Tensor) -> float:
+    def compare(expected: np.ndarray, got: np.ndarray) -> float:
         nonlocal largest
-        with torch.no_grad():
-            expected = policy(obs).numpy()
-        got = np.concatenate([run(chunk) for chunk in np.split(obs.numpy(), range(PROBE_BATCH, len(obs), PROBE_BATCH))])
         largest = max(largest, float(np.abs(expected).max()))
         return float(np.abs(got - expected).max())
 
+    def max_diff(obs: torch.Tensor) -> float:
+        with torch.no_grad():
+            expected = policy(obs).numpy()
+        got = np.concatenate([engine.run(chunk) for chunk in np.split(obs.numpy(), range(PROBE_BATCH, len(obs), PROBE_BATCH))])
+        return compare(expected, got)
+
+    def max_sequence_diff(obs: torch.Tensor) -> float:
+        ours, theirs = policy.initial_state(obs.shape[1]), [s.numpy() for s in policy.initial_state(obs.shape[1])]
+        worst = 0.0
+        for x in obs:
+            with torch.no_grad():
+                expected, *ours = policy(x, *ours)
+            got, theirs = engine.step(x.numpy(), theirs)
+            worst = max(worst, compare(expected.numpy(), got))
+        return worst
+
     random_obs, recorded = probe_observations(policy, recorded)
-    random_diff, recorded_diff = max_diff(random_obs), max_diff(recorded)
-    return ParityReport(random_diff, recorded_diff, random_obs.shape[0] + recorded.shape[0], largest, precision)
+    diff = max_sequence_diff if policy.state_names else max_diff
+    random_diff, recorded_diff = diff(random_obs), diff(recorded)
+    samples = random_obs.shape[:-1].numel() + recorded.shape[:-1].numel()
+    return ParityReport(random_diff, recorded_diff, samples, largest, precision)

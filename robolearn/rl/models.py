@@ -1,4 +1,11 @@
-"""Actor-critic networks: separate MLPs, observation normalizers, a state-independent log std."""
+"""Actor-critic networks: observation normalizers, an optional recurrent core each (recurrent.py),
+MLP heads, a state-independent log std.
+
+A feed-forward network is a function of the observation. A recurrent one also takes its state and
+returns the next one (`actor_step`, `critic_step`); `unroll` runs it over a rollout's sequences,
+restarting from the zero state where an episode starts. `Controller` acts deterministically
+with the state kept per environment (evaluation, play, viewers); `InferencePolicy` is the graph
+that is exported: obs (+ h_in, c_in) -> actions (+ h_out, c_out)."""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from robolearn.errors import UserError
+from robolearn.rl.recurrent import RecurrentCore, State, reset_where
 
 _ACTIVATIONS = {"elu": (nn.ELU, F.elu), "relu": (nn.ReLU, F.relu), "tanh": (nn.Tanh, torch.tanh)}
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -95,10 +103,11 @@ class EmpiricalNormalization(nn.Module):
 
 
 @torch.no_grad()
-def follow_normalizer(norm: EmpiricalNormalization, net: MLP, x: torch.Tensor,
+def follow_normalizer(norm: EmpiricalNormalization, first: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor,
                       weights: torch.Tensor | None = None) -> None:  # fmt: skip
-    """Update `norm` with the samples x and re-express the first layer of `net` so that
-    net(norm(x)) is unchanged for every input the clip leaves alone.
+    """Update `norm` with the samples x and re-express the layer that reads its output, `first`
+    = (weight, bias) (an MLP's first linear layer, a recurrent core's input weights), so that the
+    network's function of x is unchanged for every input the clip leaves alone.
 
     With z = (x - m) / s, the first layer computes W z + b. New statistics (m', s') keep it
     when W' = W diag(s' / s) and b' = b + W diag(1 / s) (m' - m). PPO does this for the critic at
@@ -106,11 +115,11 @@ def follow_normalizer(norm: EmpiricalNormalization, net: MLP, x: torch.Tensor,
     """
     if not norm.enabled:
         return
+    weight, bias = first
     mean, std = norm.mean.clone(), norm.std
-    norm.update(x, weights)
-    first = net[0]
-    first.bias.add_(first.weight @ ((norm.mean - mean) / std))
-    first.weight.mul_(norm.std / std)
+    norm.update(x.flatten(0, -2), None if weights is None else weights.flatten())
+    bias.add_(weight @ ((norm.mean - mean) / std))
+    weight.mul_(norm.std / std)
 
 
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -123,7 +132,36 @@ def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
     return (0.5 + LOG_SQRT_2PI + log_std).sum(-1)
 
 
+def _memory(kind: str, inputs: int, hidden: int, layers: int) -> RecurrentCore | None:
+    if kind == "mlp":
+        return None
+    return RecurrentCore(kind, inputs, hidden, layers)
+
+
+def _input_layer(memory: RecurrentCore | None, net: MLP) -> tuple[torch.Tensor, torch.Tensor]:
+    return memory.first_layer() if memory is not None else (net[0].weight, net[0].bias)
+
+
+def unroll(memory: RecurrentCore, x: torch.Tensor, state: State, starts: torch.Tensor) -> torch.Tensor:
+    """Run `memory` over sequences x [T, B, D] from `state` (the state before step 0); where
+    starts[t] [T, B] is true (t > 0), an episode begins at step t and the state goes back to zero
+    first. Zeroing by multiplication also stops the gradient there: no step learns through another
+    episode's. Returns the outputs [T, B, hidden]."""
+    keep = (~starts).to(x.dtype).unsqueeze(-1).unsqueeze(-1)  # [T, B, 1, 1]
+    outputs = []
+    for t in range(x.shape[0]):
+        if t > 0:
+            state = tuple(s * keep[t] for s in state)
+        out, state = memory(x[t], state)
+        outputs.append(out)
+    return torch.stack(outputs)
+
+
 class ActorCritic(nn.Module):
+    """Actor and critic, each: normalizer -> [recurrent core] -> MLP head. `actor_memory`,
+    `critic_memory`: 'mlp' (no core) or a recurrent kind ('gru', 'lstm'), with `rnn_hidden_size`
+    units in each of `rnn_num_layers` layers; the head's hidden layers are *_hidden_dims."""
+
     def __init__(
         self,
         actor_obs_dim: int,
@@ -137,38 +175,69 @@ class ActorCritic(nn.Module):
         min_noise_std: float = 0.0,
         normalizer_min_std: float = 1e-2,
         normalizer_clip: float | None = None,
+        actor_memory: str = "mlp",
+        critic_memory: str = "mlp",
+        rnn_hidden_size: int = 64,
+        rnn_num_layers: int = 1,
     ):
         super().__init__()
         norm = {"min_std": normalizer_min_std, "clip": normalizer_clip, "enabled": normalize_observations}
         self.actor_normalizer = EmpiricalNormalization(actor_obs_dim, **norm)
         self.critic_normalizer = EmpiricalNormalization(critic_obs_dim, **norm)
-        self.actor = mlp(actor_obs_dim, list(actor_hidden_dims), num_actions, activation)
-        self.critic = mlp(critic_obs_dim, list(critic_hidden_dims), 1, activation)
+        self.actor_memory = _memory(actor_memory, actor_obs_dim, rnn_hidden_size, rnn_num_layers)
+        self.critic_memory = _memory(critic_memory, critic_obs_dim, rnn_hidden_size, rnn_num_layers)
+        actor_in = actor_obs_dim if self.actor_memory is None else rnn_hidden_size
+        critic_in = critic_obs_dim if self.critic_memory is None else rnn_hidden_size
+        self.actor = mlp(actor_in, list(actor_hidden_dims), num_actions, activation)
+        self.critic = mlp(critic_in, list(critic_hidden_dims), 1, activation)
         self.log_std = nn.Parameter(torch.full((num_actions,), float(init_noise_std)).log())
         self.min_log_std = math.log(min_noise_std) if min_noise_std > 0 else -math.inf
         """The floor of log_std, kept by `clamp_noise()` after every optimizer step."""
 
     @classmethod
     def from_config(cls, algo, obs_dims: dict[str, int], num_actions: int) -> ActorCritic:
+        critic = algo.critic_network if algo.critic_network is not None else algo.policy
         return cls(
             obs_dims["policy"], obs_dims["critic"], num_actions, algo.actor_hidden_dims, algo.critic_hidden_dims,
             algo.activation, algo.init_noise_std, algo.normalize_observations, algo.min_noise_std,
-            algo.normalizer_min_std, algo.normalizer_clip,
+            algo.normalizer_min_std, algo.normalizer_clip, algo.policy, critic, algo.rnn_hidden_size,
+            algo.rnn_num_layers,
         )  # fmt: skip
 
+    @property
+    def is_recurrent(self) -> bool:
+        """Whether the actor or the critic carries a state from step to step."""
+        return self.actor_memory is not None or self.critic_memory is not None
+
     def actor_parameters(self) -> list[nn.Parameter]:
-        """The policy's parameters (its MLP and its log std): clipped as one network."""
-        return [*self.actor.parameters(), self.log_std]
+        """The policy's parameters (its core, its MLP and its log std): clipped as one network."""
+        core = [] if self.actor_memory is None else list(self.actor_memory.parameters())
+        return [*core, *self.actor.parameters(), self.log_std]
 
     def critic_parameters(self) -> list[nn.Parameter]:
-        return list(self.critic.parameters())
+        core = [] if self.critic_memory is None else list(self.critic_memory.parameters())
+        return [*core, *self.critic.parameters()]
+
+    def actor_input_layer(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(weight, bias) of the actor's layer that reads the normalized observation."""
+        return _input_layer(self.actor_memory, self.actor)
+
+    def critic_input_layer(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return _input_layer(self.critic_memory, self.critic)
+
+    def initial_actor_state(self, batch: int, device: torch.device | str = "cpu") -> State:
+        """The actor's state at an episode start ((): a feed-forward actor has none)."""
+        return () if self.actor_memory is None else self.actor_memory.initial_state(batch, device)
+
+    def initial_critic_state(self, batch: int, device: torch.device | str = "cpu") -> State:
+        return () if self.critic_memory is None else self.critic_memory.initial_state(batch, device)
 
     def seed_normalizers(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
-        """Start both normalizers from a fresh run's first observations, each first layer absorbing
-        them: the networks keep their initial functions, their first-layer columns now scaled to
-        the spread of the observations that feed them."""
-        follow_normalizer(self.actor_normalizer, self.actor, policy_obs)
-        follow_normalizer(self.critic_normalizer, self.critic, critic_obs)
+        """Start both normalizers from a fresh run's first observations, each input layer absorbing
+        them: the networks keep their initial functions, their input columns now scaled to the
+        spread of the observations that feed them."""
+        follow_normalizer(self.actor_normalizer, self.actor_input_layer(), policy_obs)
+        follow_normalizer(self.critic_normalizer, self.critic_input_layer(), critic_obs)
 
     @torch.no_grad()
     def clamp_noise(self) -> None:
@@ -176,31 +245,97 @@ class ActorCritic(nn.Module):
         if self.min_log_std > -math.inf:
             self.log_std.clamp_(min=self.min_log_std)
 
+    def actor_step(self, policy_obs: torch.Tensor, state: State = ()) -> tuple[torch.Tensor, State]:
+        """One step of the deterministic policy: (mean action, the actor's next state)."""
+        x = self.actor_normalizer(policy_obs)
+        if self.actor_memory is not None:
+            x, state = self.actor_memory(x, state)
+        return self.actor(x), state
+
+    def critic_step(self, critic_obs: torch.Tensor, state: State = ()) -> tuple[torch.Tensor, State]:
+        """One step of the critic: (value [B], the critic's next state)."""
+        x = self.critic_normalizer(critic_obs)
+        if self.critic_memory is not None:
+            x, state = self.critic_memory(x, state)
+        return self.critic(x).squeeze(-1), state
+
     def action_mean(self, policy_obs: torch.Tensor) -> torch.Tensor:
-        """The deterministic policy (what is exported)."""
+        """The deterministic feed-forward policy; a recurrent one acts through `actor_step` (or a
+        `Controller`, which keeps its state)."""
+        if self.actor_memory is not None:
+            raise TypeError("a recurrent policy needs its state: use actor_step(obs, state) or a Controller")
         return self.actor(self.actor_normalizer(policy_obs))
 
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
+        if self.critic_memory is not None:
+            raise TypeError("a recurrent critic needs its state: use critic_step(obs, state)")
         return self.critic(self.critic_normalizer(critic_obs)).squeeze(-1)
 
-    def act(self, policy_obs: torch.Tensor, generator: torch.Generator | None = None):
-        """(actions, their log probability, mean, std): a draw from the Gaussian policy."""
-        mean = self.action_mean(policy_obs)
+    def act(self, policy_obs: torch.Tensor, state: State = (), generator: torch.Generator | None = None):
+        """(actions, their log probability, mean, std, the actor's next state): a draw from the
+        Gaussian policy."""
+        mean, state = self.actor_step(policy_obs, state)
         std = self.log_std.exp().expand_as(mean)
         noise = torch.randn(mean.shape, device=mean.device, generator=generator)
         actions = torch.addcmul(mean, std, noise)
         # log N(mean + std * noise; mean, std) needs only the noise: -noise^2/2 - log std - log sqrt(2 pi)
         log_prob = noise.square().sum(-1).mul_(-0.5).sub_(self.log_std.sum() + LOG_SQRT_2PI * mean.shape[-1])
-        return actions, log_prob, mean, std
+        return actions, log_prob, mean, std, state
+
+    def sequences(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor, starts: torch.Tensor,
+                  actor_state: State, critic_state: State) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        """Mean actions [T, B, A] and values [T, B] over sequences [T, B, D] that start from the given
+        states, with the states zeroed where an episode starts (starts [T, B], see `unroll`)."""
+        x = self.actor_normalizer(policy_obs)
+        if self.actor_memory is not None:
+            x = unroll(self.actor_memory, x, actor_state, starts)
+        y = self.critic_normalizer(critic_obs)
+        if self.critic_memory is not None:
+            y = unroll(self.critic_memory, y, critic_state, starts)
+        return self.actor(x), self.critic(y).squeeze(-1)
+
+
+class Controller:
+    """The deterministic policy acting in `num_envs` environments, keeping the actor's state of
+    each: call it with the observations, and `reset(done)` where episodes ended (all with None)."""
+
+    def __init__(self, actor_critic: ActorCritic, num_envs: int, device: torch.device | str = "cpu"):
+        self.ac, self.num_envs, self.device = actor_critic, num_envs, device
+        self.state = actor_critic.initial_actor_state(num_envs, device)
+
+    def __call__(self, policy_obs: torch.Tensor) -> torch.Tensor:
+        mean, self.state = self.ac.actor_step(policy_obs, self.state)
+        return mean
+
+    def reset(self, done: torch.Tensor | None = None) -> None:
+        if done is None:
+            self.state = self.ac.initial_actor_state(self.num_envs, self.device)
+        else:
+            reset_where(self.state, done)
 
 
 class InferencePolicy(nn.Module):
-    """normalizer + actor -> mean action: the graph that is exported and deployed."""
+    """normalizer -> [core] -> actor head: the graph that is exported and deployed. Feed-forward:
+    obs -> actions. Recurrent: (obs, h_in[, c_in]) -> (actions, h_out[, c_out]), states
+    [B, layers, hidden], zero at an episode start."""
 
     def __init__(self, actor_critic: ActorCritic):
         super().__init__()
         self.normalizer = actor_critic.actor_normalizer
+        self.memory = actor_critic.actor_memory
         self.actor = actor_critic.actor
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.actor(self.normalizer(obs))
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """'h' (GRU) or 'h', 'c' (LSTM): inputs <name>_in, outputs <name>_out; () feed-forward."""
+        return () if self.memory is None else self.memory.state_names
+
+    def initial_state(self, batch: int) -> State:
+        return () if self.memory is None else self.memory.initial_state(batch)
+
+    def forward(self, obs: torch.Tensor, h_in: torch.Tensor | None = None, c_in: torch.Tensor | None = None):
+        x = self.normalizer(obs)
+        if self.memory is None:
+            return self.actor(x)
+        x, state = self.memory(x, (h_in,) if c_in is None else (h_in, c_in))
+        return (self.actor(x), *state)

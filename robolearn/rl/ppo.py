@@ -13,6 +13,14 @@ minibatch), and the next rollout acts with the new ones. The actor is not re-exp
 critic: scaling a first-layer column by s'/s also scales down Adam's step for that input, and on
 pendulum (angular velocity spread 0.3 rad/s at reset, ~5 rad/s once it swings) that stalled
 learning for hundreds of iterations (docs/benchmarks.md).
+
+A recurrent actor or critic (algo.policy=gru|lstm) carries a state per environment through the
+rollout; it is stored before every step and zeroed after a step that ended the episode
+(terminated or truncated). The update learns from whole sequences (storage.sequences): each
+starts from the state the rollout had there, detached (truncated back-propagation through time),
+and restarts from zero where an episode starts inside it, so no gradient crosses an episode
+boundary. A time-out bootstraps with V(s_t) as computed in the rollout, i.e. with the critic
+state the cut episode had.
 """
 
 from __future__ import annotations
@@ -21,9 +29,11 @@ import torch
 from omegaconf import OmegaConf
 
 from robolearn.config import AlgoCfg
+from robolearn.config_checks import check_sequences
 from robolearn.errors import UserError
 from robolearn.rl.losses import adapt_learning_rate, gae, gaussian_kl, ppo_loss
 from robolearn.rl.models import ActorCritic, follow_normalizer, gaussian_entropy, gaussian_log_prob
+from robolearn.rl.recurrent import reset_where
 from robolearn.rl.optimizer import Adam
 from robolearn.rl.storage import RolloutStorage
 
@@ -49,6 +59,9 @@ class PPO:
                 f"num_envs * runner.num_steps_per_env = {storage.num_steps * storage.num_envs} "
                 f"is not divisible by algo.num_mini_batches = {cfg.num_mini_batches}"
             )
+        self.recurrent = actor_critic.is_recurrent
+        if self.recurrent:
+            self.bptt_length = check_sequences(storage.num_envs, storage.num_steps, cfg.bptt_length, cfg.num_mini_batches)
         # a plain dataclass, not an OmegaConf node: the minibatch step reads a field per hyperparameter,
         # and each node access costs ~7 us (~1 ms per update with 20 minibatches)
         self.cfg = OmegaConf.to_object(cfg) if OmegaConf.is_config(cfg) else cfg
@@ -59,16 +72,22 @@ class PPO:
         # the actor (with its log std) and the critic: two groups, each clipped on its own
         self.optimizer = Adam([actor_critic.actor_parameters(), actor_critic.critic_parameters()], self.learning_rate)
         self._value_clip = float(cfg.value_clip) if cfg.use_clipped_value_loss else None
+        self.actor_state = actor_critic.initial_actor_state(storage.num_envs, device)
+        """Each environment's recurrent actor state before the next step (() feed-forward)."""
+        self.critic_state = actor_critic.initial_critic_state(storage.num_envs, device)
         self._step = self._minibatch_step
         if cfg.compile:
             self._step = torch.compile(self._minibatch_step)
 
     # --- rollout (called under torch.inference_mode) ----------------------------------------------
     def act(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        actions, log_prob, mean, std = self.ac.act(obs["policy"])
+        if self.recurrent:
+            self.storage.write_states(self.actor_state, self.critic_state)
+        actions, log_prob, mean, std, self.actor_state = self.ac.act(obs["policy"], self.actor_state)
+        values, self.critic_state = self.ac.critic_step(obs["critic"], self.critic_state)
         self.storage.write(
             policy_obs=obs["policy"], critic_obs=obs["critic"], actions=actions, log_probs=log_prob,
-            values=self.ac.value(obs["critic"]), mu=mean, sigma=std,
+            values=values, mu=mean, sigma=std,
         )  # fmt: skip
         return actions
 
@@ -77,6 +96,10 @@ class PPO:
         """The step's outcome; `invalid` [N] marks transitions not to learn from (envs/health.py)."""
         s = self.storage
         s.write(rewards=rewards, terminated=terminated, truncated=truncated)
+        if self.recurrent:  # the next step of an environment whose episode ended starts a new one
+            done = terminated | truncated
+            reset_where(self.actor_state, done)
+            reset_where(self.critic_state, done)
         if invalid is None:
             s.valid[s.step].fill_(1.0)
         else:
@@ -85,7 +108,7 @@ class PPO:
 
     def compute_returns(self, last_obs: dict[str, torch.Tensor]) -> None:
         s = self.storage
-        last_values = self.ac.value(last_obs["critic"])
+        last_values, _ = self.ac.critic_step(last_obs["critic"], self.critic_state)
         # A time-out bootstraps with the value of the state it was cut in; V(s_t) of that step is the
         # estimate we have (the final observation itself is replaced by the reset one).
         s.advantages[:], s.returns[:] = gae(
@@ -108,9 +131,13 @@ class PPO:
         count = 0
         policy_obs, critic_obs = s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1)
         valid = s.valid.flatten()
-        follow_normalizer(self.ac.critic_normalizer, self.ac.critic, critic_obs, valid)
-        for batch in s.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS):
-            metrics, ok = self._step(*batch)
+        follow_normalizer(self.ac.critic_normalizer, self.ac.critic_input_layer(), critic_obs, valid)
+        if self.recurrent:
+            batches = s.sequences(self.bptt_length, cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS)
+        else:
+            batches = ((None, *b) for b in s.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS))
+        for memory, *batch in batches:
+            metrics, ok = self._step(memory, *batch)
             totals += metrics
             applied += ok
             count += 1
@@ -123,16 +150,24 @@ class PPO:
         out["action_std"] = self.ac.log_std.detach().exp().mean()
         return out
 
-    def _minibatch_step(self, policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns,
+    def _minibatch_step(self, memory, policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns,
                         old_mu, old_sigma, valid) -> torch.Tensor:  # fmt: skip
         """One gradient step; returns the METRICS of this minibatch as one [len(METRICS)] tensor (zeros
         if skipped) and whether the step was taken: a minibatch whose loss or gradient is not finite
         (a diverged environment's transition, an overflow) is skipped on the device, so the weights
-        and Adam's moments stay as they were."""
+        and Adam's moments stay as they were. `memory`: None for samples [B, ...], or (starts,
+        actor state, critic state) for sequences [L, B, ...] (storage.sequences), flattened to
+        samples once the networks have run over them."""
         cfg = self.cfg
         log_std = self.ac.log_std
-        mean = self.ac.action_mean(policy_obs)
-        values = self.ac.value(critic_obs)
+        if memory is None:
+            mean, values = self.ac.action_mean(policy_obs), self.ac.value(critic_obs)
+        else:
+            mean, values = self.ac.sequences(policy_obs, critic_obs, *memory)
+            mean, values = mean.flatten(0, 1), values.flatten(0, 1)
+            actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma, valid = (
+                x.flatten(0, 1) for x in (actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma, valid)
+            )
         with torch.no_grad():
             kl = (gaussian_kl(old_mu, old_sigma, mean, log_std.exp().expand_as(mean)) * valid).sum() / valid.sum().clamp(min=1.0)
             if cfg.schedule == "adaptive":
@@ -152,7 +187,18 @@ class PPO:
         return torch.where(ok, values, 0.0), ok.to(values.dtype)
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict()}
+        state = {"optimizer": self.optimizer.state_dict()}
+        if self.recurrent:  # where each environment's memory stands: the next rollout continues from it
+            state["actor_state"] = [x.clone() for x in self.actor_state]
+            state["critic_state"] = [x.clone() for x in self.critic_state]
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
+        for name in ("actor_state", "critic_state"):
+            ours, theirs = getattr(self, name), state.get(name, [])
+            if len(ours) != len(theirs) or any(a.shape != b.shape for a, b in zip(ours, theirs)):
+                raise ValueError(f"the checkpoint's recurrent {name.replace('_', ' ')} does not fit this network "
+                                 f"({[tuple(b.shape) for b in theirs]} vs {[tuple(a.shape) for a in ours]})")  # fmt: skip
+            for a, b in zip(ours, theirs):
+                a.copy_(b)

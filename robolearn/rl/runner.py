@@ -7,6 +7,7 @@ except once per training clip (train_clips.py), in the step that completes it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,12 +46,16 @@ class OnPolicyRunner:
     def __init__(self, env: VecEnv, algo: AlgoCfg, cfg: RunnerCfg, device: torch.device):
         self.env, self.cfg, self.device = env, cfg, device
         dims = env.observation_dims()
+        actor_critic = ActorCritic.from_config(algo, dims, env.num_actions)
+        shapes = {"actor": [s.shape[1:] for s in actor_critic.initial_actor_state(1)],
+                  "critic": [s.shape[1:] for s in actor_critic.initial_critic_state(1)]}  # fmt: skip
         if torch.device(device).type == "cpu":
-            require(RolloutStorage.nbytes(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions),
+            state_size = sum(math.prod(shape) for group in shapes.values() for shape in group)
+            require(RolloutStorage.nbytes(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions, state_size),
                     f"env.num_envs={env.num_envs} x runner.num_steps_per_env={cfg.num_steps_per_env} (the rollout)",
                     "lower env.num_envs or runner.num_steps_per_env")  # fmt: skip
-        self.actor_critic = ActorCritic.from_config(algo, dims, env.num_actions).to(device)
-        self.storage = RolloutStorage(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions, device)
+        self.actor_critic = actor_critic.to(device)
+        self.storage = RolloutStorage(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions, device, shapes)
         self.alg = PPO(self.actor_critic, self.storage, algo)
         self.iteration = 0
         self.env_steps = 0

@@ -18,3 +18,4 @@ TASK = TaskPlugin(
     config=Path(__file__).with_name("pendulum.yaml"),
     terms={"upright_bonus": upright_bonus},
 )
+PARTIAL = TaskPlugin(config=Path(__file__).with_name("partial.yaml"))  # extends pendulum: its terms too

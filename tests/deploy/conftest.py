@@ -11,13 +11,14 @@ from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic
 
 
-def make_bundle(out, task="cartpole", overrides=(), hidden=(32, 32), seed=0):
-    """Export an (untrained) policy for `task` with non-trivial normalizer statistics."""
+def make_bundle(out, task="cartpole", overrides=(), hidden=(32, 32), seed=0, **algo):
+    """Export an (untrained) policy for `task` with non-trivial normalizer statistics; `algo`: more
+    AlgoCfg fields (policy="gru", ...)."""
     cfg = compose_train([f"task={task}", *overrides])
     env = BatchedEnv(cfg.task, get_task(task), 8, physics="mujoco", seed=seed, physics_settings={"num_threads": 1})
     try:
         torch.manual_seed(seed)
-        ac = ActorCritic.from_config(AlgoCfg(actor_hidden_dims=list(hidden), critic_hidden_dims=[16]),
+        ac = ActorCritic.from_config(AlgoCfg(actor_hidden_dims=list(hidden), critic_hidden_dims=[16], **algo),
                                      env.observation_dims(), env.num_actions)
         obs = env.reset()["policy"]
         ac.actor_normalizer.update(obs + torch.randn_like(obs))

@@ -51,7 +51,7 @@ def test_robot_yaml_edited_by_hand(cartpole_bundle):
 
 def test_wrong_bundle_format(cartpole_bundle):
     rewrite(cartpole_bundle, lambda m: m.update(bundle_format=99))
-    refused(cartpole_bundle, "bundle format 99", "format 1 this runtime reads")
+    refused(cartpole_bundle, "bundle format 99", "a format this runtime reads (1, 2")
 
 
 def test_missing_file(cartpole_bundle):

@@ -5,6 +5,7 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 
@@ -93,8 +94,11 @@ def final_state(run_dir: Path) -> dict:
     return torch.load(run_dir / "checkpoints" / "iter_000006.pt", weights_only=True)
 
 
-def test_resume_ends_with_the_same_parameters_as_an_uninterrupted_run(tmp_path):
-    common = [*SMALL, "seed=5", "runner.save_interval=3"]
+@pytest.mark.parametrize("network", [[], ["algo.policy=gru", "algo.critic_network=lstm", "algo.rnn_hidden_size=8"]],
+                         ids=["mlp", "recurrent"])
+def test_resume_ends_with_the_same_parameters_as_an_uninterrupted_run(tmp_path, network):
+    """Also for recurrent networks: the checkpoint holds where each environment's memory stands."""
+    common = [*SMALL, "seed=5", "runner.save_interval=3", *network]
     full, part = tmp_path / "full", tmp_path / "part"
     assert robolearn("train", *common, "runner.max_iterations=6", f"hydra.run.dir={full}", cwd=tmp_path).returncode == 0
     first = robolearn("train", *common, "runner.max_iterations=3", f"hydra.run.dir={part}", cwd=tmp_path)
@@ -109,6 +113,9 @@ def test_resume_ends_with_the_same_parameters_as_an_uninterrupted_run(tmp_path):
     for key in ("lr", "step", "exp_avg", "exp_avg_sq"):
         assert torch.equal(a["algorithm"]["optimizer"][key], b["algorithm"]["optimizer"][key]), key
     assert torch.equal(a["env"]["physics"]["physics_state"], b["env"]["physics"]["physics_state"])
+    for key in ("actor_state", "critic_state") if network else ():
+        assert all(torch.equal(x, y) for x, y in zip(a["algorithm"][key], b["algorithm"][key], strict=True)), key
+        assert any(x.abs().max() > 0 for x in a["algorithm"][key])
     timing = {"wall_time_s", "steps_per_s", "collection_s", "learning_s"}
     strip = lambda rows: [{k: v for k, v in r.items() if k not in timing} for r in rows]  # noqa: E731
     assert strip(metrics(part)) == strip(metrics(full))  # iterations 1-3, then 4-6 after the resume

@@ -59,7 +59,7 @@ def test_gaussian_log_prob_and_entropy_match_torch_distributions():
 def test_actor_critic_shapes_and_inference_policy_is_the_mean():
     ac = ActorCritic(4, 6, 2, [16], [16], "elu", init_noise_std=0.5)
     obs = torch.randn(5, 4)
-    actions, log_prob, mean, std = ac.act(obs)
+    actions, log_prob, mean, std, _ = ac.act(obs)
     assert actions.shape == mean.shape == (5, 2) and log_prob.shape == (5,)
     assert torch.allclose(std, torch.full((5, 2), 0.5))
     assert ac.value(torch.randn(5, 6)).shape == (5,)
@@ -83,7 +83,7 @@ def test_noise_floor_is_kept_in_place():
 def test_sampled_log_prob_equals_the_density_of_the_sampled_action():
     ac = ActorCritic(3, 3, 4, [8], [8], init_noise_std=0.7)
     obs = torch.randn(6, 3)
-    actions, log_prob, mean, _ = ac.act(obs)
+    actions, log_prob, mean, _, _ = ac.act(obs)
     assert torch.allclose(log_prob, gaussian_log_prob(actions, mean, ac.log_std), atol=1e-5)
 
 
@@ -95,8 +95,8 @@ def test_following_the_normalizer_leaves_the_network_unchanged():
     policy_obs, critic_obs = torch.randn(64, 3) * 4 + 7, torch.randn(64, 5) * 0.1 - 2
     critic_obs[:, 0] = 1.5  # a column that never varies: divided by the floor, still unchanged
     before = ac.action_mean(policy_obs), ac.value(critic_obs)
-    follow_normalizer(ac.actor_normalizer, ac.actor, policy_obs)
-    follow_normalizer(ac.critic_normalizer, ac.critic, critic_obs)
+    follow_normalizer(ac.actor_normalizer, ac.actor_input_layer(), policy_obs)
+    follow_normalizer(ac.critic_normalizer, ac.critic_input_layer(), critic_obs)
     after = ac.action_mean(policy_obs), ac.value(critic_obs)
     assert torch.allclose(ac.actor_normalizer.mean, policy_obs.mean(0))
     assert torch.allclose(ac.critic_normalizer.std[0], torch.tensor(0.01))
@@ -110,7 +110,7 @@ def test_the_first_layer_absorbs_a_hand_worked_change_of_statistics():
     ac = ActorCritic(1, 1, 1, [], [])
     with torch.no_grad():
         ac.actor[0].weight.fill_(0.5), ac.actor[0].bias.fill_(0.25)
-    follow_normalizer(ac.actor_normalizer, ac.actor, torch.tensor([[1.0], [3.0]]))
+    follow_normalizer(ac.actor_normalizer, ac.actor_input_layer(), torch.tensor([[1.0], [3.0]]))
     assert ac.actor[0].weight.item() == 0.5 and ac.actor[0].bias.item() == 0.25 + 0.5 * 2
     assert ac.action_mean(torch.tensor([[3.0]])).item() == 0.5 * 3 + 0.25
 

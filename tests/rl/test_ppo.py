@@ -113,28 +113,36 @@ def spy_first_minibatches(alg) -> list[tuple[float, float, float]]:
     step, calls = alg._step, [0]
     per_update = alg.cfg.num_mini_batches * alg.cfg.num_learning_epochs
 
-    def spy(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma, valid):
+    def spy(memory, policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma,
+            valid):  # fmt: skip
         if calls[0] % per_update == 0:
             with torch.no_grad():
-                mean = alg.ac.action_mean(policy_obs)
+                if memory is None:
+                    mean, values = alg.ac.action_mean(policy_obs), alg.ac.value(critic_obs)
+                else:
+                    mean, values = alg.ac.sequences(policy_obs, critic_obs, *memory)
                 ratio = torch.exp(gaussian_log_prob(actions, mean, alg.ac.log_std) - old_log_prob)
                 kl = gaussian_kl(old_mu, old_sigma, mean, alg.ac.log_std.exp().expand_as(mean)).mean()
-                value_error = (alg.ac.value(critic_obs) - old_values).abs().max()
+                value_error = (values - old_values).abs().max()
             first.append(((ratio - 1).abs().max().item(), kl.item(), value_error.item()))
         calls[0] += 1
-        return step(policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma,
-                    valid)  # fmt: skip
+        return step(memory, policy_obs, critic_obs, actions, old_log_prob, old_values, advantages, returns, old_mu,
+                    old_sigma, valid)  # fmt: skip
 
     alg._step = spy
     return first
 
 
-@pytest.mark.parametrize("normalize", [True, False])
-def test_the_first_minibatch_of_every_update_has_ratio_one_and_kl_zero(normalize):
+@pytest.mark.parametrize("normalize,policy,bptt", [(True, "mlp", 0), (False, "mlp", 0), (True, "gru", 0),
+                                                    (True, "lstm", 4), (False, "gru", 2)])
+def test_the_first_minibatch_of_every_update_has_ratio_one_and_kl_zero(normalize, policy, bptt):
     """Before any step the update's policy and values are those that acted: the actor's normalizer
     takes the rollout after the update, the critic's before it with its first layer absorbing
-    the change."""
-    runner = make_runner(num_steps=8, normalize_observations=normalize)
+    the change. A recurrent network re-run over the rollout's sequences (from the stored states,
+    restarted where episodes start: every 8 steps here, inside the 12-step rollouts) reproduces
+    the rollout's actions and values."""
+    num_steps = 8 if policy == "mlp" else 12
+    runner = make_runner(num_steps=num_steps, normalize_observations=normalize, policy=policy, bptt_length=bptt)
     first = spy_first_minibatches(runner.alg)
     for _ in range(5):
         collect(runner)
@@ -205,7 +213,7 @@ def test_gradients_are_clipped_per_network():
 
     real_step = alg.optimizer.step
     alg.optimizer.step = record_then_step
-    alg._minibatch_step(*batch)
+    alg._minibatch_step(None, *batch)
     assert seen["critic"] == pytest.approx(5.0, rel=1e-4)  # clipped to max_grad_norm
     assert seen["actor"] == pytest.approx(actor_norm, rel=1e-4)  # untouched by the critic's norm
 
