@@ -297,12 +297,13 @@ def _list(args: list[str]) -> int:
         raise UserError(f"list takes no arguments, got {' '.join(args)}")
     tasks = register_configs()
     configs = task_configs(tasks)
+    width = max(16, *(len(n) for n in [*tasks, *BROKEN]))
     print("tasks:")
     for name, plugin in sorted(tasks.items()):
         description = load_task_yaml(plugin.config, configs).get("description", "")
-        print(f"  {name:<16} {description}")
+        print(f"  {name:<{width}} {description}")
     for name, reason in sorted(BROKEN.items()):
-        print(f"  {name:<16} [broken: {reason}]")
+        print(f"  {name:<{width}} [broken: {reason}]")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     print(f"physics backends (device {device}):")
     for name, info in BACKENDS.items():

@@ -10,3 +10,4 @@ from . import robot
 
 FLAT = TaskPlugin(config=Path(__file__).with_name("flat.yaml"), edit_spec=robot.apply)
 ROUGH = TaskPlugin(config=Path(__file__).with_name("rough.yaml"))  # extends quadruped_flat: its edit_spec too
+FLAT_GRU = TaskPlugin(config=Path(__file__).with_name("flat_gru.yaml"))  # extends quadruped_flat

@@ -271,6 +271,13 @@ CASES: list[Case] = [
     train("decimation_zero", "task.decimation=0", expect=("task.decimation=0 is out of range",)),
     train("episode_length_negative", "task.episode_length_s=-2", expect=("task.episode_length_s=-2.0 is out of range", "seconds")),
     train("sim_dt_zero", "task.sim_dt=0", expect=("task.sim_dt=0.0 is out of range",)),
+    train("policy_network_unknown", "algo.policy=transformer", expect=("algo.policy=transformer is out of range", "mlp, gru, lstm")),
+    train("critic_network_unknown", "algo.critic_network=cnn", expect=("algo.critic_network=cnn is out of range", "or null")),
+    train("rnn_hidden_size_zero", "algo.policy=gru", "algo.rnn_hidden_size=0", expect=("algo.rnn_hidden_size=0 is out of range", ">= 1")),
+    train("bptt_length_not_dividing_rollout", "algo.policy=gru", "algo.bptt_length=5",
+          expect=("algo.bptt_length=5 does not divide runner.num_steps_per_env", "a divisor of")),  # fmt: skip
+    train("recurrent_minibatches_not_dividing_sequences", "algo.policy=lstm", "env.num_envs=3", "runner.num_steps_per_env=4",
+          "algo.num_mini_batches=4", expect=("algo.num_mini_batches=4 does not divide the 3 sequences", "a divisor of 3")),  # fmt: skip
     train("obs_history_zero", "task.observations.policy.terms.cart_pos.history=0", expect=("history=0 is out of range", ">= 1")),
     train("obs_history_too_long", "task.observations.policy.terms.cart_pos.history=251", expect=("longer than the episode", "1..250")),
     train("unknown_integrator", "task.sim.integrator=rk5", expect=("task.sim.integrator=rk5", "euler, rk4, implicit")),

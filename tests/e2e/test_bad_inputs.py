@@ -168,7 +168,7 @@ def _failing_act(obs=None):
     raise RuntimeError("CUDA error: an illegal memory access")
 
 
-def _deploy_case(name, bundle, reference):
+def _deploy_case(name, bundle, reference, recurrent):
     import numpy as np
 
     from robolearn_deploy import Bundle, ControlLoop, ObservationBuilder, Policy, Safety
@@ -198,6 +198,12 @@ def _deploy_case(name, bundle, reference):
         "reading_out_of_range": lambda: _trips(bundle, Robot(_with("joint_pos", 1, 9.0))),
         "reading_late": lambda: _trips(bundle, Robot(delay_at=2)),
         "policy_step_fails": lambda: _trips(bundle, Robot(), _failing_act),
+        "recurrent_call_without_state": lambda: _raises(recurrent, lambda b: _policy(b)(np.zeros((2, size), np.float32))),
+        "recurrent_state_wrong_shape": lambda: _raises(recurrent, lambda b: _policy(b)(
+            np.zeros((2, size), np.float32), np.zeros((1, 1, 8), np.float32))),
+        "recurrent_on_tensorrt": lambda: _raises(recurrent, lambda b: Policy(b, engine="tensorrt")),
+        "feed_forward_given_a_state": lambda: _raises(bundle, lambda b: _policy(b)(
+            np.zeros((2, size), np.float32), np.zeros((2, 1, 8), np.float32))),
     }[name]  # fmt: skip
 
 
@@ -212,6 +218,9 @@ DEPLOY_EXPECT = {
     "reading_lacks_a_joint": "joint_pos has shape (1,)", "reading_not_finite": "not finite",
     "reading_out_of_range": "outside its limits", "reading_late": "after its tick",
     "policy_step_fails": "RuntimeError: CUDA error: an illegal memory access",
+    "recurrent_call_without_state": "policy is recurrent: call it as policy(obs, h)",
+    "recurrent_state_wrong_shape": "policy state 'h' must be [2, 1, 8]", "recurrent_on_tensorrt": "recurrent",
+    "feed_forward_given_a_state": "feed-forward: call it with the observations only",
 }  # fmt: skip
 DEPLOY_CASES = list(DEPLOY_EXPECT)
 
@@ -221,13 +230,23 @@ def exported_bundle(workspace):
     return workspace / "bundle"
 
 
+@pytest.fixture(scope="module")
+def recurrent_bundle(tmp_path_factory):
+    """An (untrained) GRU cart-pole policy's bundle: state h [1, 8]."""
+    from tests.deploy.conftest import make_bundle
+
+    out = tmp_path_factory.mktemp("recurrent") / "bundle"
+    make_bundle(out, "cartpole", policy="gru", rnn_hidden_size=8, hidden=(8,))
+    return out
+
+
 @pytest.mark.parametrize("name", DEPLOY_CASES)
-def test_a_bad_deploy_input_is_one_line_or_a_safe_command(name, exported_bundle, tmp_path):
+def test_a_bad_deploy_input_is_one_line_or_a_safe_command(name, exported_bundle, recurrent_bundle, tmp_path):
     bundle = shutil.copytree(exported_bundle, tmp_path / "bundle")
     (tmp_path / "plain").mkdir()
     reference = shutil.copytree(REFERENCE, tmp_path / "reference")
     before = snapshot(exported_bundle)
-    message = _deploy_case(name, bundle, reference)()
+    message = _deploy_case(name, bundle, reference, recurrent_bundle)()
     assert message is not None and "\n" not in message and "Traceback" not in message
     assert DEPLOY_EXPECT[name] in message, message
     assert snapshot(exported_bundle) == before

@@ -13,10 +13,11 @@ from robolearn.registry import discover_tasks
 
 from ..conftest import random_actions
 
-SLOW = {("arm_reach", "mjx")}
+SLOW = {("arm_reach", "mjx"), ("quadruped_flat_gru", "warp"), ("quadruped_flat_gru", "mjx")}
 """Cases CI leaves out for time: MJX compiles the arm's implicitfast step for ~40 s on a 2-core CPU,
-and the arm meets nothing there the other tasks do not (it has no contacts at all). ROBOLEARN_SLOW_CASES=1
-runs them too (they passed on 2026-11-24)."""
+and the arm meets nothing there the other tasks do not (it has no contacts at all); quadruped_flat_gru
+differs from quadruped_flat only in its training recipe (its env is the same: mujoco covers it).
+ROBOLEARN_SLOW_CASES=1 runs them too (the arm's passed on 2026-11-24)."""
 CASES = [(task, backend) for task in sorted(discover_tasks()) for backend in BACKENDS
          if (task, backend) not in SLOW or os.environ.get("ROBOLEARN_SLOW_CASES") == "1"]  # fmt: skip
 # A task with a generated terrain steps here on a small one (2 x 2 tiles): the full-size field is
