@@ -73,5 +73,5 @@ def test_a_task_yaml_that_cannot_be_read_sets_only_that_task_aside(monkeypatch, 
 
 
 def test_unknown_task_lists_valid_ones():
-    with pytest.raises(UserError, match="unknown task 'nope'; valid tasks: .*cartpole, pendulum, quadruped_flat"):
+    with pytest.raises(UserError, match="unknown task 'nope'; valid tasks: .*cartpole, pendulum, pendulum_partial, quadruped_flat"):
         registry.get_task("nope")

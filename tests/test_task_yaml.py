@@ -59,7 +59,7 @@ def test_a_file_path_still_works_and_an_unknown_base_is_one_line(installed, tmp_
     assert load_task_yaml(tmp_path / "child.yaml", task_configs(installed)) == {"asset": "cartpole.xml", "decimation": 3}
     (tmp_path / "bad.yaml").write_text("extends: quadruped_flatt\n")
     with pytest.raises(UserError, match=r"extends: quadruped_flatt is neither an installed task nor a YAML file next "
-                                        r"to it; installed tasks: .*cartpole, pendulum, quadruped_flat"):  # fmt: skip
+                                        r"to it; installed tasks: .*cartpole, pendulum, pendulum_partial, quadruped_flat"):  # fmt: skip
         load_task_yaml(tmp_path / "bad.yaml", task_configs(installed))
     installed["bad"] = registry.TaskPlugin(config=tmp_path / "bad.yaml")
     with pytest.raises(UserError, match="task 'bad' is installed but cannot be used: .*extends: quadruped_flatt"):

@@ -110,3 +110,15 @@ def test_robot_yaml_without_the_state_or_with_a_wrong_shape_is_refused(recurrent
     refused(bundle, "bundle format 2 and no policy_state")
     rewrite(bundle, lambda meta: meta.update(bundle_format=1))
     refused(bundle, "the ONNX graph takes input 'h_in', which robot.yaml does not describe")
+
+
+def test_the_fp16_artifact_carries_the_state_too(tmp_path):
+    """precision=fp16: the core and head in half precision, the state in and out as float32, checked
+    over sequences against torch like the fp32 graph (export fails otherwise)."""
+    make_bundle(tmp_path / "b", "cartpole", policy="lstm", rnn_hidden_size=8, hidden=(8,), precision="fp16")
+    policy = Policy(tmp_path / "b", precision="fp16")
+    assert policy.engine.precision == "fp16" and policy.is_recurrent
+    report = next(a for a in policy.bundle.meta["artifacts"] if a["file"] == "policy.fp16.onnx")
+    assert 0 < report["parity"]["recorded_max_abs_diff"] < report["parity"]["tolerance"]
+    first = policy.act(np.zeros(policy.bundle.obs_size, np.float32)).copy()
+    assert not np.allclose(first, policy.act(np.zeros(policy.bundle.obs_size, np.float32)))  # the state moved

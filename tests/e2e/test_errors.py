@@ -20,7 +20,7 @@ def one_line_error(result, *expected):
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (["task=nope"], ["unknown task 'nope'", "cartpole, pendulum, quadruped_flat"]),
+    (["task=nope"], ["unknown task 'nope'", "cartpole, pendulum, pendulum_partial, quadruped_flat"]),
     (["physics=bullet"], ["unknown physics backend 'bullet'", "auto, mjx, mujoco, warp"]),
     (["physics.backend=bullet"], ["unknown physics backend 'bullet'", "auto, warp, mjx, mujoco"]),
     (["algo.learning_rat=1"], ["algo.learning_rat is not a setting of algo; valid: learning_rate, schedule"]),
