@@ -6,7 +6,7 @@ import pytest
 from robolearn import compose, registry
 from robolearn.errors import UserError
 from robolearn.registry import inherit, task_configs
-from robolearn.task_yaml import load_task_yaml
+from robolearn.task_yaml import _merged, load_task_yaml
 
 
 @pytest.fixture
@@ -51,6 +51,18 @@ def test_quadruped_rough_extends_flat_by_name():
     assert rough.edit_spec is tasks["quadruped_flat"].edit_spec  # robot constants applied once
     cfg = compose.compose_train(["task=quadruped_rough"])
     assert cfg.task.name == "quadruped_rough" and cfg.task.rewards.feet_air_time.weight == 0.5
+
+
+def test_a_variant_removes_a_base_term_with_null():
+    """pendulum_partial: pendulum without the policy's angular velocity (the critic keeps it), its
+    recipe's GRU; a null on a plain value still just sets it."""
+    cfg = compose.compose_train(["task=pendulum_partial"])
+    assert list(cfg.task.observations.policy.terms) == ["angle"]
+    assert list(cfg.task.observations.critic.terms) == ["angle", "angular_vel", "pole_mass"]
+    assert cfg.algo.policy == "gru" and cfg.algo.critic_network == "mlp"
+    assert load_task_yaml(registry.get_task("pendulum_partial").config, task_configs(registry.discover_tasks()))[
+        "observations"]["policy"]["terms"]["angle"]["func"] == "joint_pos_cos_sin"  # fmt: skip
+    assert _merged({"term": {"func": "f"}, "clip": 5.0}, {"term": None, "clip": None}) == {"clip": None}
 
 
 def test_a_file_path_still_works_and_an_unknown_base_is_one_line(installed, tmp_path):
