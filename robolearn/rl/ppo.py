@@ -33,8 +33,8 @@ from robolearn.config_checks import check_sequences
 from robolearn.errors import UserError
 from robolearn.rl.losses import adapt_learning_rate, gae, gaussian_kl, ppo_loss
 from robolearn.rl.models import ActorCritic, follow_normalizer, gaussian_entropy, gaussian_log_prob
-from robolearn.rl.recurrent import reset_where
 from robolearn.rl.optimizer import Adam
+from robolearn.rl.recurrent import reset_where
 from robolearn.rl.storage import RolloutStorage
 
 METRICS = ("surrogate_loss", "value_loss", "entropy", "clip_fraction", "kl")
