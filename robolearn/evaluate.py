@@ -16,13 +16,14 @@ from robolearn.progress import EvalProgress
 
 
 def evaluate(
-    env: BatchedEnv, act: Callable[[torch.Tensor], torch.Tensor], record_steps: int = 0, progress: bool = True
+    env: BatchedEnv, act: Callable[[torch.Tensor], torch.Tensor], record_steps: int = 0, progress: bool = True,
+    record_envs: int | None = None,
 ) -> tuple[dict[str, float], torch.Tensor]:
     """Run every environment's first episode to its end. `act`: policy observations -> actions;
     one that keeps a state per environment (a models.Controller) is told where episodes end
     through its `reset(done)`. Returns (metrics, the policy observations of the first
-    `record_steps` steps, [record_steps, N, D], for parity checks). `progress`: show it on stderr
-    (robolearn/progress.py)."""
+    `record_steps` steps of the first `record_envs` environments (None: all N), [record_steps, N, D],
+    for parity checks). `progress`: show it on stderr (robolearn/progress.py)."""
     n, device = env.num_envs, env.device
     ended = torch.zeros(n, dtype=torch.bool, device=device)
     returns = torch.zeros(n, device=device)
@@ -39,7 +40,7 @@ def evaluate(
         obs = env.reset(spread_timeouts=False)
         for step in range(env.max_episode_length):
             if step < record_steps:
-                recorded.append(obs["policy"].clone())
+                recorded.append(obs["policy"][:record_envs].clone())
             obs, reward, terminated, truncated = env.step(act(obs["policy"]))
             if reset is not None:
                 reset(terminated | truncated)
@@ -66,7 +67,7 @@ def evaluate(
         metrics[f"termination/{name}"] = count / n
     metrics.update(summarize_metrics(env, metric_sums.sum(1), lengths.sum(), distance.sum(), final_sums.sum(1),
                                      ended.sum()))  # fmt: skip
-    empty = torch.zeros(0, n, env.observation_dims()["policy"], device=device)
+    empty = torch.zeros(0, min(n, record_envs or n), env.observation_dims()["policy"], device=device)
     return metrics, torch.stack(recorded) if recorded else empty
 
 

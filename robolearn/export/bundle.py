@@ -33,7 +33,8 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.evaluate import evaluate
 from robolearn.export.metadata import policy_state, robot_metadata, versions, write_robot_yaml
-from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, ParityReport, check_parity, export_onnx, state_input, state_output
+from robolearn.export.onnx import (INPUT_NAME, OUTPUT_NAME, SEQUENCES, ParityReport, check_parity, export_onnx,
+                                   state_input, state_output)  # fmt: skip
 from robolearn.model_files import loaded_files, model_files
 from robolearn.rl.models import ActorCritic, Controller, InferencePolicy
 from robolearn.run_dir import check_export_target
@@ -184,10 +185,12 @@ def export_bundle(
         raise UserError("format=tensorrt: the TensorRT path builds feed-forward policies only so far, and this one is "
                         "recurrent; format=onnx exports it (fp32 or fp16)")  # fmt: skip
     check_export_target(out_dir)
-    # a recurrent policy is compared over whole sequences: 200 steps of the first episodes
-    steps = 32 if actor_critic.actor_memory is None else 200
-    evaluation, recorded = evaluate(env, Controller(actor_critic, env.num_envs, env.device), record_steps=steps,
-                                    progress=progress)  # fmt: skip
+    # a recurrent policy is compared over whole sequences: 200 steps of the first episodes of the
+    # environments the parity check runs (onnx.probe_observations)
+    recurrent = actor_critic.actor_memory is not None
+    evaluation, recorded = evaluate(env, Controller(actor_critic, env.num_envs, env.device),
+                                    record_steps=200 if recurrent else 32, progress=progress,
+                                    record_envs=SEQUENCES if recurrent else None)  # fmt: skip
     policy = InferencePolicy(copy.deepcopy(actor_critic).cpu())
     recorded = recorded.cpu()
     out_dir.parent.mkdir(parents=True, exist_ok=True)

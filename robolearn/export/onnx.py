@@ -33,6 +33,8 @@ def state_output(name: str) -> str:
     return f"{name}_out"
 
 
+SEQUENCES = 64
+"""A recurrent policy's parity runs this many sequences side by side (random, and recorded ones)."""
 PROBE_BATCH = 256
 """Parity probes go through the engine in batches of this size (engines have a maximum batch)."""
 TOLERANCE = {"fp32": 1e-5, "fp16": 1e-2}
@@ -135,9 +137,9 @@ def probe_observations(policy: InferencePolicy, recorded: torch.Tensor, seed: in
     recorded = recorded.detach().float().cpu()
     gen = torch.Generator().manual_seed(seed)
     mean, std = policy.normalizer.mean, policy.normalizer.std
-    shape = (1024, recorded.shape[-1]) if not policy.state_names else (100, 64, recorded.shape[-1])
+    shape = (1024, recorded.shape[-1]) if not policy.state_names else (100, SEQUENCES, recorded.shape[-1])
     random_obs = mean + std * 3.0 * (2.0 * torch.rand(*shape, generator=gen) - 1.0)
-    return random_obs, recorded.flatten(0, 1) if not policy.state_names else recorded[:, :64]
+    return random_obs, recorded.flatten(0, 1) if not policy.state_names else recorded[:, :SEQUENCES]
 
 
 def check_parity(policy: InferencePolicy, engine, recorded: torch.Tensor, precision: str = "fp32") -> ParityReport:

@@ -91,6 +91,6 @@ class RecurrentCore(nn.Module):
 
 def reset_where(state: State, done: torch.Tensor) -> None:
     """Zero, in place, the states of the environments whose episode ended (done [B] bool)."""
-    keep = (~done).to(state[0].dtype).view(-1, 1, 1) if state else None
+    keep = (~done).view(-1, 1, 1)
     for s in state:
         s.mul_(keep)
