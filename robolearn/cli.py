@@ -1,4 +1,4 @@
-"""`robolearn <verb> [args]`: train (Hydra overrides), export, eval, sim2sim, play, list, runs,
+"""`robolearn <verb> [args]`: train (Hydra overrides), export, import, eval, sim2sim, play, list, runs,
 terms, new-task (USAGE below; each verb's --help prints its part).
 
 A mistake a user can fix ends in one line on stderr and exit code 2; Hydra's own composition
@@ -43,6 +43,12 @@ commands:
                                      or (mode=web, run= only) a live browser viewer at
                                      http://localhost:<port>/ with pause/step/reset, reward bars,
                                      command sliders and the run's newest checkpoint
+  import run=<rsl_rl run dir> [robot=<model.xml>] [joint_order=<j1,j2,...>] [task=<robolearn task>]
+         [checkpoint=model_<N>.pt] [obs=<recorded obs .npy|.npz>] [precision=fp32|fp16] [out=<dir>]
+                                     turn an Isaac Lab or mjlab run (params/ + checkpoint) into a
+                                     deploy bundle: policy.onnx with the normalizer, robot.yaml
+                                     resolved from the run's config; robot= adds the robot for
+                                     sim2sim and gives the joint order; task= a referee task
   list                               print the installed tasks and physics backends
   runs [task=<name>] [root=runs]     the runs under ./runs, newest first: iterations done, best
                                      and last mean return, state (finished, exported, running,
@@ -174,6 +180,31 @@ def _export(args: list[str]) -> int:
     if not opts["run"]:
         raise UserError("export needs run=<run dir>")
     app.export_run(resolve_run(opts["run"]), _path(opts["checkpoint"]), _path(opts["out"]), opts["format"], opts["precision"])
+    return 0
+
+
+def _import(args: list[str]) -> int:
+    from robolearn.errors import UserError
+    from robolearn.export.bundle import PRECISIONS
+    from robolearn.interop.importer import import_run
+    from robolearn.interop.report import print_import
+
+    valid = {"run": None, "robot": None, "joint_order": None, "task": None, "checkpoint": None, "obs": None,
+             "precision": "fp32", "out": None}  # fmt: skip
+    opts = _key_values(args, valid, "import")
+    if not opts["run"]:
+        raise UserError("import needs run=<rsl_rl run dir> (an Isaac Lab or mjlab run: params/env.yaml, model_<N>.pt)")
+    if opts["precision"] not in PRECISIONS:
+        raise UserError(f"unknown precision '{opts['precision']}'; valid: {', '.join(PRECISIONS)}")
+    if opts["task"]:
+        from robolearn.compose import register_configs
+
+        register_configs()
+    result = import_run(
+        _path(opts["run"]), out=_path(opts["out"]), robot=_path(opts["robot"]), task=opts["task"],
+        joint_order=opts["joint_order"], checkpoint=opts["checkpoint"], obs=_path(opts["obs"]), precision=opts["precision"],
+    )  # fmt: skip
+    print_import(result)
     return 0
 
 
@@ -408,8 +439,8 @@ def import_mujoco() -> None:
                         "valid: egl (libegl1), osmesa (libosmesa6), glfw (a display), or unset it") from None  # fmt: skip
 
 
-VERBS = {"train": _train, "export": _export, "eval": _eval, "sim2sim": _sim2sim, "play": _play, "list": _list,
-         "runs": _runs, "terms": _terms, "new-task": _new_task}  # fmt: skip
+VERBS = {"train": _train, "export": _export, "import": _import, "eval": _eval, "sim2sim": _sim2sim, "play": _play,
+         "list": _list, "runs": _runs, "terms": _terms, "new-task": _new_task}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -145,6 +145,9 @@ def open_sim(bundle_dir: Path, realtime: bool = False, timestep: float | None = 
     policy = Policy(bundle_dir, engine=engine)  # verifies the bundle before anything runs
     meta = policy.bundle.meta
     timestep = timestep or meta.get("physics_dt_s")  # the training timestep unless another is asked for
+    if not meta.get("model_file") or not (bundle_dir / "task.yaml").is_file():
+        raise UserError(f"{bundle_dir} carries no robot model and task.yaml to simulate (an imported bundle gets them "
+                        "from robolearn import ... robot=<model.xml> task=<robolearn task>)")  # fmt: skip
     robot = MujocoRobot(bundle_dir / meta["model_file"], timestep=timestep, integrator=integrator, realtime=realtime)
     referee = Referee(bundle_dir, meta["model_file"], seed)
     return policy, robot, referee, ControlLoop(policy, robot, Safety(), log=log)
@@ -248,7 +251,10 @@ def print_report(result: dict) -> None:
     keys = ["return_mean", "return_std", "episode_length_mean", "terminated_fraction"]
     keys += [k for k in result if k.startswith("termination/")] + list(result["metric_names"])
     for key in keys:
-        print(f"  {key:<28} {training.get(key, float('nan')):>14.4g} {result[key]:>10.4g}")
+        ours = f"{training[key]:>14.4g}" if isinstance(training.get(key), (int, float)) else f"{'-':>14}"
+        print(f"  {key:<28} {ours} {result[key]:>10.4g}")
+    if not training:
+        print("  (no training evaluation in this bundle: an imported policy is scored by the task alone)")
     if result["return_comparison"] is not None:
         print(f"  {comparison_line(result['return_comparison'])}")
     reasons = f" ({'; '.join(result['trip_reasons'])})" if result["trip_reasons"] else ""

@@ -75,7 +75,7 @@ def test_a_floating_base_is_a_free_joint_the_task_adds():
 
 def test_meshes_outside_the_urdf_folder_go_into_the_bundle_meshes_folder(tmp_path):
     """A ROS package's layout: urdf/robot.urdf and meshes/ beside it (meshdir="../meshes")."""
-    from robolearn.export.bundle import _copy_model
+    from robolearn.export.bundle import copy_model
 
     package = tmp_path / "my_robot_description"
     shutil.copytree(FIXTURE / "meshes", package / "meshes")
@@ -84,7 +84,7 @@ def test_meshes_outside_the_urdf_folder_go_into_the_bundle_meshes_folder(tmp_pat
     edit = fixture_plugin().edit_spec
     staging = tmp_path / "bundle"
     staging.mkdir()
-    _copy_model(package / "urdf" / "robot.urdf", staging, "robot.xml", edit)
+    copy_model(package / "urdf" / "robot.urdf", staging, "robot.xml", edit)
     assert sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*.*")) == [*(f"meshes/{m}" for m in MESHES), "robot.xml"]
     bundled = mujoco.MjModel.from_xml_path(str(staging / "robot.xml"))
     assert bundled.mesh_vert.tolist() == load_model(URDF, edit=edit).mesh_vert.tolist()

@@ -105,7 +105,7 @@ def _write_compiled(asset: Path, staging: Path, name: str, edit=None) -> None:
     (staging / name).write_text(spec.to_xml())
 
 
-def _copy_model(asset: Path, staging: Path, name: str, edit=None) -> None:
+def copy_model(asset: Path, staging: Path, name: str, edit=None) -> None:
     """Put the robot model into the bundle as `name` (metadata.model_file_name): an MJCF no task
     edits is copied as it is, with the files it includes and loads; a URDF, or a model a task
     edits (robot constants, generated terrain), is written as its compiled model's MJCF (robot.urdf
@@ -148,7 +148,7 @@ def _onnx_engine(policy: InferencePolicy, path: Path, precision: str = "fp32") -
     return OnnxRuntimeEngine(path, INPUT_NAME, OUTPUT_NAME, precision, state=state)
 
 
-def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor,
+def write_artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor,
                progress: bool = True) -> list[ArtifactReport]:  # fmt: skip
     """policy.onnx always; policy.fp16.onnx for fp16; for TensorRT an engine built from the ONNX of
     the asked precision (fp16: strongly typed, so the normalizer keeps fp32 as in the fp16 ONNX).
@@ -173,6 +173,17 @@ def _artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, p
     return reports
 
 
+def require_parity(reports: list[ArtifactReport], out_dir: Path) -> None:
+    """One line for the first artifact whose parity check failed (the bundle is not written)."""
+    failed = [r for r in reports if not r.parity.ok]
+    if failed:
+        p = failed[0].parity
+        raise UserError(
+            f"{failed[0].file} parity check failed: max abs difference {p.max_abs_diff:.3g} >= tolerance "
+            f"{p.tolerance:.3g} (actions up to {p.max_abs_output:.3g}); {out_dir} left as it was"
+        )
+
+
 def export_bundle(
     actor_critic: ActorCritic, env: BatchedEnv, out_dir: Path, fmt: str = "onnx", precision: str = "fp32",
     progress: bool = True,
@@ -193,20 +204,13 @@ def export_bundle(
                                     record_envs=SEQUENCES if recurrent else None)  # fmt: skip
     policy = InferencePolicy(copy.deepcopy(actor_critic).cpu())
     recorded = recorded.cpu()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
+    staging = staging_dir(out_dir)
     try:
-        reports = _artifacts(policy, env.observation_dims()["policy"], staging, fmt, precision, recorded, progress)
-        failed = [r for r in reports if not r.parity.ok]
-        if failed:
-            p = failed[0].parity
-            raise UserError(
-                f"{failed[0].file} parity check failed: max abs difference {p.max_abs_diff:.3g} >= tolerance "
-                f"{p.tolerance:.3g} (actions up to {p.max_abs_output:.3g}); {out_dir} left as it was"
-            )
+        reports = write_artifacts(policy, env.observation_dims()["policy"], staging, fmt, precision, recorded, progress)
+        require_parity(reports, out_dir)
         meta = robot_metadata(env, env.cfg.name)
         meta.update(policy_state(policy))
-        _copy_model(env.asset_path, staging, meta["model_file"], env.edit_spec)
+        copy_model(env.asset_path, staging, meta["model_file"], env.edit_spec)
         task = OmegaConf.to_container(env.cfg, resolve=True)
         task["asset"] = meta["model_file"]  # the bundle's own copy
         (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
@@ -217,12 +221,24 @@ def export_bundle(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    install(staging, out_dir)
+    return ExportResult(out_dir, reports, evaluation)
+
+
+def staging_dir(out_dir: Path) -> Path:
+    """A fresh sibling of `out_dir` to build a bundle in (install() moves it into place)."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
+
+
+def install(staging: Path, out_dir: Path) -> None:
+    """Put a finished bundle in place: an existing one at `out_dir` (an empty directory or a
+    bundle, check_export_target) is swapped out as a whole and removed only afterwards."""
     previous = None
-    if out_dir.exists():  # an empty directory or a bundle (check_export_target): swapped as a whole
+    if out_dir.exists():
         previous = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.previous-", dir=out_dir.parent))
         previous.rmdir()
         out_dir.rename(previous)
     staging.rename(out_dir)
     if previous is not None:
         shutil.rmtree(previous, ignore_errors=True)
-    return ExportResult(out_dir, reports, evaluation)

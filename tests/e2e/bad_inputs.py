@@ -153,6 +153,30 @@ def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
         "<actuator><motor joint='x'/></actuator></mujoco>"
     )
     write_plugins(root / "site", cartpole_yaml)
+    build_interop_runs(root)
+
+
+INTEROP = Path(__file__).parent.parent / "fixtures" / "interop"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_interop_runs(root: Path) -> None:
+    """An Isaac Lab run, damaged copies of it, and robot models for `robolearn import`."""
+    import torch
+    import yaml
+
+    il = shutil.copytree(INTEROP / "isaaclab_quadruped_run", root / "il_run")
+    shutil.copyfile(ROOT / "docs" / "reference" / "quadruped_flat_cpu" / "bundle" / "quadruped.xml", root / "quadruped.xml")
+    shutil.copyfile(ROOT / "assets" / "cartpole.xml", root / "cartpole.xml")
+    nonorm = shutil.copytree(il, root / "il_nonorm_run")
+    ckpt = torch.load(nonorm / "model_4.pt", weights_only=True)
+    ckpt["actor_state_dict"] = {k: v for k, v in ckpt["actor_state_dict"].items() if "normalizer" not in k}
+    torch.save(ckpt, nonorm / "model_4.pt")
+    physx = shutil.copytree(il, root / "il_physx_run")
+    env = physx / "params" / "env.yaml"
+    env.write_text(env.read_text().replace("isaaclab_newton.physics.mjwarp_manager:NewtonMJWarpManager", "isaaclab_physx.physics:PhysxManager"))
+    odd = shutil.copytree(il, root / "odd_run")
+    (odd / "params" / "env.yaml").write_text(yaml.safe_dump({"scene": {"robot": {}}, "rewards": {}}))
 
 
 # --- the corpus ----------------------------------------------------------------------------------
@@ -363,4 +387,29 @@ CASES: list[Case] = [
           expect=("extends: cartpole_v2 is neither an installed task", "installed tasks:")),  # fmt: skip
     train("plugin_model_without_actuators", "task=oops_noact", site=True, cls="plugin",
           expect=("model has no actuators", "edit_spec")),  # fmt: skip
+    # robolearn import: Isaac Lab / mjlab run directories
+    cli("import_no_run", "import", expect=("import needs run=",)),
+    cli("import_run_missing", "import", "run={ws}/missing", expect=("run=", "is not a directory")),
+    cli("import_not_a_run", "import", "run={ws}/plain_dir", expect=("params/env.yaml", "missing")),
+    cli("import_unknown_layout", "import", "run={ws}/odd_run", cls="file",
+        expect=("no observations/actions sections", "Isaac Lab or mjlab")),  # fmt: skip
+    cli("import_checkpoint_without_normalizer", "import", "run={ws}/il_nonorm_run", "robot={ws}/quadruped.xml", cls="file",
+        expect=("no observation normalizer", "agent.yaml says")),  # fmt: skip
+    cli("import_joint_order_ambiguous", "import", "run={ws}/il_run", expect=("joint order", "robot=", "joint_order=")),
+    cli("import_physx_needs_joint_order", "import", "run={ws}/il_physx_run", "robot={ws}/quadruped.xml",
+        expect=("physx", "joint_order=")),  # fmt: skip
+    cli("import_joint_order_wrong_names", "import", "run={ws}/il_run", "joint_order=a,b,c",
+        expect=("the run's action drives 3 joints (a, b, c)", "12 outputs", "joint_order=")),  # fmt: skip
+    cli("import_joint_order_twice", "import", "run={ws}/il_run", "joint_order=a,a", expect=("names a joint twice",)),
+    cli("import_robot_of_another_robot", "import", "run={ws}/il_run", "robot={ws}/cartpole.xml",
+        expect=("drives 2 joints (slider, hinge)", "12 outputs", "robot=")),  # fmt: skip
+    cli("import_robot_not_mjcf", "import", "run={ws}/il_run", "robot={ws}/not_mjcf.xml", expect=("does not load in MuJoCo",)),
+    cli("import_checkpoint_missing", "import", "run={ws}/il_run", "checkpoint=model_99.pt", expect=("model_99.pt", "does not exist")),
+    cli("import_out_is_a_file", "import", "run={ws}/il_run", "robot={ws}/quadruped.xml", "out={ws}/notes.txt",
+        expect=("notes.txt", "existing file")),  # fmt: skip
+    cli("import_obs_not_an_array", "import", "run={ws}/il_run", "robot={ws}/quadruped.xml", "obs={ws}/notes.txt",
+        expect=("obs=", ".npy")),  # fmt: skip
+    cli("import_bad_precision", "import", "run={ws}/il_run", "precision=fp8", expect=("precision", "fp32, fp16")),
+    cli("import_task_of_another_robot", "import", "run={ws}/il_run", "robot={ws}/quadruped.xml", "task=cartpole",
+        expect=("task=cartpole drives joints", "same robot")),  # fmt: skip
 ]

@@ -1,0 +1,234 @@
+"""`robolearn import`: an Isaac Lab or mjlab rsl_rl run directory -> a robolearn deploy bundle.
+
+    <run>/params/env.yaml, params/agent.yaml, model_<N>.pt   (+ mjlab's exported <run>.onnx)
+      -> policy.onnx (the run's normalizer inside), robot.yaml (layout.py), [robot model, task.yaml]
+
+The joint order is the one thing such a run does not store for certain: mjlab's exported ONNX
+carries it; otherwise `joint_order=` gives it, or `robot=` (the MJCF's order, which is the order
+mjlab and Isaac Lab's Newton backend use; PhysX orders joints its own way and needs joint_order=).
+Parity: the ONNX against the checkpoint's actor rebuilt in torch, on observations recorded from
+the run (`obs=`) or spread over the normalizer's statistics, and against mjlab's own export where
+the run has one. The bundle is built aside and moved into place only when every check passes.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+
+from robolearn.errors import UserError
+from robolearn.export.bundle import ArtifactReport, copy_model, install, require_parity, staging_dir, write_artifacts
+from robolearn.export.metadata import model_file_name, versions, write_robot_yaml
+from robolearn.interop.dialects import Dialect, dialect
+from robolearn.interop.layout import RunLayout, actuators, observation_terms
+from robolearn.interop.names import match_names, per_name
+from robolearn.interop.robot_model import RobotModel
+from robolearn.interop.rsl_checkpoint import Checkpoint, ImportedPolicy, checkpoints, load_actor
+from robolearn.interop.run_yaml import load_run_yaml
+from robolearn.run_dir import check_export_target
+from robolearn_deploy.bundle import BUNDLE_FORMAT
+
+SAMPLES = 1024
+"""Observations drawn from the normalizer's statistics when the run's own are not given."""
+
+
+@dataclass
+class ImportResult:
+    path: Path
+    framework: str
+    checkpoint: Path
+    joint_order_from: str
+    artifacts: list[ArtifactReport]
+    run_onnx_max_abs_diff: float | None
+
+
+def _checkpoint(run_dir: Path, name: str | None) -> Path:
+    if name:
+        path = Path(name) if Path(name).is_absolute() or Path(name).exists() else run_dir / name
+        if not path.is_file():
+            raise UserError(f"checkpoint={name} does not exist (in {run_dir} or as a path)")
+        return path
+    found = checkpoints(run_dir)
+    if not found:
+        raise UserError(f"{run_dir} has no model_<N>.pt checkpoint")
+    return found[-1]
+
+
+def _run_onnx(run_dir: Path) -> tuple[Path, dict] | None:
+    """mjlab's own export of the newest checkpoint (<run>.onnx with joint_names metadata)."""
+    for path in sorted(run_dir.glob("*.onnx")):
+        meta = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+        if "joint_names" in meta:
+            return path, meta
+    return None
+
+
+def _joint_order(d: Dialect, joint_order: str | None, robot: RobotModel | None, run_onnx) -> tuple[list[str], str]:
+    if joint_order:
+        joints = [j.strip() for j in joint_order.split(",") if j.strip()]
+        if len(set(joints)) != len(joints):
+            raise UserError("joint_order= names a joint twice; give each joint of the robot once, in the simulator's order")
+        return joints, "joint_order="
+    if run_onnx is not None:
+        return run_onnx[1]["joint_names"].split(","), f"{run_onnx[0].name} metadata"
+    if robot is not None:
+        backend = d.physics_backend()
+        if d.framework == "isaaclab" and backend != "newton":
+            raise UserError(f"the run used Isaac Lab's {backend or 'unrecorded'} physics backend, whose joint order is not the "
+                            "MJCF's; pass joint_order=<joint,joint,...> (Isaac Lab prints it: robot.joint_names)")  # fmt: skip
+        return list(robot.joints), f"robot= ({robot.path.name}, {'mjlab' if d.framework == 'mjlab' else 'Newton'} order)"
+    raise UserError(f"the run's config does not record the robot's joint order ({d.framework} resolves joint patterns against "
+                    "the simulator's order); pass robot=<model.xml> (its joint order) or joint_order=<joint,joint,...>")  # fmt: skip
+
+
+def resolve(d: Dialect, policy: ImportedPolicy, joints: list[str], robot: RobotModel | None, run_onnx) -> RunLayout:
+    action, robot_name = d.action()
+    robot_cfg = d.robot(robot_name)
+    action_joints = match_names(action.patterns, joints, action.preserve_order)
+    if len(action_joints) != policy.num_actions:
+        raise UserError(f"the run's action drives {len(action_joints)} joints ({', '.join(action_joints)}) but the checkpoint's "
+                        f"actor has {policy.num_actions} outputs; check robot= / joint_order=")  # fmt: skip
+    default_pose = per_name(d.default_joint_pos(robot_cfg), joints, "default joint position", default=0.0)
+    if run_onnx is not None and "default_joint_pos" in run_onnx[1]:  # mjlab's export rounds to 3 decimals
+        exported = dict(zip(joints, map(float, run_onnx[1]["default_joint_pos"].split(","))))
+        wrong = [j for j in joints if abs(exported.get(j, default_pose[j]) - default_pose[j]) > 1e-3]
+        if wrong:
+            raise UserError(f"default position of {wrong[0]!r} is {default_pose[wrong[0]]} in params/env.yaml but "
+                            f"{exported[wrong[0]]} in {run_onnx[0].name}: the two do not describe the same robot")  # fmt: skip
+    default_vel = per_name(d.default_joint_vel(robot_cfg), joints, "default joint velocity", default=0.0)
+    acts = actuators(d, action, robot_cfg, action_joints, default_pose, robot.position_gains() if robot else None)
+    terms, commands = observation_terms(d, joints, len(action_joints), policy.obs_dim, default_vel)
+    decimation = int(d.env.get("decimation") or 0)
+    if decimation < 1:
+        raise UserError("the run's env.yaml has no decimation (physics steps per policy step)")
+    dt = d.physics_dt()
+    return RunLayout(joints, action_joints, default_pose, acts, terms, dt * decimation, dt, decimation, commands)
+
+
+def _armature(d: Dialect, layout: RunLayout) -> dict[str, float]:
+    action, robot_name = d.action()
+    out: dict[str, float] = {}
+    for g in d.actuator_groups(d.robot(robot_name)):
+        if g.armature is None:
+            continue
+        for j in layout.action_joints:
+            if any(re.fullmatch(p, j) for p in g.patterns) and j not in out:
+                out[j] = per_name(g.armature, [j], "armature", strict=False)[j]
+    return out
+
+
+def robot_yaml(layout: RunLayout, d: Dialect, ckpt: Checkpoint, run_dir: Path, model_file: str | None,
+               joint_limits: dict, task: str | None, joint_order_from: str) -> dict:  # fmt: skip
+    at, terms = 0, []
+    for t in layout.terms:
+        stop = at + t.width * t.history
+        terms.append({"name": t.name, "start": at, "stop": stop, "scale": t.scale, "clip": t.clip, "units": t.units,
+                      "source": t.source, "params": t.params, "history": t.history})  # fmt: skip
+        at = stop
+    return {
+        "bundle_format": BUNDLE_FORMAT,
+        "task": task or f"{d.framework}:{run_dir.name}",
+        "model_file": model_file,
+        "control_period_s": layout.control_period_s,
+        "physics_dt_s": layout.physics_dt_s,
+        "decimation": layout.decimation,
+        "actuators": layout.actuators,
+        "default_pose": layout.default_pose,
+        "joint_limits": joint_limits,
+        "observation": {"input": "obs", "size": at, "terms": terms},
+        "action": {"output": "actions", "size": len(layout.actuators),
+                   "ctrl": "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"},
+        "commands": layout.commands,
+        "imported_from": {"framework": d.framework, "run": str(run_dir.resolve()), "checkpoint": ckpt.path.name,
+                          "iteration": ckpt.iteration, "checkpoint_layout": ckpt.layout, "joint_order": joint_order_from,
+                          "physics_backend": d.physics_backend()},
+    }  # fmt: skip
+
+
+def _observations(path: Path | None, policy: ImportedPolicy) -> torch.Tensor:
+    """[T, N, D] observations for the parity check: the run's own recording (.npy [N, D], or .npz
+    with 'obs'), or SAMPLES drawn around the normalizer's mean with its standard deviation."""
+    if path is None:
+        gen = torch.Generator().manual_seed(1)
+        n = policy.normalizer
+        return (n.mean + n.std * torch.randn(SAMPLES, policy.obs_dim, generator=gen)).unsqueeze(0)
+    try:
+        data = np.load(path)
+        obs = data["obs"] if isinstance(data, np.lib.npyio.NpzFile) else data
+    except Exception as exc:
+        raise UserError(f"obs={path} is not a .npy array or an .npz with 'obs' ({type(exc).__name__})") from None
+    obs = np.asarray(obs, dtype=np.float32).reshape(-1, obs.shape[-1]) if np.ndim(obs) >= 2 else None
+    if obs is None or obs.shape[-1] != policy.obs_dim or not np.isfinite(obs).all():
+        raise UserError(f"obs={path} must hold finite observations shaped [N, {policy.obs_dim}]")
+    return torch.from_numpy(obs).unsqueeze(0)
+
+
+def _compare_run_onnx(run_onnx, ckpt: Checkpoint, newest: Path, recorded: torch.Tensor) -> float | None:
+    """Max |mjlab's own ONNX - our actor| (None where the run has none, or it is of another checkpoint)."""
+    if run_onnx is None or ckpt.path.resolve() != newest.resolve():
+        return None
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(run_onnx[0]), providers=["CPUExecutionProvider"])
+    spec = session.get_inputs()[0]
+    if spec.shape[-1] != ckpt.policy.obs_dim:
+        return None
+    x = recorded.reshape(-1, ckpt.policy.obs_dim)
+    theirs = np.concatenate([session.run(None, {spec.name: row[None].numpy()})[0] for row in x[:256]])
+    with torch.no_grad():
+        ours = ckpt.policy(x[:256]).numpy()
+    return float(np.abs(theirs - ours).max())
+
+
+def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None, task: str | None = None,
+               joint_order: str | None = None, checkpoint: str | None = None, obs: Path | None = None,
+               precision: str = "fp32", progress: bool = True) -> ImportResult:  # fmt: skip
+    if not run_dir.is_dir():
+        raise UserError(f"run={run_dir} is not a directory; give an rsl_rl run directory (params/, model_<N>.pt)")
+    env, agent = load_run_yaml(run_dir / "params" / "env.yaml"), load_run_yaml(run_dir / "params" / "agent.yaml")
+    d = dialect(env, agent)
+    path = _checkpoint(run_dir, checkpoint)
+    ckpt = load_actor(path, agent)
+    out = out or run_dir / "robolearn_bundle"
+    check_export_target(out)
+    model = RobotModel(robot) if robot else None
+    run_onnx = _run_onnx(run_dir) if d.framework == "mjlab" else None
+    joints, order_from = _joint_order(d, joint_order, model, run_onnx)
+    if model is not None and set(model.joints) != set(joints):
+        extra = sorted(set(joints) ^ set(model.joints))
+        raise UserError(f"robot={robot} and the run disagree on the joints (e.g. {extra[0]!r} is in only one of them); "
+                        "give the model of the robot the run trained")  # fmt: skip
+    layout = resolve(d, ckpt.policy, joints, model, run_onnx)
+    recorded = _observations(obs, ckpt.policy)
+    run_onnx_diff = _compare_run_onnx(run_onnx, ckpt, checkpoints(run_dir)[-1] if checkpoints(run_dir) else path, recorded)
+    if run_onnx_diff is not None and run_onnx_diff > 1e-4:
+        raise UserError(f"the run's own {run_onnx[0].name} and {path.name}'s actor differ by {run_onnx_diff:.3g}: the "
+                        "checkpoint was not read as the run's framework reads it; nothing was written")  # fmt: skip
+    staging = staging_dir(out)
+    try:
+        reports = write_artifacts(ckpt.policy, ckpt.policy.obs_dim, staging, "onnx", precision, recorded, progress)
+        require_parity(reports, out)
+        model_file = None
+        if model is not None:
+            model_file = model_file_name(model.path, edited=True)
+            copy_model(model.path, staging, model_file, model.edit(layout.actuators, _armature(d, layout)) or (lambda spec: None))
+        meta = robot_yaml(layout, d, ckpt, run_dir, model_file, model.joint_limits() if model else {}, task, order_from)
+        if task:
+            from robolearn.interop.sim2sim_task import write_task_yaml
+
+            write_task_yaml(task, staging, model_file, layout)
+        meta["versions"] = versions(staging / "policy.onnx")
+        meta["artifacts"] = [r.as_dict() for r in reports]
+        meta["evaluation"] = None
+        write_robot_yaml(meta, staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    install(staging, out)
+    return ImportResult(out, d.framework, path, order_from, reports, run_onnx_diff)

@@ -1,0 +1,14 @@
+"""What `robolearn import` prints: where the bundle went, how the joint order was settled, parity."""
+
+from __future__ import annotations
+
+from robolearn.interop.importer import ImportResult
+
+
+def print_import(result: ImportResult) -> None:
+    print(f"imported {result.framework} run, checkpoint {result.checkpoint.name}; joint order from {result.joint_order_from}")
+    for report in result.artifacts:
+        print(f"  {report.line()}")
+    if result.run_onnx_max_abs_diff is not None:
+        print(f"  the run's own ONNX export vs the checkpoint's actor: max abs diff {result.run_onnx_max_abs_diff:.2e}")
+    print(f"bundle: {result.path}")

@@ -1,0 +1,44 @@
+"""task= of an import: the robolearn task whose reset events, commands, rewards and terminations
+referee `robolearn sim2sim` of the imported bundle (task.yaml in the bundle, naming its model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+from robolearn.errors import UserError
+from robolearn.export.bundle import copy_model
+from robolearn.export.metadata import model_file_name
+from robolearn.interop.layout import RunLayout
+
+
+def write_task_yaml(task: str, staging: Path, model_file: str | None, layout: RunLayout) -> str:
+    """Write staging/task.yaml for `task`, naming the bundle's model (the task's own robot, copied
+    as the task builds it, where robot= gave none). Refused in one line when the task drives other
+    joints than the run, or its terms do not fit the robot model. Returns the model file name."""
+    from robolearn.app import build_env
+    from robolearn.compose import compose_train
+    from robolearn.sim2sim import Referee
+
+    cfg = compose_train([f"task={task}"])
+    env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=1)
+    try:
+        theirs = [j for j in env.actions.joint_names]
+        if set(theirs) != set(layout.action_joints):
+            raise UserError(f"task={task} drives joints {', '.join(map(str, theirs))} but the run's policy drives "
+                            f"{', '.join(layout.action_joints)}; choose the robolearn task of the same robot")  # fmt: skip
+        if model_file is None:
+            model_file = model_file_name(env.asset_path, edited=env.edit_spec is not None)
+            copy_model(env.asset_path, staging, model_file, env.edit_spec)
+        config = OmegaConf.to_container(env.cfg, resolve=True)
+    finally:
+        env.close()
+    config["asset"] = model_file
+    (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(config)))
+    try:
+        Referee(staging, model_file, seed=0).close()
+    except UserError as exc:
+        raise UserError(f"task={task} does not fit the imported robot model: {exc}") from None
+    return model_file
