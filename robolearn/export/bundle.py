@@ -214,15 +214,21 @@ def export_bundle(
         task = OmegaConf.to_container(env.cfg, resolve=True)
         task["asset"] = meta["model_file"]  # the bundle's own copy
         (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
-        meta["versions"] = versions(staging / "policy.onnx")
-        meta["artifacts"] = [r.as_dict() for r in reports]
-        meta["evaluation"] = evaluation
-        write_robot_yaml(meta, staging)
+        seal(meta, staging, reports, evaluation)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     install(staging, out_dir)
     return ExportResult(out_dir, reports, evaluation)
+
+
+def seal(meta: dict, staging: Path, reports: list[ArtifactReport], evaluation: dict | None) -> None:
+    """Finish robot.yaml in the staged bundle: versions, each artifact's parity and latency, the
+    training evaluation (None for an imported policy), and every checksum."""
+    meta["versions"] = versions(staging / "policy.onnx")
+    meta["artifacts"] = [r.as_dict() for r in reports]
+    meta["evaluation"] = evaluation
+    write_robot_yaml(meta, staging)
 
 
 def staging_dir(out_dir: Path) -> Path:

@@ -23,8 +23,9 @@ import onnx
 import torch
 
 from robolearn.errors import UserError
-from robolearn.export.bundle import ArtifactReport, copy_model, install, require_parity, staging_dir, write_artifacts
-from robolearn.export.metadata import model_file_name, versions, write_robot_yaml
+from robolearn.export.bundle import (ArtifactReport, copy_model, install, require_parity, seal, staging_dir,
+                                     write_artifacts)  # fmt: skip
+from robolearn.export.metadata import model_file_name
 from robolearn.interop.dialects import Dialect, dialect
 from robolearn.interop.layout import RunLayout, actuators, observation_terms
 from robolearn.interop.names import match_names, per_name
@@ -223,10 +224,7 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
             from robolearn.interop.sim2sim_task import write_task_yaml
 
             write_task_yaml(task, staging, model_file, layout)
-        meta["versions"] = versions(staging / "policy.onnx")
-        meta["artifacts"] = [r.as_dict() for r in reports]
-        meta["evaluation"] = None
-        write_robot_yaml(meta, staging)
+        seal(meta, staging, reports, None)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
