@@ -182,7 +182,7 @@ def build_interop_runs(root: Path) -> None:
 # --- the corpus ----------------------------------------------------------------------------------
 CASES: list[Case] = [
     # the command line: verbs, their arguments, the run directory
-    cli("unknown_verb", "trian", expect=("unknown command 'trian'", "valid: train, export, eval, sim2sim, play, list")),
+    cli("unknown_verb", "trian", expect=("unknown command 'trian'", "valid: train, export, import, eval, sim2sim, play, list")),
     cli("export_no_run", "export", expect=("export needs run=",)),
     cli("export_empty_run", "export", "run=", expect=("run=",)),
     cli("export_run_is_a_file", "export", "run={ws}/notes.txt", expect=("notes.txt", "not a robolearn run directory")),

@@ -52,7 +52,7 @@ def test_broken_mjcf_names_file_and_mujoco_message(tmp_path):
 
 
 def test_unknown_command_and_export_mistakes(tmp_path):
-    one_line_error(robolearn("trian", cwd=tmp_path), "unknown command 'trian'", "train, export, eval, sim2sim, play, list")
+    one_line_error(robolearn("trian", cwd=tmp_path), "unknown command 'trian'", "train, export, import, eval, sim2sim, play, list")
     one_line_error(robolearn("export", cwd=tmp_path), "export needs run=")
     one_line_error(robolearn("export", "run=x", "fmt=onnx", cwd=tmp_path), "unexpected argument 'fmt=onnx'")
     one_line_error(robolearn("export", f"run={tmp_path}", cwd=tmp_path), "not a robolearn run directory")
