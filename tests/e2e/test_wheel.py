@@ -41,6 +41,9 @@ def test_a_wheel_install_trains_and_plays_from_any_directory(tmp_path):
     robolearn = str(venv / "bin" / "robolearn")
     where = run(str(venv / "bin" / "python"), "-c", "import robolearn, robolearn_tasks; print(robolearn.__file__)", cwd=work, env=env)
     assert where.stdout.strip().startswith(str(site)), where.stdout  # the wheel's copy, not the checkout
+    # pyproject lists packages one by one: every package of the source tree must be in the wheel
+    packages = sorted(p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "robolearn").rglob("__init__.py"))
+    assert [p for p in packages if not (site / p / "__init__.py").is_file()] == []
     listed = run(robolearn, "list", cwd=work, env=env).stdout
     assert "quadruped_flat" in listed and "cartpole" in listed
     run(robolearn, "train", "runner.max_iterations=1", "env.num_envs=8", "runner.num_steps_per_env=8",
