@@ -26,6 +26,10 @@ from robolearn.rl.models import InferencePolicy
 from robolearn_deploy.bundle import BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT, metadata_digest, sha256
 
 
+CTRL = "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"
+"""How robot.yaml's actuators turn an action into a joint command (its `action.ctrl` entry)."""
+
+
 def _actuator_entry(model: mujoco.MjModel, a: int, name: str) -> dict:
     """How the robot realizes one policy output: a position servo (joint-space kp, kd) or a motor
     (effort per unit of ctrl). Anything else (actuator dynamics, velocity servos, ...) has no
@@ -106,7 +110,7 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
                 for s, func in env.observations.functions("policy")
             ],
         },
-        "action": {"output": OUTPUT_NAME, "size": env.num_actions, "ctrl": "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"},
+        "action": {"output": OUTPUT_NAME, "size": env.num_actions, "ctrl": CTRL},
         "commands": {
             name: {"components": comps, "ranges": {c: [float(v) for v in r] for c, r in zip(comps, env.commands.ranges[name].tolist())}}
             for name, comps in env.commands.components.items()

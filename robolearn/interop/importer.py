@@ -13,7 +13,6 @@ the run has one. The bundle is built aside and moved into place only when every 
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +24,10 @@ import torch
 from robolearn.errors import UserError
 from robolearn.export.bundle import (ArtifactReport, copy_model, install, require_parity, seal, staging_dir,
                                      write_artifacts)  # fmt: skip
-from robolearn.export.metadata import model_file_name
+from robolearn.export.metadata import CTRL, model_file_name
+from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME
 from robolearn.interop.dialects import Dialect, dialect
-from robolearn.interop.layout import RunLayout, actuators, observation_terms
+from robolearn.interop.layout import RunLayout, actuators, armature, observation_terms
 from robolearn.interop.names import match_names, per_name
 from robolearn.interop.robot_model import RobotModel
 from robolearn.interop.rsl_checkpoint import Checkpoint, ImportedPolicy, checkpoints, load_actor
@@ -109,19 +109,8 @@ def resolve(d: Dialect, policy: ImportedPolicy, joints: list[str], robot: RobotM
     if decimation < 1:
         raise UserError("the run's env.yaml has no decimation (physics steps per policy step)")
     dt = d.physics_dt()
-    return RunLayout(joints, action_joints, default_pose, acts, terms, dt * decimation, dt, decimation, commands)
-
-
-def _armature(d: Dialect, layout: RunLayout) -> dict[str, float]:
-    action, robot_name = d.action()
-    out: dict[str, float] = {}
-    for g in d.actuator_groups(d.robot(robot_name)):
-        if g.armature is None:
-            continue
-        for j in layout.action_joints:
-            if any(re.fullmatch(p, j) for p in g.patterns) and j not in out:
-                out[j] = per_name(g.armature, [j], "armature", strict=False)[j]
-    return out
+    return RunLayout(joints, action_joints, default_pose, acts, terms, dt * decimation, dt, decimation, commands,
+                     armature(d, robot_cfg, action_joints))  # fmt: skip
 
 
 def robot_yaml(layout: RunLayout, d: Dialect, ckpt: Checkpoint, run_dir: Path, model_file: str | None,
@@ -142,9 +131,8 @@ def robot_yaml(layout: RunLayout, d: Dialect, ckpt: Checkpoint, run_dir: Path, m
         "actuators": layout.actuators,
         "default_pose": layout.default_pose,
         "joint_limits": joint_limits,
-        "observation": {"input": "obs", "size": at, "terms": terms},
-        "action": {"output": "actions", "size": len(layout.actuators),
-                   "ctrl": "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"},
+        "observation": {"input": INPUT_NAME, "size": at, "terms": terms},
+        "action": {"output": OUTPUT_NAME, "size": len(layout.actuators), "ctrl": CTRL},
         "commands": layout.commands,
         "imported_from": {"framework": d.framework, "run": str(run_dir.resolve()), "checkpoint": ckpt.path.name,
                           "iteration": ckpt.iteration, "checkpoint_layout": ckpt.layout, "joint_order": joint_order_from,
@@ -181,6 +169,7 @@ def _compare_run_onnx(run_onnx, ckpt: Checkpoint, newest: Path, recorded: torch.
     if spec.shape[-1] != ckpt.policy.obs_dim:
         return None
     x = recorded.reshape(-1, ckpt.policy.obs_dim)
+    # mjlab exports a batch-1 graph: one row at a time
     theirs = np.concatenate([session.run(None, {spec.name: row[None].numpy()})[0] for row in x[:256]])
     with torch.no_grad():
         ours = ckpt.policy(x[:256]).numpy()
@@ -207,7 +196,7 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
                         "give the model of the robot the run trained")  # fmt: skip
     layout = resolve(d, ckpt.policy, joints, model, run_onnx)
     recorded = _observations(obs, ckpt.policy)
-    run_onnx_diff = _compare_run_onnx(run_onnx, ckpt, checkpoints(run_dir)[-1] if checkpoints(run_dir) else path, recorded)
+    run_onnx_diff = _compare_run_onnx(run_onnx, ckpt, (checkpoints(run_dir) or [path])[-1], recorded)
     if run_onnx_diff is not None and run_onnx_diff > 1e-4:
         raise UserError(f"the run's own {run_onnx[0].name} and {path.name}'s actor differ by {run_onnx_diff:.3g}: the "
                         "checkpoint was not read as the run's framework reads it; nothing was written")  # fmt: skip
@@ -218,12 +207,13 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
         model_file = None
         if model is not None:
             model_file = model_file_name(model.path, edited=True)
-            copy_model(model.path, staging, model_file, model.edit(layout.actuators, _armature(d, layout)) or (lambda spec: None))
-        meta = robot_yaml(layout, d, ckpt, run_dir, model_file, model.joint_limits() if model else {}, task, order_from)
-        if task:
+            copy_model(model.path, staging, model_file, model.edit(layout.actuators, layout.armature))
+        if task:  # without robot=, the task's own robot model goes into the bundle
             from robolearn.interop.sim2sim_task import write_task_yaml
 
-            write_task_yaml(task, staging, model_file, layout)
+            model_file = write_task_yaml(task, staging, model_file, layout)
+        limits = RobotModel(staging / model_file).joint_limits() if model_file else {}
+        meta = robot_yaml(layout, d, ckpt, run_dir, model_file, limits, task, order_from)
         seal(meta, staging, reports, None)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -57,6 +57,8 @@ class RunLayout:
     physics_dt_s: float
     decimation: int
     commands: dict = field(default_factory=dict)
+    armature: dict[str, float] = field(default_factory=dict)
+    """{joint: armature} where the run's actuator group sets one (for the bundle's robot model)."""
 
 
 def _number(value, what: str) -> float:
@@ -175,6 +177,16 @@ def _group_of(joint: str, groups: list[ActuatorGroup]) -> ActuatorGroup:
         if any(re.fullmatch(p, joint) for p in g.patterns):
             return g
     raise UserError(f"no actuator group of the run's robot config drives joint {joint!r}")
+
+
+def armature(d: Dialect, robot: dict, action_joints: list[str]) -> dict[str, float]:
+    """The armature the run's actuator groups add to their joints (None: the asset's own)."""
+    groups, out = d.actuator_groups(robot), {}
+    for j in action_joints:
+        g = _group_of(j, groups)
+        if g.armature is not None:
+            out[j] = per_name(g.armature, [j], "armature", strict=False)[j]
+    return out
 
 
 def actuators(d: Dialect, action, robot: dict, action_joints: list[str], default_pose: dict[str, float],

@@ -50,7 +50,8 @@ class RobotModel:
     def edit(self, actuators: list[dict], armature: dict[str, float]):
         """The spec edit for the bundle's model: a position actuator (the run's kp, kd, effort
         limit) for each action joint the model does not actuate, and the run's armature."""
-        missing = [a for a in actuators if a["joint"] not in self.actuated()]
+        actuated = self.actuated()
+        missing = [a for a in actuators if a["joint"] not in actuated]
         if not missing and not armature:
             return None
 

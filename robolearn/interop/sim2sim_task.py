@@ -25,7 +25,7 @@ def write_task_yaml(task: str, staging: Path, model_file: str | None, layout: Ru
     cfg = compose_train([f"task={task}"])
     env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=1)
     try:
-        theirs = [j for j in env.actions.joint_names]
+        theirs = list(env.actions.joint_names)
         if set(theirs) != set(layout.action_joints):
             raise UserError(f"task={task} drives joints {', '.join(map(str, theirs))} but the run's policy drives "
                             f"{', '.join(layout.action_joints)}; choose the robolearn task of the same robot")  # fmt: skip

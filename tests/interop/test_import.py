@@ -98,6 +98,17 @@ def test_sim2sim_runs_an_imported_bundle_with_a_robolearn_task(tmp_path):
     assert result["episode_length_mean"] > 50  # the 5-iteration policy stands for a while at least
 
 
+def test_task_without_robot_puts_the_tasks_own_robot_in_the_bundle(tmp_path):
+    from robolearn.sim2sim import sim2sim
+
+    order = ",".join(np.load(ISAAC_REF)["joint_names"])
+    out = import_run(ISAAC_RUN, out=tmp_path / "b", joint_order=order, task="quadruped_flat", progress=False)
+    b = Bundle.load(out.path)
+    assert b.meta["model_file"] == "quadruped.xml" and (out.path / "quadruped.xml").is_file()
+    assert b.joint_limits  # read from the bundled model
+    assert sim2sim(out.path, episodes=1)["episodes"] == 1
+
+
 def _edited_run(tmp_path: Path, edit) -> Path:
     run = shutil.copytree(ISAAC_RUN, tmp_path / "run")
     env = load_run_yaml(run / "params" / "env.yaml")
