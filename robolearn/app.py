@@ -20,6 +20,7 @@ from robolearn.config_checks import check_train_cfg, not_a_setting
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
 from robolearn.interrupts import Interrupted, stop_on_signals
+from robolearn.isaaclab import isaaclab_task
 from robolearn.log_sinks import check_logger, open_sinks
 from robolearn.logger import RunLogger
 from robolearn.manifest import describe_run, write_manifest
@@ -45,7 +46,16 @@ def env_seed(seed: int) -> int:
 
 
 def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int | None = None, **options) -> BatchedEnv:
-    """The env of a training config; `options`: further BatchedEnv arguments (keep_final_obs)."""
+    """The env of a training config; `options`: further BatchedEnv arguments (keep_final_obs). An
+    Isaac Lab task (task=isaaclab:<id>) runs on Isaac Lab's own physics at `device`."""
+    isaaclab = isaaclab_task(cfg.task.name)
+    if isaaclab is not None:
+        from robolearn.isaaclab.env import IsaacLabEnv
+        from robolearn.isaaclab.task_config import resolved
+
+        overrides = list(cfg.get("isaaclab", {}).get("overrides") or [])
+        return IsaacLabEnv(isaaclab, num_envs or cfg.env.num_envs, device, env_seed(cfg.seed), overrides,
+                           cfg.env.stagger_timeouts, cfg.runner.episode_window, resolved(isaaclab, overrides))  # fmt: skip
     plugin = get_task(cfg.task.name)
     return BatchedEnv(
         cfg.task, plugin, num_envs or cfg.env.num_envs, physics=backend, device=device,
@@ -54,6 +64,15 @@ def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int
         stagger_timeouts=cfg.env.stagger_timeouts, episode_window=cfg.runner.episode_window,
         state_limit=cfg.env.get("state_limit", EnvCfg.state_limit), **options,
     )  # fmt: skip
+
+
+def placement(cfg: DictConfig) -> tuple[str, torch.device]:
+    """(physics backend, learner device) of a training config."""
+    if isaaclab_task(cfg.task.name) is not None:
+        from robolearn.isaaclab.task_config import learner_device
+
+        return "isaaclab", learner_device(cfg.device)
+    return resolve_placement(cfg.physics.backend, cfg.device)
 
 
 def truncate_metrics(path: Path, iteration: int) -> None:
@@ -105,7 +124,7 @@ def train(cfg: DictConfig, run_dir: Path) -> None:
     found = holds_run(run_dir)
     if found and not cfg.resume:  # the CLI refuses an explicit hydra.run.dir before Hydra writes anything
         raise UserError(f"{run_dir} already holds a run ({', '.join(found)}); continue it with resume={run_dir}")
-    backend, device = resolve_placement(cfg.physics.backend, cfg.device)
+    backend, device = placement(cfg)
     seed_everything(cfg.seed)
     free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else 0
     with fits_in_memory(cfg, device):

@@ -10,15 +10,18 @@ its own values.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
 from robolearn.config import AlgoCfg, EnvCfg, RunnerCfg, register_schemas
 from robolearn.config_checks import check_train_cfg
 from robolearn.errors import UserError
+from robolearn.isaaclab import isaaclab_task
 from robolearn.paths import configs_dir
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, task_configs
 from robolearn.task_yaml import load_task_yaml
@@ -71,8 +74,13 @@ def register_configs() -> dict[str, TaskPlugin]:
 
 
 def refuse_broken_task(overrides: list[str]) -> None:
-    """`task=<name>` of an installed task that failed to load: say why, not "unknown task"."""
+    """`task=<name>` of an installed task that failed to load: say why, not "unknown task".
+    `task=isaaclab:<id>` is registered here, as it is chosen (robolearn/isaaclab/task_config.py)."""
     chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("task=")]
+    if chosen and isaaclab_task(chosen[-1]) is not None:
+        from robolearn.isaaclab.task_config import register_chosen
+
+        register_chosen(overrides)
     if chosen and chosen[-1] in BROKEN:
         raise UserError(f"task '{chosen[-1]}' is installed but cannot be used: {BROKEN[chosen[-1]]}")
 
@@ -82,7 +90,22 @@ def compose_train(overrides: list[str] | None = None) -> DictConfig:
     checked (config_checks.py)."""
     register_configs()
     refuse_broken_task(list(overrides or []))
-    with initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
+    with _own_hydra(), initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
         cfg = compose(config_name="train", overrides=list(overrides or []))
     check_train_cfg(cfg)
     return cfg
+
+
+@contextlib.contextmanager
+def _own_hydra():
+    """Compose inside a running Hydra app (`robolearn train` exporting an Isaac Lab task's bundle with
+    its sim-to-sim task): the app's Hydra instance is set aside and put back."""
+    global_hydra = GlobalHydra.instance()
+    running = global_hydra.hydra if global_hydra.is_initialized() else None
+    global_hydra.clear()
+    try:
+        yield
+    finally:
+        global_hydra.clear()
+        if running is not None:
+            global_hydra.initialize(running)

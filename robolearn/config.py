@@ -410,6 +410,15 @@ class WandbCfg:
 
 
 @dataclass
+class IsaacLabCfg:
+    """Settings of `task=isaaclab:<id>` (robolearn/isaaclab/)."""
+
+    overrides: List[str] = field(default_factory=list)
+    """Isaac Lab's own overrides for the task, as `isaaclab train` takes them, each quoted:
+    'isaaclab.overrides=["env.episode_length_s=10","physics=newton_mjwarp"]'."""
+
+
+@dataclass
 class TrainCfg:
     task: TaskCfg = MISSING
     """The task (choose with task=<name>)."""
@@ -438,6 +447,8 @@ class TrainCfg:
     """Where the metrics go besides metrics.jsonl: tensorboard, wandb, both or none."""
     wandb: WandbCfg = field(default_factory=WandbCfg)
     """Weights & Biases settings (used with logger=wandb or both)."""
+    isaaclab: IsaacLabCfg = field(default_factory=IsaacLabCfg)
+    """Isaac Lab's own overrides (used with task=isaaclab:<id>)."""
 
 
 def register_schemas(cs: ConfigStore) -> None:

@@ -176,7 +176,9 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
         "physics": {"timestep": float(robot.model.opt.timestep), "integrator": mujoco.mjtIntegrator(robot.model.opt.integrator).name[len("mjINT_"):].lower(),
                     "realtime": realtime},  # fmt: skip
     }
-    training = meta.get("evaluation") or {}
+    # a training evaluation scored by another task's rewards (an Isaac Lab task refereed by the robolearn
+    # task of the same robot) is not comparable: only the task's own score is shown
+    training = (meta.get("evaluation") or {}) if referee.env.cfg.name == meta.get("task") else {}
     result["return_comparison"] = compare_returns(result["return_mean"], training)
     result["training_evaluation"] = training
     return result
@@ -254,7 +256,7 @@ def print_report(result: dict) -> None:
         ours = f"{training[key]:>14.4g}" if isinstance(training.get(key), (int, float)) else f"{'-':>14}"
         print(f"  {key:<28} {ours} {result[key]:>10.4g}")
     if not training:
-        print("  (no training evaluation in this bundle: an imported policy is scored by the task alone)")
+        print("  (no training evaluation with this task's rewards in the bundle: the policy is scored by the task alone)")
     if result["return_comparison"] is not None:
         print(f"  {comparison_line(result['return_comparison'])}")
     reasons = f" ({'; '.join(result['trip_reasons'])})" if result["trip_reasons"] else ""

@@ -208,12 +208,15 @@ def export_bundle(
     try:
         reports = write_artifacts(policy, env.observation_dims()["policy"], staging, fmt, precision, recorded, progress)
         require_parity(reports, out_dir)
-        meta = robot_metadata(env, env.cfg.name)
+        if hasattr(env, "bundle_metadata"):  # an Isaac Lab task: its managers give the layout (robolearn/isaaclab)
+            meta = env.bundle_metadata(staging)
+        else:
+            meta = robot_metadata(env, env.cfg.name)
+            copy_model(env.asset_path, staging, meta["model_file"], env.edit_spec)
+            task = OmegaConf.to_container(env.cfg, resolve=True)
+            task["asset"] = meta["model_file"]  # the bundle's own copy
+            (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
         meta.update(policy_state(policy))
-        copy_model(env.asset_path, staging, meta["model_file"], env.edit_spec)
-        task = OmegaConf.to_container(env.cfg, resolve=True)
-        task["asset"] = meta["model_file"]  # the bundle's own copy
-        (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
         seal(meta, staging, reports, evaluation)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -113,8 +113,9 @@ def resolve(d: Dialect, policy: ImportedPolicy, joints: list[str], robot: RobotM
                      armature(d, robot_cfg, action_joints))  # fmt: skip
 
 
-def robot_yaml(layout: RunLayout, d: Dialect, ckpt: Checkpoint, run_dir: Path, model_file: str | None,
-               joint_limits: dict, task: str | None, joint_order_from: str) -> dict:  # fmt: skip
+def layout_yaml(layout: RunLayout, task: str, model_file: str | None, joint_limits: dict) -> dict:
+    """robot.yaml's contract (without versions, artifacts and checksums: export.bundle.seal) from a
+    resolved Isaac Lab / mjlab layout."""
     at, terms = 0, []
     for t in layout.terms:
         stop = at + t.width * t.history
@@ -123,7 +124,7 @@ def robot_yaml(layout: RunLayout, d: Dialect, ckpt: Checkpoint, run_dir: Path, m
         at = stop
     return {
         "bundle_format": BUNDLE_FORMAT,
-        "task": task or f"{d.framework}:{run_dir.name}",
+        "task": task,
         "model_file": model_file,
         "control_period_s": layout.control_period_s,
         "physics_dt_s": layout.physics_dt_s,
@@ -134,10 +135,16 @@ def robot_yaml(layout: RunLayout, d: Dialect, ckpt: Checkpoint, run_dir: Path, m
         "observation": {"input": INPUT_NAME, "size": at, "terms": terms},
         "action": {"output": OUTPUT_NAME, "size": len(layout.actuators), "ctrl": CTRL},
         "commands": layout.commands,
-        "imported_from": {"framework": d.framework, "run": str(run_dir.resolve()), "checkpoint": ckpt.path.name,
-                          "iteration": ckpt.iteration, "checkpoint_layout": ckpt.layout, "joint_order": joint_order_from,
-                          "physics_backend": d.physics_backend()},
     }  # fmt: skip
+
+
+def robot_yaml(layout: RunLayout, d: Dialect, ckpt: Checkpoint, run_dir: Path, model_file: str | None,
+               joint_limits: dict, task: str | None, joint_order_from: str) -> dict:  # fmt: skip
+    meta = layout_yaml(layout, task or f"{d.framework}:{run_dir.name}", model_file, joint_limits)
+    meta["imported_from"] = {"framework": d.framework, "run": str(run_dir.resolve()), "checkpoint": ckpt.path.name,
+                             "iteration": ckpt.iteration, "checkpoint_layout": ckpt.layout,
+                             "joint_order": joint_order_from, "physics_backend": d.physics_backend()}  # fmt: skip
+    return meta
 
 
 def _observations(path: Path | None, policy: ImportedPolicy) -> torch.Tensor:

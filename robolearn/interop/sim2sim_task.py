@@ -18,12 +18,13 @@ def write_task_yaml(task: str, staging: Path, model_file: str | None, layout: Ru
     """Write staging/task.yaml for `task`, naming the bundle's model (the task's own robot, copied
     as the task builds it, where robot= gave none). Refused in one line when the task drives other
     joints than the run, or its terms do not fit the robot model. Returns the model file name."""
-    from robolearn.app import build_env
     from robolearn.compose import compose_train
+    from robolearn.envs.batched_env import BatchedEnv
+    from robolearn.registry import get_task
     from robolearn.sim2sim import Referee
 
     cfg = compose_train([f"task={task}"])
-    env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=1)
+    env = BatchedEnv(cfg.task, get_task(task), 1, physics="mujoco", device=torch.device("cpu"))
     try:
         theirs = list(env.actions.joint_names)
         if set(theirs) != set(layout.action_joints):
