@@ -72,7 +72,11 @@ class IsaacLabEnv:
         self.decimation = int(env.cfg.decimation)
         self.max_episode_length = int(env.max_episode_length)
         self.stagger_timeouts = stagger_timeouts
-        self.actor_groups, self.critic_groups = self._observation_groups()
+        try:
+            self.actor_groups, self.critic_groups = self._observation_groups()
+        except BaseException:
+            self.close()
+            raise
         self.terminations = _Terminations(env.termination_manager, self.num_envs, self.device)
         self.metrics = _NoMetrics(self.num_envs, self.device)
         self.stats = EpisodeStats(episode_window, ["mean_episode_return", "mean_episode_length",
