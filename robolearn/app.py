@@ -24,7 +24,7 @@ from robolearn.isaaclab import isaaclab_task
 from robolearn.log_sinks import check_logger, open_sinks
 from robolearn.logger import RunLogger
 from robolearn.manifest import describe_run, write_manifest
-from robolearn.physics import resolve_placement
+from robolearn.physics import learner_device, resolve_placement
 from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic, Controller
 from robolearn.rl.runner import OnPolicyRunner
@@ -53,7 +53,7 @@ def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int
         from robolearn.isaaclab.env import IsaacLabEnv
         from robolearn.isaaclab.task_config import resolved
 
-        overrides = list(cfg.get("isaaclab", {}).get("overrides") or [])
+        overrides = list(cfg.isaaclab.overrides)
         return IsaacLabEnv(isaaclab, num_envs or cfg.env.num_envs, device, env_seed(cfg.seed), overrides,
                            cfg.env.stagger_timeouts, cfg.runner.episode_window, resolved(isaaclab, overrides))  # fmt: skip
     plugin = get_task(cfg.task.name)
@@ -68,9 +68,7 @@ def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int
 
 def placement(cfg: DictConfig) -> tuple[str, torch.device]:
     """(physics backend, learner device) of a training config."""
-    if isaaclab_task(cfg.task.name) is not None:
-        from robolearn.isaaclab.task_config import learner_device
-
+    if isaaclab_task(cfg.task.name) is not None:  # Isaac Lab runs its own physics on the learner's device
         return "isaaclab", learner_device(cfg.device)
     return resolve_placement(cfg.physics.backend, cfg.device)
 

@@ -10,10 +10,13 @@ Lab's action and observation managers use. A task whose gym registration names a
 
 from __future__ import annotations
 
+import math
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
 from types import SimpleNamespace
 
+import gymnasium as gym
 import torch
 
 from robolearn.errors import UserError
@@ -35,13 +38,13 @@ def _config_dicts(env) -> tuple[dict, dict]:
 
 def _check_action(layout, term, task_id: str) -> None:
     """The resolved scale/offset per actuator equal the live action term's (a reading error otherwise)."""
-    scale = torch.as_tensor(term._scale, dtype=torch.float32).reshape(-1) if hasattr(term, "_scale") else None
-    offset = term._offset[0].float().cpu() if isinstance(getattr(term, "_offset", None), torch.Tensor) else None
-    for k, actuator in enumerate(layout.actuators):
-        theirs = [("action_scale", None if scale is None else float(scale[k if scale.numel() > 1 else 0])),
-                  ("action_offset", None if offset is None else float(offset.reshape(-1)[k if offset.numel() > 1 else 0]))]
-        for key, value in theirs:
-            if value is not None and abs(value - actuator[key]) > 1e-5:
+    for key, live in (("action_scale", getattr(term, "_scale", None)), ("action_offset", getattr(term, "_offset", None))):
+        if live is None:
+            continue
+        live = torch.as_tensor(live, dtype=torch.float32).cpu()
+        live = (live[0] if live.ndim == 2 else live).reshape(-1)  # per env [N, A] -> [A]; a scalar for every joint
+        for actuator, value in zip(layout.actuators, live.expand(len(layout.actuators)).tolist()):
+            if abs(value - actuator[key]) > 1e-5:
                 raise UserError(f"{task_id}: {key} of {actuator['joint']} resolves to {actuator[key]} from the config but "
                                 f"Isaac Lab's action term uses {value}; the bundle would not match the training")  # fmt: skip
 
@@ -62,21 +65,19 @@ def bundle_metadata(env, staging: Path) -> dict:
         _check_action(layout, u.action_manager.get_term(names[0]), task_id)
     widths = [w for g in env.actor_groups for w in u.observation_manager.group_obs_term_dim[g]]
     ours = [t.width * t.history for t in layout.terms]
-    if [int(torch.tensor(w).prod()) for w in widths] != ours:
+    if [math.prod(w) for w in widths] != ours:
         raise UserError(f"{task_id}: the observation terms resolve to widths {ours} but Isaac Lab's observation manager "
                         f"builds {[list(w) for w in widths]}; the bundle's layout would not match the policy's input")  # fmt: skip
     limits = robot.data.joint_pos_limits
     limits = (limits.torch if hasattr(limits, "torch") else torch.as_tensor(limits))[0].tolist()
     joint_limits = {j: [float(lo), float(hi)] for j, (lo, hi) in zip(joints, limits)}
     model_file = None
-    sim2sim = dict(getattr(__import__("gymnasium").spec(task_id), "kwargs", {})).get("robolearn_sim2sim_task")
+    sim2sim = gym.spec(task_id).kwargs.get("robolearn_sim2sim_task")
     if sim2sim:
         from robolearn.interop.sim2sim_task import write_task_yaml
 
         model_file = write_task_yaml(sim2sim, staging, None, layout)
     meta = layout_yaml(layout, env.cfg.name, model_file, joint_limits)
-    from importlib.metadata import version
-
     meta["isaaclab"] = {"task": task_id, "isaaclab": version("isaaclab"), "physics_backend": d.physics_backend(),
                         "joint_order": f"{robot_name}.joint_names of the live articulation", "sim2sim_task": sim2sim}  # fmt: skip
     return meta

@@ -89,7 +89,7 @@ def resolve_task(task: str, overrides: list[str] = ()) -> ResolvedTask:
     except Exception as exc:
         raise UserError(f"Isaac Lab could not resolve {task_id}'s config with overrides {list(overrides)}: "
                         f"{one_line(exc)}") from None  # fmt: skip
-    remote = remote_assets(getattr(env_cfg, "scene", None))
+    remote = remote_assets(env_cfg.scene.to_dict())
     if remote:
         raise UserError(f"Isaac Lab task {task_id} loads {remote[0]} from NVIDIA's asset store, which robolearn does not "
                         f"download: set ISAACSIM_ASSET_ROOT to a local copy of the assets, or use a task whose assets are "
@@ -97,26 +97,16 @@ def resolve_task(task: str, overrides: list[str] = ()) -> ResolvedTask:
     return ResolvedTask(task_id, env_cfg, agent_cfg)
 
 
-def remote_assets(cfg, seen: set | None = None, depth: int = 0) -> list[str]:
-    """Every `usd_path` in a scene config that names a remote file (an URL): the USD files kit-less
-    Isaac Lab spawns. Debug-visualization markers, visual materials (mdl_path) and textures are
-    not loaded headless, so they are not counted."""
-    seen = set() if seen is None else seen
-    if id(cfg) in seen or depth > 12 or cfg is None or isinstance(cfg, (str, int, float, bool, type)):
+def remote_assets(tree) -> list[str]:
+    """Every `usd_path` in a scene config (as configclass.to_dict() gives it) that names a remote
+    file (an URL): the USD files kit-less Isaac Lab spawns. Debug-visualization markers, visual
+    materials (mdl_path) and textures are not loaded headless, so they are not counted."""
+    if isinstance(tree, (list, tuple)):
+        return [url for item in tree for url in remote_assets(item)]
+    if not isinstance(tree, dict):
         return []
-    seen.add(id(cfg))
-    found = []
-    items = cfg.items() if isinstance(cfg, dict) else vars(cfg).items() if hasattr(cfg, "__dict__") else ()
-    if isinstance(cfg, (list, tuple)):
-        items = enumerate(cfg)
-    for key, value in items:
-        if "visualizer" in str(key) or "marker" in str(key):
-            continue
-        if isinstance(value, str) and key == "usd_path" and value.startswith(REMOTE):
-            found.append(value)
-        elif not callable(value) or hasattr(value, "__dict__"):
-            found += remote_assets(value, seen, depth + 1)
-    return found
+    found = [v for k, v in tree.items() if k == "usd_path" and isinstance(v, str) and v.startswith(REMOTE)]
+    return found + [url for k, v in tree.items() if "visualizer" not in k and "marker" not in k for url in remote_assets(v)]
 
 
 def open_env(resolved: ResolvedTask, num_envs: int, device: str, seed: int):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 
-import torch
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -53,15 +52,3 @@ def register_chosen(overrides: list[str]) -> None:
             "decimation": int(cfg.decimation), "episode_length_s": float(cfg.episode_length_s)}  # fmt: skip
     ConfigStore.instance().store(group="task", name=chosen[-1], node={"task": node, **train_recipe}, package="_global_")
 
-
-def learner_device(name: str) -> torch.device:
-    """Where an Isaac Lab task runs and learns: device=auto is cuda where there is one, else cpu."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"unknown device '{name}'; valid: auto, cpu, cuda, cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"device '{name}' requested but CUDA is not available; use device=cpu or device=auto")
-    return device

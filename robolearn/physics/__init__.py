@@ -90,13 +90,21 @@ def resolve_placement(physics: str, device: str) -> tuple[str, torch.device]:
     if device == "auto":
         backend = resolve_backend(physics, torch.device("cuda" if cuda else "cpu"))
         return backend, torch.device("cuda" if cuda and BACKENDS[backend].native == "cuda" else "cpu")
+    learner = learner_device(device)
+    return resolve_backend(physics, learner), learner
+
+
+def learner_device(device: str) -> torch.device:
+    """The torch device a config's `device` names; auto: cuda where there is one, else cpu."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         learner = torch.device(device)
     except RuntimeError:
         raise UserError(f"unknown device '{device}'; valid: auto, cpu, cuda, cuda:N") from None
-    if learner.type == "cuda" and not cuda:
+    if learner.type == "cuda" and not torch.cuda.is_available():
         raise UserError(f"device '{device}' requested but CUDA is not available; use device=cpu or device=auto")
-    return resolve_backend(physics, learner), learner
+    return learner
 
 
 def make_backend(

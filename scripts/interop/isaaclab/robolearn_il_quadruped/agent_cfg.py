@@ -1,38 +1,14 @@
-"""Small rsl_rl PPO runner cfg (Isaac Lab's RslRlOnPolicyRunnerCfg) with empirical obs normalization on."""
-from isaaclab.utils import configclass
+"""The fixture's rsl_rl runner: the example's, with the small network (64 x 64) and 5 iterations the fixture has."""
 
-from isaaclab_rl.rsl_rl import RslRlMLPModelCfg, RslRlOnPolicyRunnerCfg, RslRlPpoAlgorithmCfg
+from isaaclab_rl.rsl_rl import RslRlMLPModelCfg
+
+from isaaclab.utils import configclass
+from robolearn.isaaclab.examples.quadruped_agent import QuadrupedFlatRunnerCfg
 
 
 @configclass
-class RoboLearnQuadrupedFlatPPORunnerCfg(RslRlOnPolicyRunnerCfg):
-    num_steps_per_env = 24
+class RoboLearnQuadrupedFlatPPORunnerCfg(QuadrupedFlatRunnerCfg):
     max_iterations = 5
-    save_interval = 50
-    experiment_name = "robolearn_quadruped_flat"
-    obs_groups = {"actor": ["policy"], "critic": ["policy"]}
-    actor = RslRlMLPModelCfg(
-        hidden_dims=[64, 64],
-        activation="elu",
-        obs_normalization=True,
-        distribution_cfg=RslRlMLPModelCfg.GaussianDistributionCfg(init_std=1.0),
-    )
-    critic = RslRlMLPModelCfg(
-        hidden_dims=[64, 64],
-        activation="elu",
-        obs_normalization=True,
-    )
-    algorithm = RslRlPpoAlgorithmCfg(
-        value_loss_coef=1.0,
-        use_clipped_value_loss=True,
-        clip_param=0.2,
-        entropy_coef=0.01,
-        num_learning_epochs=5,
-        num_mini_batches=4,
-        learning_rate=1.0e-3,
-        schedule="adaptive",
-        gamma=0.99,
-        lam=0.95,
-        desired_kl=0.01,
-        max_grad_norm=1.0,
-    )
+    actor = RslRlMLPModelCfg(hidden_dims=[64, 64], activation="elu", obs_normalization=True,
+                             distribution_cfg=RslRlMLPModelCfg.GaussianDistributionCfg(init_std=1.0))  # fmt: skip
+    critic = RslRlMLPModelCfg(hidden_dims=[64, 64], activation="elu", obs_normalization=True)
