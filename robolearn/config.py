@@ -280,8 +280,10 @@ class RandomizationCfg:
 class EnvCfg:
     num_envs: int = 256
     """Number of parallel environments."""
-    cuda_graph: bool = True
-    """Replay the env step as CUDA graphs where the backend allows it (warp on a CUDA device)."""
+    cuda_graph: Optional[bool] = None
+    """Replay the env step as CUDA graphs (warp on a CUDA device): unset (auto) where the env
+    allows it, saying why not where it does not; true insists (an error where it cannot); false
+    runs eager."""
     stagger_timeouts: bool = True
     """Start training with every env at a random point of its time limit, so that time-outs (and
     the resets they cause) are spread over steps instead of all landing on one."""
@@ -366,6 +368,11 @@ class AlgoCfg:
     compile: bool = False
     """Compile each minibatch step of the update with torch.compile (same results, within float
     tolerance; pays a one-time compilation of tens of seconds)."""
+    cuda_graph: bool = False
+    """On a CUDA device, capture the whole update (every epoch's minibatch gathers, forward, loss,
+    backward, clipped Adam steps, normalizer updates) once as a CUDA graph and replay it each
+    iteration: one launch instead of thousands. Feed-forward policies; minibatches are drawn by
+    sorting random keys instead of randperm (another, equally uniform shuffle)."""
 
 
 @dataclass

@@ -1,13 +1,16 @@
 """GPU benchmark: raw engine vs robolearn env pipeline vs full training, per backend and env count.
 
-    python scripts/bench_gpu.py [--backends warp mjx] [--num-envs 1024 4096 16384] [--solve]
-                                [--out results.jsonl]
+    python scripts/bench_gpu.py [--task cartpole] [--randomization default] [--backends warp mjx]
+                                [--num-envs 1024 4096 16384] [--solve] [--out results.jsonl]
 
-Rates are control steps per second summed over environments (cartpole: 2 physics steps each):
+Rates are control steps per second summed over environments (each is the task's decimation in
+physics steps: cartpole 2, the quadrupeds 4):
   raw engine    the engine alone, no robolearn code: mujoco_warp's decimated step captured in a
                 CUDA graph and replayed; MJX's jitted vmap(lax.scan(step)) on device arrays
   env pipeline  BatchedEnv.step with random actions on the GPU (torch + engine, no host sync)
-  training      OnPolicyRunner iterations (rollout + PPO update), median over measured iterations
+  training      OnPolicyRunner iterations (rollout + PPO update) with the task's recipe, median over
+                measured iterations, with the eager and with the CUDA-graphed update
+                (algo.cuda_graph), and the learner's share of the iteration time
   memory        GPU memory taken by building the env (physics) and the learner, from cudaMemGetInfo
 --solve additionally runs `robolearn train physics=<backend> env.num_envs=4096` as a user would
 and reports the wall time, from launch (imports and compilation included), until an iteration's
@@ -30,61 +33,69 @@ import torch
 from robolearn.compose import compose_train
 from robolearn.config import RunnerCfg
 from robolearn.envs.batched_env import BatchedEnv
-from robolearn.paths import assets_dir
-from robolearn.physics import load_model
 from robolearn.registry import discover_tasks
 from robolearn.rl.runner import OnPolicyRunner
 
-DEVICE = torch.device("cuda")
-SUBSTEPS = 2
+DEVICE = torch.device(os.environ.get("BENCH_DEVICE", "cuda"))  # BENCH_DEVICE=cpu: a dry run of the script
+
+
+def sync() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def free_bytes() -> int:
+    return torch.cuda.mem_get_info()[0] if DEVICE.type == "cuda" else 0
 
 
 def timed(step, seconds: float, warmup: int = 10) -> float:
     """Calls per second of `step` (which must leave its work on the GPU), after warm-up."""
     for _ in range(warmup):
         step()
-    torch.cuda.synchronize()
+    sync()
     n, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         for _ in range(20):
             step()
         n += 20
-        torch.cuda.synchronize()
+        sync()
     return n / (time.perf_counter() - start)
 
 
-def raw_warp(num_envs: int, seconds: float) -> float:
+def raw_warp(env: BatchedEnv, seconds: float) -> float:
+    """The env's own compiled model (terrain included) and contact buffers, stepped bare."""
     import mujoco_warp as mjw
     import warp as wp
 
     wp.config.quiet = True
-    model = load_model(assets_dir() / "cartpole.xml")
+    model, n = env.model, env.num_envs
     m = mjw.put_model(model)
     m.opt.warn_overflow = 0
-    d = mjw.make_data(model, nworld=num_envs)
-    wp.to_torch(d.ctrl).uniform_(-1, 1)
+    d = mjw.make_data(model, nworld=n, nconmax=env.physics.nconmax * n, njmax=env.physics.njmax)
+    wp.to_torch(d.qpos).copy_(env.physics.qpos)  # the env's states: standing robots, not qpos0
+    wp.to_torch(d.ctrl).copy_(env.physics.state_dict()["ctrl"])  # holding the env's targets
     mjw.step(m, d)  # compile
     with wp.ScopedCapture() as capture:
-        for _ in range(SUBSTEPS):
+        for _ in range(env.decimation):
             mjw.step(m, d)
-    return num_envs * timed(lambda: wp.capture_launch(capture.graph), seconds)
+    return n * timed(lambda: wp.capture_launch(capture.graph), seconds)
 
 
-def raw_mjx(num_envs: int, seconds: float) -> float:
+def raw_mjx(env: BatchedEnv, seconds: float) -> float:
     import jax
     import jax.numpy as jnp
     from mujoco import mjx
 
-    model = load_model(assets_dir() / "cartpole.xml")
+    model, num_envs, substeps = env.model, env.num_envs, env.decimation
     mx, d0 = mjx.put_model(model, impl="jax"), mjx.make_data(model, impl="jax")
     data = jax.vmap(lambda _: d0)(jnp.arange(num_envs))
     ctrl = jax.random.uniform(jax.random.PRNGKey(0), (num_envs, model.nu), minval=-1, maxval=1)
 
-    def substeps(d, c):
+    def decimated(d, c):
         d = d.replace(ctrl=c)
-        return jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d, None, length=SUBSTEPS)[0]
+        return jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d, None, length=substeps)[0]
 
-    step = jax.jit(jax.vmap(substeps))
+    step = jax.jit(jax.vmap(decimated))
     state = {"d": data}
 
     def run():
@@ -101,10 +112,17 @@ def raw_mjx(num_envs: int, seconds: float) -> float:
     return num_envs * n / (time.perf_counter() - start)
 
 
-def make_env(backend: str, num_envs: int, cuda_graph: bool = True) -> BatchedEnv:
-    cfg = compose_train(["task=cartpole", f"physics={backend}"])
-    env = BatchedEnv(cfg.task, discover_tasks()["cartpole"], num_envs, physics=backend, device=DEVICE, seed=3,
-                     cuda_graph=cuda_graph)
+TASK = {"name": "cartpole", "randomization": "default"}
+
+
+def compose(backend: str):
+    return compose_train([f"task={TASK['name']}", f"physics={backend}", f"randomization={TASK['randomization']}"])
+
+
+def make_env(backend: str, num_envs: int, cuda_graph: bool | None = None) -> BatchedEnv:
+    cfg = compose(backend)
+    env = BatchedEnv(cfg.task, discover_tasks()[TASK["name"]], num_envs, physics=backend, device=DEVICE, seed=3,
+                     cuda_graph=cuda_graph, randomization=cfg.randomization)  # fmt: skip
     env.reset()
     with torch.inference_mode():
         env.step(torch.zeros(num_envs, env.num_actions, device=DEVICE))  # graphs captured here, not while timing
@@ -117,9 +135,9 @@ def graph_parity(backend: str, num_envs: int = 1024, steps: int = 100) -> float:
     gen = torch.Generator(DEVICE).manual_seed(0)
     with torch.inference_mode():
         for _ in range(steps):
-            action = torch.rand(num_envs, 1, generator=gen, device=DEVICE) * 2 - 1
+            action = torch.rand(num_envs, envs[0].num_actions, generator=gen, device=DEVICE) * 2 - 1
             outs = [env.step(action) for env in envs]
-    diff = max((outs[0][0][g] - outs[1][0][g]).abs().max().item() for g in ("policy", "critic"))
+    diff = max((outs[0][0][g] - outs[1][0][g]).abs().max().item() for g in outs[0][0])
     for env in envs:
         env.close()
     return diff
@@ -135,31 +153,44 @@ def pipeline_rate(env: BatchedEnv, seconds: float) -> float:
     return env.num_envs * timed(env_step, seconds)
 
 
+def training(env: BatchedEnv, backend: str, iterations: int, graphed_update: bool) -> dict:
+    cfg = compose(backend)
+    cfg.algo.cuda_graph = graphed_update
+    runner_cfg = RunnerCfg(num_steps_per_env=cfg.runner.num_steps_per_env, max_iterations=iterations + 2)
+    runner = OnPolicyRunner(env, cfg.algo, runner_cfg, DEVICE)
+    rows: list[dict] = []
+    runner.learn(rows.append)
+    rows = sorted(rows[2:], key=lambda r: r["steps_per_s"])
+    mid = rows[len(rows) // 2]
+    key = "graphed_update" if graphed_update else "eager_update"
+    return {f"training_{key}": mid["steps_per_s"],
+            f"learner_share_{key}": mid["learning_s"] / (mid["learning_s"] + mid["collection_s"]),
+            f"update_ms_{key}": 1000 * mid["learning_s"]}  # fmt: skip
+
+
 def pipeline_and_training(backend: str, num_envs: int, seconds: float, iterations: int) -> dict:
     eager = make_env(backend, num_envs, cuda_graph=False)
     eager_rate = pipeline_rate(eager, seconds)
     eager.close()
-    torch.cuda.synchronize()
-    free0 = torch.cuda.mem_get_info()[0]
+    del eager
+    sync()
+    free0 = free_bytes()
     env = make_env(backend, num_envs)
-    torch.cuda.synchronize()
-    free1 = torch.cuda.mem_get_info()[0]
-    pipeline = pipeline_rate(env, seconds)
-    cfg = compose_train(["task=cartpole", f"physics={backend}"])
-    runner = OnPolicyRunner(env, cfg.algo, RunnerCfg(num_steps_per_env=24, max_iterations=iterations + 2), DEVICE)
-    torch.cuda.synchronize()
-    free2 = torch.cuda.mem_get_info()[0]
-    rows: list[dict] = []
-    runner.learn(rows.append)
-    measured = sorted(r["steps_per_s"] for r in rows[2:])
+    sync()
+    free1 = free_bytes()
+    row = {"raw_engine": {"warp": raw_warp, "mjx": raw_mjx}[backend](env, seconds)}
+    row["env_pipeline"] = pipeline_rate(env, seconds)
+    row["env_pipeline_eager"] = eager_rate
+    sync()
+    free2 = free_bytes()
+    row.update(training(env, backend, iterations, graphed_update=False))
+    sync()
+    free3 = free_bytes()
+    row.update(training(env, backend, iterations, graphed_update=True))
     env.close()
-    return {
-        "env_pipeline": pipeline,
-        "env_pipeline_eager": eager_rate,
-        "training": measured[len(measured) // 2],
-        "physics_mib": (free0 - free1) / 2**20,
-        "learner_mib": (free1 - free2) / 2**20,
-    }
+    row.update(physics_mib=(free0 - free1) / 2**20, learner_mib=(free2 - free3) / 2**20,
+               total_mib_at_end=(free0 - free_bytes()) / 2**20)  # fmt: skip
+    return row
 
 
 def solve_time(backend: str, num_envs: int, timeout: float = 300.0) -> dict:
@@ -194,6 +225,9 @@ def solve_time(backend: str, num_envs: int, timeout: float = 300.0) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="cartpole")
+    parser.add_argument("--randomization", default="default")
+    parser.add_argument("--parity-envs", type=int, default=1024)
     parser.add_argument("--backends", nargs="+", default=["warp", "mjx"])
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1024, 4096, 16384])
     parser.add_argument("--seconds", type=float, default=3.0)
@@ -201,6 +235,7 @@ def main() -> None:
     parser.add_argument("--solve", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    TASK.update(name=args.task, randomization=args.randomization)
     out = open(args.out, "a") if args.out else None
 
     def record(row: dict) -> None:
@@ -209,14 +244,14 @@ def main() -> None:
             out.write(json.dumps(row) + "\n")
             out.flush()
 
-    record({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
-            "warp_cache": os.environ.get("WARP_CACHE_PATH")})
-    raw = {"warp": raw_warp, "mjx": raw_mjx}
+    record({"gpu": torch.cuda.get_device_name() if DEVICE.type == "cuda" else "cpu", "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
+            "warp_cache": os.environ.get("WARP_CACHE_PATH"), **TASK})
     for backend in args.backends:
-        record({"backend": backend, "graph_vs_eager_max_obs_diff_after_100_steps": graph_parity(backend)})
+        if args.parity_envs:
+            record({"backend": backend, "graph_vs_eager_max_obs_diff_after_100_steps": graph_parity(backend, args.parity_envs)})
         for n in args.num_envs:
             t0 = time.perf_counter()
-            row = {"backend": backend, "num_envs": n, "raw_engine": raw[backend](n, args.seconds)}
+            row = {"task": TASK["name"], "backend": backend, "num_envs": n}
             row.update(pipeline_and_training(backend, n, args.seconds, args.iterations))
             row["pipeline_over_raw"] = row["env_pipeline"] / row["raw_engine"]
             row["bench_s"] = time.perf_counter() - t0

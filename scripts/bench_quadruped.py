@@ -109,6 +109,7 @@ def main() -> None:
     parser.add_argument("--eval-envs", type=int, default=512)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--run-dir", type=Path, default=None, help="keep the run here (default: a temporary folder)")
+    parser.add_argument("--stop-at-target", action="store_true", help="score no checkpoint after the first on target")
     parser.add_argument("--pipeline", action="store_true", help="only env-pipeline steps/s per task and preset")
     parser.add_argument("overrides", nargs="*", help="more `robolearn train` overrides (after --)")
     args = parser.parse_args()
@@ -137,6 +138,8 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         if result["time_to_target_s"] is None and row["tracking_error"] < TARGET_ERROR and row["fall_rate"] < TARGET_FALLS:
             result["time_to_target_s"], result["target_iteration"] = row["wall_s"], row["iteration"]
+            if args.stop_at_target:
+                break
     print(json.dumps({k: v for k, v in result.items() if k != "checkpoints"}, indent=2))
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")

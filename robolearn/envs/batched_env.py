@@ -6,8 +6,9 @@
 An env whose state, reward or observation is not finite is terminated, reset and marked `invalid`
 for the learner (envs/health.py).
 
-On a CUDA device with a graph-safe backend (warp), the torch work before and after the physics is
-replayed as two CUDA graphs around the backend's own graphed step (cuda_graph.py).
+On a CUDA device with a graph-safe backend (warp), the step replays as CUDA graphs: the torch
+work as graphs of its own, between them the backend's graphed physics step and sensor refresh
+(cuda_graph.py). The eager step runs the same phases in the same order.
 
 See vec_env.py for the interface. Everything here is batched over environments on one device.
 The model and its name lookups come from robolearn/scene; checkpoints are assembled in
@@ -26,7 +27,7 @@ from robolearn.config import EnvCfg, EventMode, RandomizationCfg, TaskCfg
 from robolearn.envs import env_state
 from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager
-from robolearn.envs.cuda_graph import GraphedStep
+from robolearn.envs.cuda_graph import GraphedStep, use_graphs
 from robolearn.envs.episode_stats import EpisodeStats
 from robolearn.envs.event_manager import EventManager
 from robolearn.envs.health import EnvHealth
@@ -59,7 +60,7 @@ class BatchedEnv:
         device: torch.device | str = "cpu",
         seed: int = 0,
         physics_settings: Mapping | None = None,
-        cuda_graph: bool = True,
+        cuda_graph: bool | None = None,
         randomization: RandomizationCfg | None = None,
         stagger_timeouts: bool = True,
         episode_window: int = EPISODE_WINDOW,
@@ -123,7 +124,7 @@ class BatchedEnv:
         """With keep_final_obs: {group: [N, D]} the last observations of the episodes that ended."""
         if self.final_obs is not None:
             self.final_obs = {group: obs.clone() for group, obs in self.final_obs.items()}
-        self._use_graphs = cuda_graph and self.device.type == "cuda" and self.physics.graph_safe
+        self._use_graphs = use_graphs(self, cuda_graph)
         self._graphed: GraphedStep | None = None
 
     def _build_managers(self, cfg: TaskCfg, plugin: TaskPlugin, preset: RandomizationCfg) -> None:
@@ -197,37 +198,55 @@ class BatchedEnv:
             return self._graphed.step(action)
         self._apply_action(action)
         self.physics.step(self.actions.physics_ctrl, self.decimation)
-        return self._after_physics()
+        ended = self._end_step()
+        if ended is not None:
+            self.physics.refresh(ended)
+            self._reset_managers(ended)
+        return self._next_observations()
 
     def _apply_action(self, action: torch.Tensor) -> None:
         self.actions.process(action)
         self.prev_qvel.copy_(self.physics.qvel)
         self.metrics.before_physics()
 
-    def _after_physics(self):
+    def _end_step(self) -> torch.Tensor | None:
+        """After the physics: rewards and terminations, then the new state of the envs that ended
+        (their sensors wait for physics.refresh). Returns which ended (None: none, CPU only)."""
         self.episode_length += 1
         self.episode_steps += 1
         health = self.health  # diverged envs end here, without a reward (envs/health.py)
         invalid = health.check_state(self.physics)
         self.terminated = self.terminations.compute()
-        reward = self.rewards.compute(health)  # adds the envs whose reward is not finite
+        self.reward = self.rewards.compute(health)  # adds the envs whose reward is not finite
         if health.maybe_invalid:  # always on an accelerator; on the CPU only when one is
             self.terminated = self.terminated | invalid
             health.count()
         self.truncated = (self.episode_length >= self.max_episode_length) & ~self.terminated
         self.metrics.after_physics()
-        self._reset_envs(self.terminated | self.truncated)
+        ended = self.terminated | self.truncated
+        return ended if self._reset_state(ended) else None
+
+    def _next_observations(self):
+        """The rest of the step once reset envs have their sensors: interval events, commands and
+        the observations the policy acts on next."""
         self.events.step_interval(self.dt)
         self.commands.step(self.dt)
         obs = self.observations.compute()
         self.health.check_observations(obs)
-        return obs, reward, self.terminated, self.truncated
+        return obs, self.reward, self.terminated, self.truncated
 
     def _reset_envs(self, mask: torch.Tensor, record: bool = True) -> None:
+        if self._reset_state(mask, record):
+            self.physics.refresh(mask)
+            self._reset_managers(mask)
+
+    def _reset_state(self, mask: torch.Tensor, record: bool = True) -> bool:
+        """The first half of a reset: episode records, curricula, reset events and the physics
+        state of the masked envs. False when nothing was to be done."""
         # On the CPU, asking whether any environment ended costs nothing and usually saves the
         # whole reset path; on an accelerator it would be a host sync, so the masked path runs.
         if self.device.type == "cpu" and not mask.any():
-            return
+            return False
         if record:
             if self.final_obs is not None:  # the ended episodes' last observations, before the reset
                 for group, obs in self.observations.compute().items():
@@ -237,8 +256,13 @@ class BatchedEnv:
         self.reset_qpos.copy_(self.default_qpos)
         self.reset_qvel.copy_(self.default_qvel)
         self.events.apply(EventMode.reset, mask)
-        self.physics.reset(mask, self.reset_qpos, self.reset_qvel)
+        self.physics.write_reset(mask, self.reset_qpos, self.reset_qvel)
         torch.where(mask.unsqueeze(1), self.physics.qvel, self.prev_qvel, out=self.prev_qvel)
+        return True
+
+    def _reset_managers(self, mask: torch.Tensor) -> None:
+        """The second half, once the physics has refreshed the envs' sensors: every manager's
+        per-env state (command resampling and observation histories may read the new state)."""
         for manager in self.managers().values():
             manager.reset(mask)
         self.episode_length.masked_fill_(mask, 0)

@@ -1,22 +1,66 @@
-"""The env step as CUDA graph replays: one torch graph for the action mapping, the backend's own
-graphed physics step, one torch graph for terminations, rewards, resets, events, observations.
+"""The env step as CUDA graph replays, with no host synchronization:
 
-Replaying ~150 small kernels as two graphs removes their per-launch CPU cost, which dominates at a
-few thousand environments. Randomness comes from the env's generator, registered with both
-graphs, so replays draw fresh numbers exactly as eager steps do. `env` is the BatchedEnv (its
-_apply_action and _after_physics halves, its physics backend and its state_dict).
+    torch graph    the action mapping
+    physics.step   the backend's own graph (mujoco_warp's solver loop needs a Warp-owned capture)
+    torch graph    terminations, rewards, and the new state of the envs that ended
+    physics.refresh  the backend's graph for their sensors, where the model has any
+    torch graph    managers' resets, interval events, commands, observations
+
+Without sensors to refresh the last two torch graphs are one. Replaying ~150 small kernels as a
+few graphs removes their per-launch CPU cost, which dominates at a few thousand environments.
+Randomness comes from the env's generator, registered with every graph, so replays draw fresh
+numbers exactly as eager steps do. `env` is the BatchedEnv (its step phases, physics backend and
+state_dict).
 """
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
+from robolearn.config import EventMode
+from robolearn.errors import UserError
+from robolearn.physics.base import INERTIAL_FIELDS
+
 WARMUP_STEPS = 3
+
+
+def graph_blockers(env) -> list[str]:
+    """Why this env's step cannot replay as CUDA graphs (empty: it can)."""
+    if env.device.type != "cuda":
+        return [f"the env runs on {env.device.type}, CUDA graphs need a CUDA device"]
+    if not env.physics.graph_safe:
+        return [f"physics={env.physics.name} steps outside CUDA graphs (physics=warp replays them)"]
+    reasons = []
+    for mode in (EventMode.reset, EventMode.interval):
+        for term in env.events.modes[mode]:
+            field = term.params.get("field")
+            if field in INERTIAL_FIELDS:
+                reasons.append(f"event '{term.name}' randomizes {field} at {mode.value}, which needs MuJoCo's "
+                               "set_const (not capturable): give it mode: startup")  # fmt: skip
+    return reasons
+
+
+def use_graphs(env, requested: bool | None) -> bool:
+    """env.cuda_graph: None (auto) replays graphs where the env allows, saying once on a CUDA
+    device why not; True insists (a one-line error where it cannot); False never."""
+    if requested is False:
+        return False
+    blockers = graph_blockers(env)
+    if not blockers:
+        return True
+    if requested:
+        raise UserError(f"env.cuda_graph=true: {blockers[0]}; or leave env.cuda_graph unset (auto)")
+    if env.device.type == "cuda":
+        print(f"robolearn: the env step runs eager (no CUDA graphs): {'; '.join(blockers)}", file=sys.stderr)
+    return False
 
 
 class GraphedStep:
     def __init__(self, env):
         self.env = env
+        self.refresh = bool(env.model.nsensordata)
         self.action = torch.zeros(env.num_envs, env.num_actions, device=env.device)
         saved = env.state_dict()  # warm-up steps advance the env: put it back afterwards
         side = torch.cuda.Stream(env.device)
@@ -25,23 +69,39 @@ class GraphedStep:
             for _ in range(WARMUP_STEPS):
                 self._eager_step()
         torch.cuda.current_stream(env.device).wait_stream(side)
-        self.before, self.after = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        for graph in (self.before, self.after):
+        self.graphs = [torch.cuda.CUDAGraph() for _ in range(3 if self.refresh else 2)]
+        for graph in self.graphs:
             graph.register_generator_state(env.generator)
-        with torch.cuda.graph(self.before):
+        pool = self.graphs[0].pool()
+        with torch.cuda.graph(self.graphs[0]):
             env._apply_action(self.action)
-        with torch.cuda.graph(self.after, pool=self.before.pool()):
-            self.outputs = env._after_physics()
+        with torch.cuda.graph(self.graphs[1], pool=pool):
+            self.ended = env._end_step()
+            if not self.refresh:
+                env._reset_managers(self.ended)
+                self.outputs = env._next_observations()
+        if self.refresh:
+            with torch.cuda.graph(self.graphs[2], pool=pool):
+                env._reset_managers(self.ended)
+                self.outputs = env._next_observations()
         env.load_state_dict(saved)
 
     def _eager_step(self):
-        self.env._apply_action(self.action)
-        self.env.physics.step(self.env.actions.physics_ctrl, self.env.decimation)
-        return self.env._after_physics()
+        env = self.env
+        env._apply_action(self.action)
+        env.physics.step(env.actions.physics_ctrl, env.decimation)
+        ended = env._end_step()
+        env.physics.refresh(ended)
+        env._reset_managers(ended)
+        return env._next_observations()
 
     def step(self, action: torch.Tensor):
+        env = self.env
         self.action.copy_(action)
-        self.before.replay()
-        self.env.physics.step(self.env.actions.physics_ctrl, self.env.decimation)
-        self.after.replay()
+        self.graphs[0].replay()
+        env.physics.step(env.actions.physics_ctrl, env.decimation)
+        self.graphs[1].replay()
+        if self.refresh:
+            env.physics.refresh(self.ended)
+            self.graphs[2].replay()
         return self.outputs

@@ -66,8 +66,9 @@ class PhysicsBackend(ABC):
     param_dtype: torch.dtype = torch.float32
     """dtype of model-field tensors (the engine's own precision)."""
     graph_safe: bool = False
-    """reset/set_model_field can be captured in a torch CUDA graph and step can run between two
-    graph replays (no host syncs, fixed buffers): the env then replays its own work as graphs."""
+    """write_reset/set_model_field can be captured in a torch CUDA graph, and step and refresh can
+    run between graph replays (no host syncs, fixed buffers): the env then replays its own work
+    as graphs."""
 
     def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device):
         self._nominal_fields: dict[str, torch.Tensor] = {}
@@ -91,6 +92,15 @@ class PhysicsBackend(ABC):
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """Where mask [N] is True: the state of a fresh MjData (time 0, zero activations, empty
         actuator-delay history) with the given qpos/qvel ([N, nq], [N, nv])."""
+
+    def write_reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """reset() in two halves for the env's CUDA graphs: the new state here, what is derived from
+        it (sensors) in refresh(mask). A backend whose reset does both at once needs no refresh."""
+        self.reset(mask, qpos, qvel)
+
+    def refresh(self, mask: torch.Tensor) -> None:
+        """After write_reset: recompute what observations read from the state (sensor readings) in
+        the worlds where mask is True, leaving the others' readings as they were."""
 
     @abstractmethod
     def set_velocity(self, qvel: torch.Tensor, mask: torch.Tensor) -> None:

@@ -4,8 +4,11 @@
 - State tensors are zero-copy torch views of the Warp arrays (`wp.to_torch`), float32.
 - ctrl is a torch tensor the Warp Data reads directly (`wp.from_torch`), so stepping copies
   nothing between torch and Warp.
-- The decimated step (`substeps` x mjw.step) and the masked reset are each captured once as a
-  graph (a CUDA graph on a GPU) and replayed. On a GPU, Warp works on its own stream, ordered
+- The decimated step (`substeps` x mjw.step), the masked reset and the sensor refresh after it
+  (`mjw.forward`) are each captured once as a graph (a CUDA graph on a GPU) and replayed. The
+  reset is plain kernels, so the env may capture it in its own torch graph; step and refresh run
+  the solver, whose `wp.capture_while` loop needs a Warp-owned capture, so the env replays them
+  between its graphs (`write_reset` + `refresh` are `reset` in two halves). On a GPU, Warp works on its own stream, ordered
   after torch's pending work and before torch's next work by device-side stream waits (no host
   syncs); inside the env's own torch graph capture it launches on the capturing stream.
 - Per-environment model parameters are Warp model fields with a leading world dimension
@@ -87,12 +90,11 @@ class WarpBackend(PhysicsBackend):
         self._overflow = view(self.d.overflow)
         self._overflow_seen = torch.zeros_like(self._overflow)
         """Overflow bits of worlds since reset (a reset clears the engine's own bits)."""
+        self._sensors_kept = torch.zeros_like(self.sensordata)
         self._fields = {f: view(model_attr(self.m, f)) for f in RANDOMIZABLE_FIELDS}
         self._graphs: dict[str, object] = {}
         self._work: dict[str, object] = {}
-        # The masked reset is plain kernels (no solver loop), so the env may capture it in its own
-        # graph; forward (sensors after a reset) runs the solver's capture_while, which may not.
-        self.graph_safe = self.device.type == "cuda" and model.nsensordata == 0
+        self.graph_safe = self.device.type == "cuda"
         self._run("reset", lambda: mjw.reset_data(self.m, self.d, self._wp_reset_mask))
         self._reset_mask.fill_(True)
         self._run("reset", None)
@@ -170,16 +172,27 @@ class WarpBackend(PhysicsBackend):
         torch.where(mask.unsqueeze(1), qvel, self.qvel, out=self.qvel)
 
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        self.write_reset(mask, qpos, qvel)
+        self.refresh(mask)
+
+    def write_reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         self._overflow_seen.bitwise_or_(self._overflow)  # reset_data clears the engine's bits
         self._reset_mask.copy_(mask)
         self._run("reset", None)  # a fresh Data in the masked worlds (time, warmstart, ...)
         m = mask.unsqueeze(1)
         torch.where(m, qpos, self.qpos, out=self.qpos)
         torch.where(m, qvel, self.qvel, out=self.qvel)
-        if self.model.nsensordata:  # sensors of the new state, only in the reset worlds
-            kept = self.sensordata.clone()
-            self._run("forward", None)
-            torch.where(m, self.sensordata, kept, out=self.sensordata)
+
+    def refresh(self, mask: torch.Tensor) -> None:
+        """Sensors of the new state in the reset worlds: one forward of every world (mujoco_warp has
+        no per-world mask), then the other worlds get their readings back, bit for bit."""
+        if not self.model.nsensordata:
+            return
+        if self._stream is not None and torch.cuda.is_current_stream_capturing():
+            raise RuntimeError("WarpBackend.refresh runs the solver's capture_while: call it between torch graphs")
+        self._sensors_kept.copy_(self.sensordata)
+        self._run("forward", None)
+        torch.where(mask.unsqueeze(1), self.sensordata, self._sensors_kept, out=self.sensordata)
 
     def model_field(self, field: str) -> torch.Tensor:
         check_field(field)

@@ -3,7 +3,8 @@
 The update never reads the device from the host: the adaptive learning rate is a device tensor
 changed with tensor ops, losses are summed on the device and returned as tensors (the runner
 reads them once per iteration). `algo.compile=true` runs each minibatch step through
-torch.compile.
+torch.compile; `algo.cuda_graph=true` replays the whole update as one CUDA graph
+(graphed_update.py).
 
 The observation normalizers take each rollout once, at the update. The critic's takes it first
 and its first layer absorbs the change (`follow_normalizer`): the values are unchanged, so value
@@ -31,6 +32,7 @@ from omegaconf import OmegaConf
 from robolearn.config import AlgoCfg
 from robolearn.config_checks import check_sequences
 from robolearn.errors import UserError
+from robolearn.rl.graphed_update import GraphedUpdate
 from robolearn.rl.losses import adapt_learning_rate, gae, gaussian_kl, ppo_loss
 from robolearn.rl.models import ActorCritic, follow_normalizer, gaussian_entropy, gaussian_log_prob
 from robolearn.rl.optimizer import Adam
@@ -78,6 +80,11 @@ class PPO:
         self._step = self._minibatch_step
         if cfg.compile:
             self._step = torch.compile(self._minibatch_step)
+        self._graphed: GraphedUpdate | None = None
+        self._use_graph = bool(cfg.cuda_graph) and device.type == "cuda"
+        if self._use_graph and self.recurrent:
+            raise UserError("algo.cuda_graph=true captures feed-forward updates only; "
+                            f"algo.policy={cfg.policy} trains eager (set algo.cuda_graph=false)")  # fmt: skip
 
     # --- rollout (called under torch.inference_mode) ----------------------------------------------
     def act(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -125,6 +132,13 @@ class PPO:
     def update(self) -> dict[str, torch.Tensor]:
         """Epochs of minibatch steps over the rollout; the mean of each metric over the minibatches,
         as device tensors (nothing is read back here)."""
+        if not self._use_graph:
+            return self._update()
+        if self._graphed is None:
+            self._graphed = GraphedUpdate(self)
+        return self._graphed()
+
+    def _update(self, capturable: bool = False) -> dict[str, torch.Tensor]:
         cfg, s = self.cfg, self.storage
         totals = torch.zeros(len(METRICS), device=self.learning_rate.device)
         applied = torch.zeros((), device=self.learning_rate.device)  # minibatches whose step was taken
@@ -135,7 +149,8 @@ class PPO:
         if self.recurrent:
             batches = s.sequences(self.bptt_length, cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS)
         else:
-            batches = ((None, *b) for b in s.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS))
+            batches = ((None, *b) for b in s.minibatches(cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS,
+                                                         capturable))
         for memory, *batch in batches:
             metrics, ok = self._step(memory, *batch)
             totals += metrics

@@ -57,14 +57,19 @@ class RolloutStorage:
     def clear(self) -> None:
         self.step = 0
 
-    def minibatches(self, num_mini_batches: int, num_epochs: int, fields: tuple[str, ...] = FIELDS) -> Iterator[tuple]:
+    def minibatches(self, num_mini_batches: int, num_epochs: int, fields: tuple[str, ...] = FIELDS,
+                    capturable: bool = False) -> Iterator[tuple]:  # fmt: skip
         """Random minibatches over all T * N samples, reshuffled each epoch (global torch RNG):
-        one tuple of the named fields' samples per minibatch."""
+        one tuple of the named fields' samples per minibatch. `capturable`: shuffle by sorting
+        random keys, which a CUDA graph can capture."""
         batch = self.num_steps * self.num_envs
         size = batch // num_mini_batches
         flat = [getattr(self, name).flatten(0, 1) for name in fields]
         for _ in range(num_epochs):
-            order = torch.randperm(batch, device=self.rewards.device)
+            if capturable:
+                order = torch.rand(batch, device=self.rewards.device).argsort(stable=True)
+            else:
+                order = torch.randperm(batch, device=self.rewards.device)
             for k in range(num_mini_batches):
                 idx = order[k * size : (k + 1) * size]
                 yield tuple(value[idx] for value in flat)

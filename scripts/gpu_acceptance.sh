@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The quadruped's GPU acceptance, as device calls of under 10 minutes each, on a machine staged
+# with ../shared/gpu/make-bundle.sh (results under $OUT; docs/benchmarks.md has the numbers):
+#
+#   bash scripts/gpu_acceptance.sh checks   GPU tests (graph vs eager parity, no host sync, graphed
+#                                           update) + raw/pipeline/training/memory per task and size
+#   bash scripts/gpu_acceptance.sh walk     quadruped_flat to the walking target from launch:
+#                                           seed 0 with an empty Warp kernel cache, seeds 1 and 2 warm
+#   bash scripts/gpu_acceptance.sh rough    quadruped_rough, randomization=sim2real: terrain level over time
+set -uo pipefail
+source /root/gpu-env.sh
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT" /root/results
+
+case ${1:?checks, walk or rough} in
+checks)
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    python3 -c "import torch, warp, mujoco, mujoco_warp; print('torch', torch.__version__, 'warp', warp.__version__, 'mujoco', mujoco.__version__)"
+  } > "$OUT/versions.txt" 2>&1
+  timeout 270 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/physics/test_warp_refresh.py 2>&1 | tee "$OUT/gpu_tests.log"
+  for task in quadruped_flat quadruped_rough; do
+    timeout 150 python3 scripts/bench_gpu.py --task $task --backends warp --num-envs 4096 8192 16384 \
+      --seconds 2 --iterations 4 --parity-envs 0 --out "$OUT/bench.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -4
+  done
+  cp "$OUT/bench.jsonl" "$OUT/gpu_tests.log" /root/results/ 2>/dev/null
+  ;;
+walk)
+  # the graphed update where the checks call captured it
+  graph=false; grep -q '"training_graphed_update"' /root/results/bench.jsonl 2>/dev/null && graph=true
+  # as many iterations (up to 300) as fit ~110 s of training at the checks' measured rate
+  iters=$(python3 -c "
+import json
+rows = [json.loads(l) for l in open('/root/results/bench.jsonl') if '\"num_envs\": 4096' in l and 'quadruped_flat' in l]
+rate = max([r.get('training_graphed_update', 0) for r in rows] + [r.get('training_eager_update', 0) for r in rows] + [1])
+print(max(60, min(300, int(110 * rate / 98304))))" 2>/dev/null || echo 200)
+  echo "walk: algo.cuda_graph=$graph, $iters iterations"
+  for seed in 0 1 2; do
+    cache=/root/warp-cache; [ $seed = 0 ] && cache=/root/warp-cold-$RANDOM
+    WARP_CACHE_PATH=$cache timeout 200 python3 scripts/bench_quadruped.py --physics warp --num-envs 4096 \
+      --iterations $iters --save-interval 20 --eval-envs 256 --stop-at-target --run-dir /root/walk$seed/run \
+      --out "$OUT/walk_seed$seed.json" -- seed=$seed algo.cuda_graph=$graph 2>&1 | grep -v "^Warp\|^Module" | tail -3
+  done
+  # the reference candidate: seed 1's run (config, metrics) with its checkpoint on target and its last
+  tar -C /root/walk1 -czf "$OUT/walk1_run.tgz" --exclude='run/checkpoints' run 2>/dev/null
+  target=$(python3 -c "import json; print('%06d' % (json.load(open('$OUT/walk_seed1.json')).get('target_iteration') or 0))")
+  last=$(ls /root/walk1/run/checkpoints | tail -1)
+  (cd /root/walk1 && tar -czf "$OUT/walk1_ckpt.tgz" run/checkpoints/$last $(ls run/checkpoints/iter_$target.pt 2>/dev/null))
+  ;;
+rough)
+  timeout ${ROUGH_SECONDS:-480} python3 -m robolearn.cli train task=quadruped_rough physics=warp env.num_envs=4096 \
+    randomization=sim2real runner.max_iterations=100000 runner.save_interval=100000 runner.progress=false \
+    hydra.run.dir=/root/rough/run 2>&1 | grep -v "^Warp\|^Module" | tail -5
+  cp /root/rough/run/metrics.jsonl "$OUT/rough_metrics.jsonl"
+  ;;
+esac

@@ -1,0 +1,48 @@
+"""Which env steps replay as CUDA graphs, and the one-line answers where one cannot (CPU-checkable)."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from robolearn.compose import compose_train
+from robolearn.config import EventMode
+from robolearn.envs.batched_env import BatchedEnv
+from robolearn.envs.cuda_graph import graph_blockers, use_graphs
+from robolearn.envs.manager_base import Term
+from robolearn.errors import UserError
+from robolearn.registry import discover_tasks
+
+
+def fake_env(device="cuda", graph_safe=True, events=()):
+    modes = {mode: [] for mode in EventMode}
+    for name, mode, field in events:
+        modes[mode].append(Term(name=name, func=None, params={"field": field}))
+    return SimpleNamespace(device=torch.device(device), physics=SimpleNamespace(graph_safe=graph_safe, name="mjx"),
+                           events=SimpleNamespace(modes=modes))  # fmt: skip
+
+
+def test_a_graph_safe_cuda_env_without_inertial_resets_replays_graphs():
+    env = fake_env(events=[("friction", EventMode.reset, "geom_friction"), ("mass", EventMode.startup, "body_mass")])
+    assert graph_blockers(env) == [] and use_graphs(env, None) and use_graphs(env, True)
+    assert not use_graphs(env, False)
+
+
+def test_what_blocks_the_graph_path_is_named(capsys):
+    env = fake_env(events=[("trunk_mass", EventMode.reset, "body_mass"), ("arm", EventMode.interval, "dof_armature")])
+    assert not use_graphs(env, None)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "runs eager" in err and "'trunk_mass' randomizes body_mass at reset" in err
+    assert "'arm' randomizes dof_armature at interval" in err and "mode: startup" in err
+    with pytest.raises(UserError, match=r"env.cuda_graph=true: event 'trunk_mass' randomizes body_mass"):
+        use_graphs(env, True)
+    with pytest.raises(UserError, match=r"physics=mjx steps outside CUDA graphs"):
+        use_graphs(fake_env(graph_safe=False), True)
+
+
+def test_forcing_graphs_on_the_cpu_is_one_clear_error_and_auto_is_silent(capsys):
+    cfg = compose_train(["task=cartpole", "physics=mujoco"])
+    with pytest.raises(UserError, match=r"env.cuda_graph=true: the env runs on cpu, CUDA graphs need a CUDA device"):
+        BatchedEnv(cfg.task, discover_tasks()["cartpole"], 4, physics="mujoco", cuda_graph=True)
+    env = BatchedEnv(cfg.task, discover_tasks()["cartpole"], 4, physics="mujoco")
+    assert not env._use_graphs and capsys.readouterr().err == ""

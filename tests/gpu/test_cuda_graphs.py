@@ -1,0 +1,101 @@
+"""CUDA-graph checks that need a GPU (skipped elsewhere): the graphed env step equals the eager one
+on every task family, a whole training iteration makes no host synchronization, and the graphed
+PPO update equals the eager update."""
+
+import pytest
+import torch
+
+from robolearn.compose import compose_train
+from robolearn.envs.batched_env import BatchedEnv
+from robolearn.registry import discover_tasks
+from robolearn.rl.graphed_update import GraphedUpdate
+from robolearn.rl.runner import OnPolicyRunner
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")
+CUDA = torch.device("cuda")
+TASKS = [("cartpole", "default"), ("quadruped_flat", "sim2real"), ("quadruped_rough", "sim2real")]
+
+
+def make_env(task: str, randomization: str, num_envs: int, cuda_graph: bool | None) -> tuple:
+    cfg = compose_train([f"task={task}", "physics=warp", f"randomization={randomization}"])
+    env = BatchedEnv(cfg.task, discover_tasks()[task], num_envs, physics="warp", device=CUDA, seed=5,
+                     cuda_graph=cuda_graph, randomization=cfg.randomization)  # fmt: skip
+    return cfg, env
+
+
+@pytest.mark.parametrize("task,randomization", TASKS)
+def test_graphed_and_eager_steps_are_identical(task, randomization):
+    """Same seed, same actions, 200 steps: observations, rewards and resets equal bit for bit
+    (commands, pushes, actuator latency and gravity tilt on for the quadrupeds)."""
+    envs = [make_env(task, randomization, 512, flag)[1] for flag in (True, False)]
+    assert envs[0]._use_graphs and not envs[1]._use_graphs
+    for env in envs:
+        env.reset()
+    gen = torch.Generator(CUDA).manual_seed(0)
+    resets = 0
+    with torch.inference_mode():
+        for step in range(200):
+            action = torch.randn(512, envs[0].num_actions, device=CUDA, generator=gen)
+            (o1, r1, te1, tr1), (o2, r2, te2, tr2) = (env.step(action) for env in envs)
+            for group in o1:
+                assert torch.equal(o1[group], o2[group]), (step, group, (o1[group] - o2[group]).abs().max().item())
+            assert torch.equal(r1, r2) and torch.equal(te1, te2) and torch.equal(tr1, tr2), step
+            resets += int((te1 | tr1).sum())
+    assert resets > 0  # the reset path (and the sensor refresh) was exercised
+
+
+def one_iteration(runner, obs):
+    env, alg = runner.env, runner.alg
+    with torch.inference_mode():
+        for _ in range(runner.cfg.num_steps_per_env):
+            obs, reward, terminated, truncated = env.step(alg.act(obs))
+            alg.record(reward, terminated, truncated, getattr(env, "invalid", None))
+        alg.compute_returns(obs)
+    return obs, alg.update()
+
+
+@pytest.mark.parametrize("graphed_update", [False, True])
+def test_a_training_iteration_never_synchronizes_with_the_host(graphed_update):
+    cfg, env = make_env("quadruped_flat", "sim2real", 1024, None)
+    cfg.algo.cuda_graph = graphed_update
+    runner = OnPolicyRunner(env, cfg.algo, cfg.runner, CUDA)
+    obs = runner.start()
+    obs, _ = one_iteration(runner, obs)  # captures the env's and the update's graphs
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        obs, losses = one_iteration(runner, obs)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert all(torch.isfinite(v).all() for v in losses.values())
+
+
+def test_graphed_update_equals_the_eager_update():
+    """The same rollout learned from eagerly and by replaying the captured update (both shuffle by
+    sorted random keys from the same generator state): equal weights and metrics."""
+    results = []
+    for graphed in (False, True):
+        cfg, env = make_env("quadruped_flat", "default", 1024, None)
+        cfg.algo.cuda_graph = graphed
+        torch.manual_seed(0)
+        runner = OnPolicyRunner(env, cfg.algo, cfg.runner, CUDA)
+        obs = runner.start()
+        with torch.inference_mode():
+            for _ in range(runner.cfg.num_steps_per_env):
+                obs, reward, terminated, truncated = env.step(runner.alg.act(obs))
+                runner.alg.record(reward, terminated, truncated, getattr(env, "invalid", None))
+            runner.alg.compute_returns(obs)
+        if graphed:  # capture first (its warm-up draws random numbers), then replay from the same state
+            state = torch.cuda.get_rng_state()
+            runner.alg._graphed = GraphedUpdate(runner.alg)
+            torch.cuda.set_rng_state(state)
+            losses = runner.alg.update()
+        else:
+            losses = runner.alg._update(capturable=True)
+        results.append(({k: v.clone() for k, v in runner.actor_critic.state_dict().items()},
+                        {k: float(v) for k, v in losses.items()}))  # fmt: skip
+    (eager_weights, eager_losses), (graph_weights, graph_losses) = results
+    for name, value in eager_weights.items():
+        torch.testing.assert_close(graph_weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
+    for name, value in eager_losses.items():
+        assert graph_losses[name] == pytest.approx(value, rel=1e-3, abs=1e-5), name
