@@ -302,6 +302,9 @@ class PhysicsCfg:
     """warp: contacts allocated per environment; 0 derives it from the model (MuJoCo Warp's default)."""
     njmax: int = 0
     """warp: constraint rows allocated per environment; 0 derives it from the model."""
+    deterministic: bool = False
+    """warp: bit-reproducible GPU runs (stable contact order, canonical constraint rows,
+    order-invariant atomic sums; MuJoCo Warp's opt.deterministic), at some speed."""
 
 
 @dataclass

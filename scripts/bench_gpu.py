@@ -71,7 +71,7 @@ def raw_warp(env: BatchedEnv, seconds: float) -> float:
     model, n = env.model, env.num_envs
     m = mjw.put_model(model)
     m.opt.warn_overflow = 0
-    d = mjw.make_data(model, nworld=n, nconmax=env.physics.nconmax * n, njmax=env.physics.njmax)
+    d = mjw.make_data(model, nworld=n)  # mujoco_warp's default buffers, as the env's (physics.nconmax unset)
     wp.to_torch(d.qpos).copy_(env.physics.qpos)  # the env's states: standing robots, not qpos0
     wp.to_torch(d.ctrl).copy_(env.physics.state_dict()["ctrl"])  # holding the env's targets
     mjw.step(m, d)  # compile

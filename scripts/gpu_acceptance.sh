@@ -9,9 +9,12 @@
 #   bash scripts/gpu_acceptance.sh rough    quadruped_rough, randomization=sim2real: terrain level over time
 set -uo pipefail
 source /root/gpu-env.sh
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache MUJOCO_GL=glfw
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /root/results
+# tasks are found through the package's entry points: install it (no network, no dependencies)
+python3 -c "import robolearn.registry as r; assert 'cartpole' in r.discover_tasks()" 2>/dev/null ||
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
 
 case ${1:?checks, walk or rough} in
 checks)
@@ -34,9 +37,10 @@ import json
 rows = [json.loads(l) for l in open('/root/results/bench.jsonl') if '\"num_envs\": 4096' in l and 'quadruped_flat' in l]
 rate = max([r.get('training_graphed_update', 0) for r in rows] + [r.get('training_eager_update', 0) for r in rows] + [1])
 print(max(60, min(300, int(110 * rate / 98304))))" 2>/dev/null || echo 200)
+  iters=${WALK_ITERS:-$iters}
   echo "walk: algo.cuda_graph=$graph, $iters iterations"
-  for seed in 0 1 2; do
-    cache=/root/warp-cache; [ $seed = 0 ] && cache=/root/warp-cold-$RANDOM
+  for seed in ${WALK_SEEDS:-0 1 2}; do
+    cache=/root/warp-cache; [ $seed = 0 ] && [ -z "${WALK_SEEDS:-}" ] && cache=/root/warp-cold-$RANDOM
     WARP_CACHE_PATH=$cache timeout 200 python3 scripts/bench_quadruped.py --physics warp --num-envs 4096 \
       --iterations $iters --save-interval 20 --eval-envs 256 --stop-at-target --run-dir /root/walk$seed/run \
       --out "$OUT/walk_seed$seed.json" -- seed=$seed algo.cuda_graph=$graph 2>&1 | grep -v "^Warp\|^Module" | tail -3

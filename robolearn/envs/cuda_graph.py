@@ -72,8 +72,8 @@ class GraphedStep:
         self.graphs = [torch.cuda.CUDAGraph() for _ in range(3 if self.refresh else 2)]
         for graph in self.graphs:
             graph.register_generator_state(env.generator)
-        pool = self.graphs[0].pool()
-        with torch.cuda.graph(self.graphs[0]):
+        pool = torch.cuda.graph_pool_handle()  # one memory pool for the step's graphs
+        with torch.cuda.graph(self.graphs[0], pool=pool):
             env._apply_action(self.action)
         with torch.cuda.graph(self.graphs[1], pool=pool):
             self.ended = env._end_step()

@@ -49,7 +49,8 @@ def _build_mujoco(model, num_envs, device, cfg) -> PhysicsBackend:
 def _build_warp(model, num_envs, device, cfg) -> PhysicsBackend:
     from robolearn.physics.warp_backend import WarpBackend
 
-    return WarpBackend(model, num_envs, device, nconmax=cfg.get("nconmax", 0), njmax=cfg.get("njmax", 0))
+    return WarpBackend(model, num_envs, device, nconmax=cfg.get("nconmax", 0), njmax=cfg.get("njmax", 0),
+                       deterministic=bool(cfg.get("deterministic", False)))  # fmt: skip
 
 
 def _build_mjx(model, num_envs, device, cfg) -> PhysicsBackend:

@@ -55,8 +55,9 @@ class WarpBackend(PhysicsBackend):
     name = "warp"
 
     def __init__(
-        self, model: mujoco.MjModel, num_envs: int, device: torch.device | str, nconmax: int = 0, njmax: int = 0
-    ):
+        self, model: mujoco.MjModel, num_envs: int, device: torch.device | str, nconmax: int = 0, njmax: int = 0,
+        deterministic: bool = False,
+    ):  # fmt: skip
         super().__init__(model, num_envs, torch.device(device))
         if self.device.type == "cuda":
             index = self.device.index if self.device.index is not None else torch.cuda.current_device()
@@ -72,6 +73,8 @@ class WarpBackend(PhysicsBackend):
             batched = {f: num_envs for f in (*RANDOMIZABLE_FIELDS, *_DERIVED) if "." not in f}
             self.m = mjw.put_model(model, batch_sizes=batched)
             self.m.opt.warn_overflow = 0  # overflows are read from d.overflow instead (health())
+            if deterministic:  # contact order and float sums independent of thread scheduling
+                self.m.opt.deterministic = mjw.DeterminismType.ALL
             self.m.opt.gravity = wp.array([model.opt.gravity] * num_envs, dtype=wp.vec3)  # per world
             self.d = mjw.make_data(model, nworld=num_envs, nconmax=nconmax or None, njmax=njmax or None)
         self.nconmax, self.njmax = int(self.d.naconmax // num_envs), int(self.d.njmax)

@@ -98,13 +98,15 @@ def test_returns_bootstrap_time_outs_with_the_stored_values():
     assert storage.advantages.mean().abs() < 1e-5 and (storage.advantages.std() - 1).abs() < 1e-4
 
 
-def test_minibatches_cover_every_sample_once_per_epoch():
+@pytest.mark.parametrize("capturable", [False, True])  # True: sorted random keys (algo.cuda_graph)
+def test_minibatches_cover_every_sample_once_per_epoch(capturable):
     storage = make_runner().storage
     storage.rewards.copy_(torch.arange(4 * 64, dtype=torch.float32).reshape(4, 64))
-    batches = list(storage.minibatches(num_mini_batches=4, num_epochs=2, fields=("rewards",)))
+    batches = list(storage.minibatches(num_mini_batches=4, num_epochs=2, fields=("rewards",), capturable=capturable))
     assert len(batches) == 8 and all(b[0].shape == (64,) for b in batches)
     for epoch in (batches[:4], batches[4:]):
         assert torch.equal(torch.cat([b[0] for b in epoch]).sort().values, torch.arange(256.0))
+    assert not torch.equal(torch.cat([b[0] for b in batches[:4]]), torch.arange(256.0))  # shuffled
 
 
 def spy_first_minibatches(alg) -> list[tuple[float, float, float]]:
