@@ -371,11 +371,13 @@ class AlgoCfg:
     compile: bool = False
     """Compile each minibatch step of the update with torch.compile (same results, within float
     tolerance; pays a one-time compilation of tens of seconds)."""
-    cuda_graph: bool = False
-    """On a CUDA device, capture the whole update (every epoch's minibatch gathers, forward, loss,
+    cuda_graph: Optional[bool] = None
+    """Unset (auto): on a CUDA device, feed-forward policies capture the whole update (every epoch's minibatch gathers, forward, loss,
     backward, clipped Adam steps, normalizer updates) once as a CUDA graph and replay it each
-    iteration: one launch instead of thousands. Feed-forward policies; minibatches are drawn by
-    sorting random keys instead of randperm (another, equally uniform shuffle)."""
+    iteration: one launch instead of thousands (H100, quadruped_flat, 4,096 envs: 213 -> 97 ms per
+    update). Minibatches are then drawn by sorting random keys instead of randperm (another,
+    equally uniform shuffle). true insists (an error on the CPU or with a recurrent policy);
+    false keeps the update eager."""
 
 
 @dataclass

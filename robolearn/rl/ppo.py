@@ -81,10 +81,10 @@ class PPO:
         if cfg.compile:
             self._step = torch.compile(self._minibatch_step)
         self._graphed: GraphedUpdate | None = None
-        self._use_graph = bool(cfg.cuda_graph) and device.type == "cuda"
-        if self._use_graph and self.recurrent:
-            raise UserError("algo.cuda_graph=true captures feed-forward updates only; "
-                            f"algo.policy={cfg.policy} trains eager (set algo.cuda_graph=false)")  # fmt: skip
+        if cfg.cuda_graph and (device.type != "cuda" or self.recurrent):
+            why = "needs a CUDA device" if device.type != "cuda" else f"captures feed-forward updates, not algo.policy={cfg.policy}"
+            raise UserError(f"algo.cuda_graph=true {why}; leave it unset (auto) or set it false")
+        self._use_graph = cfg.cuda_graph is not False and device.type == "cuda" and not self.recurrent
 
     # --- rollout (called under torch.inference_mode) ----------------------------------------------
     def act(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -46,3 +46,15 @@ def test_forcing_graphs_on_the_cpu_is_one_clear_error_and_auto_is_silent(capsys)
         BatchedEnv(cfg.task, discover_tasks()["cartpole"], 4, physics="mujoco", cuda_graph=True)
     env = BatchedEnv(cfg.task, discover_tasks()["cartpole"], 4, physics="mujoco")
     assert not env._use_graphs and capsys.readouterr().err == ""
+
+
+def test_forcing_a_graphed_update_where_it_cannot_run_is_one_clear_error():
+    from robolearn.config import RunnerCfg
+    from robolearn.rl.runner import OnPolicyRunner
+
+    cfg = compose_train(["task=cartpole", "physics=mujoco", "algo.cuda_graph=true"])
+    env = BatchedEnv(cfg.task, discover_tasks()["cartpole"], 4, physics="mujoco")
+    with pytest.raises(UserError, match=r"^algo.cuda_graph=true needs a CUDA device; leave it unset"):
+        OnPolicyRunner(env, cfg.algo, RunnerCfg(num_steps_per_env=4), torch.device("cpu"))
+    cfg.algo.cuda_graph = None  # auto: eager on the CPU
+    assert not OnPolicyRunner(env, cfg.algo, RunnerCfg(num_steps_per_env=4), torch.device("cpu")).alg._use_graph
