@@ -303,8 +303,9 @@ class PhysicsCfg:
     njmax: int = 0
     """warp: constraint rows allocated per environment; 0 derives it from the model."""
     deterministic: bool = False
-    """warp: bit-reproducible GPU runs (stable contact order, canonical constraint rows,
-    order-invariant atomic sums; MuJoCo Warp's opt.deterministic), at some speed."""
+    """warp: MuJoCo Warp's deterministic mode (opt.deterministic: stable contact order, canonical
+    constraint rows, order-invariant atomic sums), at some speed; without it, contact-rich GPU
+    runs differ in the last bits between runs."""
 
 
 @dataclass
@@ -372,9 +373,9 @@ class AlgoCfg:
     """Compile each minibatch step of the update with torch.compile (same results, within float
     tolerance; pays a one-time compilation of tens of seconds)."""
     cuda_graph: Optional[bool] = None
-    """Unset (auto): on a CUDA device, feed-forward policies capture the whole update (every epoch's minibatch gathers, forward, loss,
-    backward, clipped Adam steps, normalizer updates) once as a CUDA graph and replay it each
-    iteration: one launch instead of thousands (H100, quadruped_flat, 4,096 envs: 213 -> 97 ms per
+    """Unset (auto): on a CUDA device, feed-forward policies capture the whole update (every
+    epoch's minibatch gathers, forward, loss, backward, clipped Adam steps, normalizer updates)
+    once as a CUDA graph and replay it each iteration: one launch instead of thousands (H100, quadruped_flat, 4,096 envs: 213 -> 97 ms per
     update). Minibatches are then drawn by sorting random keys instead of randperm (another,
     equally uniform shuffle). true insists (an error on the CPU or with a recurrent policy);
     false keeps the update eager."""

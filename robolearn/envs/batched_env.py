@@ -196,6 +196,10 @@ class BatchedEnv:
             if self._graphed is None:
                 self._graphed = GraphedStep(self)
             return self._graphed.step(action)
+        return self._eager_step(action)
+
+    def _eager_step(self, action: torch.Tensor):
+        """The step's phases one after the other (GraphedStep replays the same phases)."""
         self._apply_action(action)
         self.physics.step(self.actions.physics_ctrl, self.decimation)
         ended = self._end_step()

@@ -60,14 +60,14 @@ def use_graphs(env, requested: bool | None) -> bool:
 class GraphedStep:
     def __init__(self, env):
         self.env = env
-        self.refresh = bool(env.model.nsensordata)
+        self.refresh = env.physics.refreshes
         self.action = torch.zeros(env.num_envs, env.num_actions, device=env.device)
         saved = env.state_dict()  # warm-up steps advance the env: put it back afterwards
         side = torch.cuda.Stream(env.device)
         side.wait_stream(torch.cuda.current_stream(env.device))
         with torch.cuda.stream(side):  # lazy initialization (cuBLAS, allocator) must not happen in capture
             for _ in range(WARMUP_STEPS):
-                self._eager_step()
+                env._eager_step(self.action)
         torch.cuda.current_stream(env.device).wait_stream(side)
         self.graphs = [torch.cuda.CUDAGraph() for _ in range(3 if self.refresh else 2)]
         for graph in self.graphs:
@@ -77,23 +77,16 @@ class GraphedStep:
             env._apply_action(self.action)
         with torch.cuda.graph(self.graphs[1], pool=pool):
             self.ended = env._end_step()
-            if not self.refresh:
-                env._reset_managers(self.ended)
-                self.outputs = env._next_observations()
+            if not self.refresh:  # nothing to wait for: the rest of the step joins this graph
+                self.outputs = self._finish()
         if self.refresh:
             with torch.cuda.graph(self.graphs[2], pool=pool):
-                env._reset_managers(self.ended)
-                self.outputs = env._next_observations()
+                self.outputs = self._finish()
         env.load_state_dict(saved)
 
-    def _eager_step(self):
-        env = self.env
-        env._apply_action(self.action)
-        env.physics.step(env.actions.physics_ctrl, env.decimation)
-        ended = env._end_step()
-        env.physics.refresh(ended)
-        env._reset_managers(ended)
-        return env._next_observations()
+    def _finish(self):
+        self.env._reset_managers(self.ended)
+        return self.env._next_observations()
 
     def step(self, action: torch.Tensor):
         env = self.env

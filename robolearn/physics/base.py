@@ -98,6 +98,9 @@ class PhysicsBackend(ABC):
         it (sensors) in refresh(mask). A backend whose reset does both at once needs no refresh."""
         self.reset(mask, qpos, qvel)
 
+    refreshes: bool = False
+    """refresh() has work to do (write_reset leaves derived quantities for it)."""
+
     def refresh(self, mask: torch.Tensor) -> None:
         """After write_reset: recompute what observations read from the state (sensor readings) in
         the worlds where mask is True, leaving the others' readings as they were."""

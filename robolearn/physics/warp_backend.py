@@ -8,9 +8,10 @@
   (`mjw.forward`) are each captured once as a graph (a CUDA graph on a GPU) and replayed. The
   reset is plain kernels, so the env may capture it in its own torch graph; step and refresh run
   the solver, whose `wp.capture_while` loop needs a Warp-owned capture, so the env replays them
-  between its graphs (`write_reset` + `refresh` are `reset` in two halves). On a GPU, Warp works on its own stream, ordered
-  after torch's pending work and before torch's next work by device-side stream waits (no host
-  syncs); inside the env's own torch graph capture it launches on the capturing stream.
+  between its graphs (`write_reset` + `refresh` are `reset` in two halves). On a GPU, Warp works
+  on its own stream, ordered after torch's pending work and before torch's next work by
+  device-side stream waits (no host syncs); inside the env's own torch graph capture it launches
+  on the capturing stream.
 - Per-environment model parameters are Warp model fields with a leading world dimension
   (`put_model(batch_sizes=...)`; gravity by giving `m.opt.gravity` one vector per world),
   written from torch through the same zero-copy views; fields MuJoCo derives from masses and
@@ -98,6 +99,7 @@ class WarpBackend(PhysicsBackend):
         self._graphs: dict[str, object] = {}
         self._work: dict[str, object] = {}
         self.graph_safe = self.device.type == "cuda"
+        self.refreshes = model.nsensordata > 0
         self._run("reset", lambda: mjw.reset_data(self.m, self.d, self._wp_reset_mask))
         self._reset_mask.fill_(True)
         self._run("reset", None)
@@ -189,7 +191,7 @@ class WarpBackend(PhysicsBackend):
     def refresh(self, mask: torch.Tensor) -> None:
         """Sensors of the new state in the reset worlds: one forward of every world (mujoco_warp has
         no per-world mask), then the other worlds get their readings back, bit for bit."""
-        if not self.model.nsensordata:
+        if not self.refreshes:
             return
         if self._stream is not None and torch.cuda.is_current_stream_capturing():
             raise RuntimeError("WarpBackend.refresh runs the solver's capture_while: call it between torch graphs")
