@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import random
+import signal
 import sys
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -17,6 +20,7 @@ from omegaconf.errors import ConfigKeyError
 from robolearn import checkpoint
 from robolearn.config import EnvCfg, TrainCfg
 from robolearn.config_checks import check_train_cfg, not_a_setting
+from robolearn.distributed import Ranks, more_ranks_than_gpus
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
 from robolearn.interrupts import Interrupted, stop_on_signals
@@ -24,6 +28,7 @@ from robolearn.isaaclab import isaaclab_task
 from robolearn.log_sinks import check_logger, open_sinks
 from robolearn.logger import RunLogger
 from robolearn.manifest import describe_run, write_manifest
+from robolearn.objective import Objective, check_objective
 from robolearn.physics import learner_device, resolve_placement
 from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic, Controller
@@ -40,37 +45,66 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def env_seed(seed: int) -> int:
-    """The environments' sampler seed: its own stream, not the policy's (torch.manual_seed(seed))."""
-    return int(np.random.SeedSequence([seed, 1]).generate_state(1, np.uint64)[0] >> 1)
+def env_seed(seed: int, rank: int = 0) -> int:
+    """The environments' sampler seed: its own stream, not the policy's (torch.manual_seed(seed));
+    under torchrun each rank's own."""
+    words = [seed, 1] if rank == 0 else [seed, 1, rank]
+    return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0] >> 1)
 
 
-def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int | None = None, **options) -> BatchedEnv:
+def rank_seed(seed: int, rank: int) -> int:
+    """The policy-side seed of rank > 0 (its action noise and minibatch shuffles), after the
+    networks were built from `seed` like rank 0's."""
+    return int(np.random.SeedSequence([seed, 2, rank]).generate_state(1, np.uint64)[0] >> 1)
+
+
+def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int | None = None,
+              ranks: Ranks | None = None, **options) -> BatchedEnv:  # fmt: skip
     """The env of a training config; `options`: further BatchedEnv arguments (keep_final_obs). An
-    Isaac Lab task (task=isaaclab:<id>) runs on Isaac Lab's own physics at `device`."""
+    Isaac Lab task (task=isaaclab:<id>) runs on Isaac Lab's own physics at `device`. Under
+    torchrun (`ranks`) this rank's share of env.num_envs, seeds and CPU threads."""
+    ranks = ranks or Ranks()
+    num_envs = num_envs or cfg.env.num_envs // ranks.world_size
+    seed = env_seed(cfg.seed, ranks.rank)
     isaaclab = isaaclab_task(cfg.task.name)
     if isaaclab is not None:
         from robolearn.isaaclab.env import IsaacLabEnv
         from robolearn.isaaclab.task_config import resolved
 
         overrides = list(cfg.isaaclab.overrides)
-        return IsaacLabEnv(isaaclab, num_envs or cfg.env.num_envs, device, env_seed(cfg.seed), overrides,
-                           cfg.env.stagger_timeouts, cfg.runner.episode_window, resolved(isaaclab, overrides))  # fmt: skip
+        return IsaacLabEnv(isaaclab, num_envs, device, seed, overrides, cfg.env.stagger_timeouts,
+                           cfg.runner.episode_window, resolved(isaaclab, overrides))  # fmt: skip
     plugin = get_task(cfg.task.name)
+    settings = OmegaConf.to_container(cfg.physics)
+    if ranks.local_world_size > 1 and not settings.get("num_threads"):  # the node's cores, shared
+        settings["num_threads"] = max(1, len(os.sched_getaffinity(0)) // ranks.local_world_size)
     return BatchedEnv(
-        cfg.task, plugin, num_envs or cfg.env.num_envs, physics=backend, device=device,
-        seed=env_seed(cfg.seed), physics_settings=OmegaConf.to_container(cfg.physics),
+        cfg.task, plugin, num_envs, physics=backend, device=device,
+        seed=seed, physics_settings=settings,
         cuda_graph=cfg.env.cuda_graph, randomization=cfg.get("randomization"),
         stagger_timeouts=cfg.env.stagger_timeouts, episode_window=cfg.runner.episode_window,
         state_limit=cfg.env.get("state_limit", EnvCfg.state_limit), **options,
     )  # fmt: skip
 
 
-def placement(cfg: DictConfig) -> tuple[str, torch.device]:
-    """(physics backend, learner device) of a training config."""
+def placement(cfg: DictConfig, ranks: Ranks | None = None) -> tuple[str, torch.device]:
+    """(physics backend, learner device) of a training config; under torchrun, this rank's GPU."""
     if isaaclab_task(cfg.task.name) is not None:  # Isaac Lab runs its own physics on the learner's device
-        return "isaaclab", learner_device(cfg.device)
-    return resolve_placement(cfg.physics.backend, cfg.device)
+        backend, device = "isaaclab", learner_device(cfg.device)
+    else:
+        backend, device = resolve_placement(cfg.physics.backend, cfg.device)
+    return backend, (ranks or Ranks()).device(device)
+
+
+def preflight(cfg: DictConfig, ranks: Ranks) -> None:
+    """What rank 0 checks before the other ranks start: the config's values, and that every rank of
+    this node has a GPU where the config asks for one. (One line, and no rank builds anything.)"""
+    check_train_cfg(cfg, ranks.world_size)
+    check_logger(cfg.logger)
+    if ranks.distributed:
+        _, device = placement(cfg)
+        if device.type == "cuda" and ranks.local_world_size > torch.cuda.device_count():
+            raise UserError(more_ranks_than_gpus(ranks.local_world_size, torch.cuda.device_count()))
 
 
 def truncate_metrics(path: Path, iteration: int) -> None:
@@ -115,62 +149,123 @@ def fits_in_memory(cfg: DictConfig, device: torch.device):
         ) from None
 
 
-def train(cfg: DictConfig, run_dir: Path) -> None:
-    """Train (or resume) into run_dir: config, manifest, metrics, loggers, clips, checkpoints, export."""
-    check_train_cfg(cfg)
+class RunObserver(Protocol):
+    """Sees a run as it trains (Ray Tune's reporting: robolearn/tune.py)."""
+
+    def row(self, row: dict, objective: float) -> None: ...
+    def checkpoint(self, path: Path) -> None: ...
+
+
+def train(cfg: DictConfig, run_dir: Path, ranks: Ranks | None = None, observer: RunObserver | None = None,
+          start_from: Path | None = None) -> float | None:  # fmt: skip
+    """Train (or resume) into run_dir: config, manifest, metrics, loggers, clips, checkpoints, export.
+    Returns the run's objective (objective.py) on rank 0; under torchrun (`ranks`) every rank
+    calls this, and only rank 0 writes the run directory. `start_from`: a checkpoint file (of this
+    run or another, PBT's exploit) to continue from in run_dir, with this config and fresh random
+    streams; `observer` sees every metrics row and checkpoint."""
+    ranks = ranks or Ranks()
+    check_train_cfg(cfg, ranks.world_size)
     check_logger(cfg.logger)
-    found = holds_run(run_dir)
-    if found and not cfg.resume:  # the CLI refuses an explicit hydra.run.dir before Hydra writes anything
+    found = holds_run(run_dir) if ranks.main else []
+    if found and not cfg.resume and start_from is None:  # the CLI refuses an explicit hydra.run.dir before Hydra writes
         raise UserError(f"{run_dir} already holds a run ({', '.join(found)}); continue it with resume={run_dir}")
-    backend, device = placement(cfg)
+    backend, device = placement(cfg, ranks)
+    ranks.connect(device, cfg.distributed.timeout_s)
     seed_everything(cfg.seed)
     free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else 0
     with fits_in_memory(cfg, device):
-        env = build_env(cfg, backend, device)
+        env = build_env(cfg, backend, device, ranks=ranks)
     try:
+        check_objective(cfg.objective, env)
         with fits_in_memory(cfg, device):
             physics_free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else 0
-            runner = OnPolicyRunner(env, cfg.algo, cfg.runner, device)
-        if device.type == "cuda":
+            runner = OnPolicyRunner(env, cfg.algo, cfg.runner, device, ranks)
+        if ranks.rank:  # the same networks as rank 0, then exploration and shuffles of its own
+            seed_everything(rank_seed(cfg.seed, ranks.rank))
+        if device.type == "cuda" and ranks.main:
             now = torch.cuda.mem_get_info(device)[0]
             print(f"GPU memory at start: physics {(free - physics_free) / 2**20:,.0f} MiB, learner "
                   f"{(physics_free - now) / 2**20:,.0f} MiB, {now / 2**20:,.0f} MiB free")
+        objective = Objective(cfg.objective)
         resumed_from = None
-        if cfg.resume:
-            source = checkpoint.latest(Path(cfg.resume))
+        source = checkpoint.latest(Path(cfg.resume)) if cfg.resume else start_from
+        if source is not None:
             runner.load(checkpoint.load(source), source)
             resumed_from = runner.iteration
-            truncate_metrics(run_dir / "metrics.jsonl", resumed_from)
+            if start_from is not None:  # its own exploration from here, not a replay of the donor's
+                seed_everything(int(np.random.SeedSequence([cfg.seed, 3, ranks.rank, runner.iteration]).generate_state(1)[0]))
+            if ranks.main:
+                truncate_metrics(run_dir / "metrics.jsonl", resumed_from)
+                for row in read_metrics(run_dir / "metrics.jsonl"):
+                    objective.see(row)
         runner.start()  # startup events run before the run's files are written: a failure leaves no run
-        sinks = open_sinks(cfg, run_dir, runner.iteration, backend, str(device))  # so does W&B's failure to start
-        clips = None
-        if cfg.runner.video_interval:
-            from robolearn.train_clips import ClipRecorder
-
-            clips = ClipRecorder(env, cfg.runner, run_dir / "videos", cfg.task.name)
-        logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress, sinks, clips)
-        try:
-            (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-            write_manifest(run_dir, describe_run(cfg.seed, cfg.task.name, backend, str(device), resumed_from))
-            if resumed_from is not None:
-                logger.message(f"resuming {run_dir} from iteration {resumed_from}")
-            else:
-                print(f"training {cfg.task.name} into {run_dir}", flush=True)
-            with stop_on_signals() as stop:  # outside the iterations a signal stops at once
-                runner.learn(logger.log, run_dir / "checkpoints", should_stop=stop, recorder=clips)
-            if stop():
-                raise Interrupted(stop.signum, run_dir, runner.iteration, _checkpoint_on_stop(runner, run_dir))
-            logger.end_training()
-            if cfg.runner.export_onnx:
-                from robolearn.export.bundle import export_bundle
-
-                result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress)
-                print_export(result)
-                logger.evaluation(result.evaluation, runner.iteration)
-        finally:
-            logger.close()
+        if not ranks.main:
+            _learn(runner, run_dir, lambda row: None)
+            return None
+        origin = str(start_from) if start_from is not None else None
+        return _train_main(cfg, run_dir, env, runner, backend, device, resumed_from, origin, objective, observer)
     finally:
         env.close()
+
+
+def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, backend: str, device: torch.device,
+                resumed_from: int | None, origin: str | None, objective: Objective,
+                observer: RunObserver | None) -> float:  # fmt: skip
+    """Rank 0's part of train(): the run directory, loggers and clips around the iterations, the export."""
+    run_dir.mkdir(parents=True, exist_ok=True)  # Hydra makes it; Ray Tune's trials do not
+    sinks = open_sinks(cfg, run_dir, runner.iteration, backend, str(device))  # W&B failing to start leaves no run
+    clips = None
+    if cfg.runner.video_interval:
+        from robolearn.train_clips import ClipRecorder
+
+        clips = ClipRecorder(env, cfg.runner, run_dir / "videos", cfg.task.name)
+    logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress, sinks, clips)
+    try:
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        write_manifest(run_dir, describe_run(cfg.seed, cfg.task.name, backend, str(device), resumed_from,
+                                             runner.ranks.world_size, origin))  # fmt: skip
+        if resumed_from is not None:
+            logger.message(f"resuming {run_dir} from iteration {resumed_from}")
+        else:
+            print(f"training {cfg.task.name} into {run_dir}", flush=True)
+
+        def log(row: dict) -> None:
+            objective.see(row)
+            logger.log(row)
+            if observer is not None:
+                observer.row(row, objective.value())
+
+        _learn(runner, run_dir, log, clips, observer.checkpoint if observer is not None else None)
+        logger.end_training()
+        evaluation = None
+        if cfg.runner.export_onnx:
+            from robolearn.export.bundle import export_bundle
+
+            result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress)
+            print_export(result)
+            evaluation = result.evaluation
+        elif objective.needs_evaluation:
+            from robolearn.evaluate import evaluate
+
+            evaluation, _ = evaluate(env, Controller(runner.actor_critic, env.num_envs, env.device),
+                                     progress=cfg.runner.progress)  # fmt: skip
+        if evaluation is not None:
+            logger.evaluation(evaluation, runner.iteration)
+            objective.see_evaluation(evaluation)
+    finally:
+        logger.close()
+    return objective.value()
+
+
+def _learn(runner: OnPolicyRunner, run_dir: Path, log, clips=None, saved=None) -> None:
+    """The iterations; a signal stops them at an iteration boundary (every rank at the same one)
+    with a checkpoint, raised as Interrupted."""
+    with stop_on_signals() as stop:  # outside the iterations a signal stops at once
+        runner.learn(log, run_dir / "checkpoints", should_stop=stop, recorder=clips, saved=saved)
+        stopped = runner.iteration < runner.cfg.max_iterations or stop()  # the vote stopped it, or a late signal
+    if stopped:
+        raise Interrupted(stop.signum or signal.SIGTERM, run_dir, runner.iteration, _checkpoint_on_stop(runner, run_dir),
+                          runner.ranks.world_size)  # fmt: skip
 
 
 def _checkpoint_on_stop(runner: OnPolicyRunner, run_dir: Path) -> Path | None:
@@ -178,9 +273,21 @@ def _checkpoint_on_stop(runner: OnPolicyRunner, run_dir: Path) -> Path | None:
     if runner.iteration == 0:
         return None
     path = checkpoint.checkpoint_path(run_dir / "checkpoints", runner.iteration)
-    if not path.exists():
+    if runner.saved_at != runner.iteration:  # every rank decides alike (a save is collective)
         runner.save(path)
     return path
+
+
+def read_metrics(path: Path) -> list[dict]:
+    """The rows of a run's metrics.jsonl (none if it does not exist)."""
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def config_of(container: dict) -> DictConfig:
+    """A training config from its plain form (what rank 0 hands the other ranks under torchrun)."""
+    return OmegaConf.merge(OmegaConf.structured(TrainCfg), container)
 
 
 def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:

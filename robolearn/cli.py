@@ -1,5 +1,5 @@
-"""`robolearn <verb> [args]`: train (Hydra overrides), export, import, eval, sim2sim, play, list, runs,
-terms, new-task (USAGE below; each verb's --help prints its part).
+"""`robolearn <verb> [args]`: train (Hydra overrides), tune (Ray Tune), export, import, eval, sim2sim, play,
+list, runs, terms, new-task (USAGE below; each verb's --help prints its part).
 
 A mistake a user can fix ends in one line on stderr and exit code 2; Hydra's own composition
 errors (unknown group option, bad key or type, malformed override) are translated the same way.
@@ -8,7 +8,6 @@ errors (unknown group option, bad key or type, malformed override) are translate
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -24,6 +23,13 @@ commands:
                                      from its last checkpoint; run_name=<name> names its folder;
                                      a hydra.run.dir that holds a run is refused (overwrite=true
                                      moves the old run aside)
+  tune   [tune.scheduler=pbt|asha|fifo] [tune.num_samples=4] [tune.<option>=...] [overrides]
+                                     search hyperparameters on Ray Tune: overrides written as
+                                     Hydra sweeps ('algo.learning_rate=tag(log,interval(1e-4,1e-2))',
+                                     algo.entropy_coef=0,0.01) are the search space; each trial
+                                     is an ordinary run; PBT exploits through its checkpoints;
+                                     summary.md ranks the trials (robolearn tune --help: options;
+                                     pip install 'robolearn[tune]')
   export run=<run dir> [format=onnx|tensorrt] [precision=fp32|fp16] [checkpoint=<file>] [out=<dir>]
                                      write a deploy bundle (policy.onnx, engine, robot.yaml) and
                                      report each artifact's parity with torch and its latency
@@ -72,90 +78,15 @@ run= (export, eval, play) and resume= also take latest or <task>/latest: the new
 
 
 def _train(args: list[str]) -> int:
-    import hydra
-    from hydra.core.hydra_config import HydraConfig
+    from robolearn.train_cli import train_verb
 
-    from robolearn import app
-    from robolearn.compose import refuse_broken_task, register_configs
-    from robolearn.errors import UserError
-    from robolearn.paths import configs_dir
-
-    overrides = list(args)
-    completion = [a for a in overrides if _is_completion_flag(a)]
-    if completion:  # Hydra's completion scripts assume `python script.py`; for `robolearn train` they break
-        raise UserError(f"{completion[0]}: shell completion is not offered; `robolearn train --help` lists the "
-                        f"config groups and values, `robolearn --help` the commands")  # fmt: skip
-    register_configs()
-    refuse_broken_task(overrides)
-    names = [a.split("=", 1)[1] for a in overrides if a.startswith("run_name=")]
-    if names and not re.fullmatch(r"[A-Za-z0-9._-]*", names[-1]):  # before Hydra makes a folder of it
-        raise UserError(f"run_name={names[-1]} is out of range; valid: letters, digits, '.', '_' and '-'")
-    resume = [a for a in overrides if a.startswith("resume=")]
-    if resume:
-        return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),
-                       [a for a in overrides if not a.startswith("resume=")])
-
-    if not any(a in ("-m", "--multirun") for a in overrides):
-        _claim_run_dir(overrides)
-    failures: list[UserError] = []
-
-    def job(cfg) -> None:
-        # A UserError is kept and raised after Hydra returns: raised here, Hydra would first print
-        # its own "Error executing job" line, and a sweep would stop at the first failing job.
-        try:
-            app.train(cfg, Path(HydraConfig.get().runtime.output_dir))
-        except UserError as exc:
-            failures.append(exc)
-
-    os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us instead of Hydra's report
-    main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)
-    saved = sys.argv
-    sys.argv = ["robolearn train", *overrides]
-    try:
-        main()
-    finally:
-        sys.argv = saved
-    if failures:
-        more = f" (and {len(failures) - 1} more failed jobs)" if len(failures) > 1 else ""
-        raise UserError(f"{failures[0]}{more}")
-    return 0
+    return train_verb(args)
 
 
-def _is_completion_flag(arg: str) -> bool:
-    """Hydra's -sc / --shell-completion, also as --flag=value or abbreviated (argparse takes --shell)."""
-    flag = arg.split("=", 1)[0]
-    return flag == "-sc" or (len(flag) > 2 and "--shell-completion".startswith(flag))
+def _tune(args: list[str]) -> int:
+    from robolearn.tune import tune_verb
 
-
-def _claim_run_dir(overrides: list[str]) -> None:
-    """An explicit hydra.run.dir is checked before Hydra writes its .hydra/ files into it."""
-    from robolearn.errors import UserError
-    from robolearn.run_dir import claim_run_dir
-
-    run_dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.run.dir=")]
-    flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
-    if flags and flags[-1] not in ("true", "false"):
-        raise UserError(f"overwrite={flags[-1]} is not valid: use overwrite=true or overwrite=false")
-    if run_dirs and "${" not in run_dirs[-1]:
-        aside = claim_run_dir(Path(run_dirs[-1]).expanduser(), overwrite=bool(flags) and flags[-1] == "true")
-        if aside is not None:
-            print(f"moved the run that was in {run_dirs[-1]} aside to {aside}")
-
-
-def _resume(run_dir: Path, overrides: list[str]) -> int:
-    """Continue a run with the config it was trained with (its config.yaml), plus overrides such as
-    runner.max_iterations=300. Hydra does not compose anything here: today's defaults and task
-    YAML may have changed since the run started, and the run must not silently pick that up."""
-    from robolearn import app, checkpoint
-    from robolearn.errors import UserError
-
-    if any(a in ("-m", "--multirun") for a in overrides):
-        raise UserError("resume= cannot be combined with --multirun; resume one run at a time")
-    checkpoint.latest(run_dir)  # no checkpoint: say so before anything else
-    cfg = app.load_run_config(run_dir, overrides)
-    cfg.resume = str(run_dir)
-    app.train(cfg, run_dir)
-    return 0
+    return tune_verb(args)
 
 
 def _key_values(args: list[str], valid: dict[str, str | None], verb: str) -> dict[str, str | None]:
@@ -424,6 +355,12 @@ def _new_task(args: list[str]) -> int:
     return 0
 
 
+def rank_prefix() -> str:
+    """'rank N: ' in a torchrun process other than rank 0, else ''."""
+    rank = os.environ.get("RANK", "0") if "LOCAL_RANK" in os.environ else "0"
+    return f"rank {rank}: " if rank != "0" else ""
+
+
 def import_mujoco() -> None:
     """MuJoCo picks its OpenGL library (MUJOCO_GL) when it is imported: a value it does not know, or
     a library that is not installed (osmesa without libosmesa6), is one line here, not a traceback."""
@@ -439,7 +376,7 @@ def import_mujoco() -> None:
                         "valid: egl (libegl1), osmesa (libosmesa6), glfw (a display), or unset it") from None  # fmt: skip
 
 
-VERBS = {"train": _train, "export": _export, "import": _import, "eval": _eval, "sim2sim": _sim2sim, "play": _play,
+VERBS = {"train": _train, "tune": _tune, "export": _export, "import": _import, "eval": _eval, "sim2sim": _sim2sim, "play": _play,
          "list": _list, "runs": _runs, "terms": _terms, "new-task": _new_task}  # fmt: skip
 
 
@@ -454,6 +391,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if verb != "train" and any(a in ("-h", "--help") for a in rest):  # train: Hydra's own --help
         print(verb_help(verb), end="")
+        if verb == "tune":
+            from robolearn.tune import usage
+
+            print(usage(), end="")
         return 0
     from robolearn.errors import UserError
     from robolearn.interrupts import Interrupted
@@ -462,12 +403,13 @@ def main(argv: list[str] | None = None) -> int:
         import_mujoco()
         return VERBS[verb](rest)
     except UserError as exc:
-        message = str(exc)
+        message = rank_prefix() + str(exc)
     except BrokenPipeError:  # `robolearn list | head`: the reader left; flushing at exit would fail again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Interrupted as exc:  # training stopped at an iteration boundary, with a checkpoint
-        print(f"robolearn {verb}: {exc.line()}", file=sys.stderr)
+        if not rank_prefix():  # under torchrun rank 0 says it for every rank
+            print(f"robolearn {verb}: {exc.line()}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         if verb == "train":

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from robolearn.config_scale import DistributedCfg, ObjectiveCfg
 from robolearn.terrain.generator import TerrainCfg
 
 
@@ -462,6 +463,10 @@ class TrainCfg:
     """Weights & Biases settings (used with logger=wandb or both)."""
     isaaclab: IsaacLabCfg = field(default_factory=IsaacLabCfg)
     """Isaac Lab's own overrides (used with task=isaaclab:<id>)."""
+    objective: ObjectiveCfg = field(default_factory=ObjectiveCfg)
+    """The number `robolearn train` returns to sweepers (Optuna, Ray Tune) and sweep summaries rank by."""
+    distributed: DistributedCfg = field(default_factory=DistributedCfg)
+    """torchrun settings (collective timeout)."""
 
 
 def register_schemas(cs: ConfigStore) -> None:

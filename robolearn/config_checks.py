@@ -15,6 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from robolearn.config_scale import DIRECTIONS, OBJECTIVE_MODES
 from robolearn.errors import UserError
 from robolearn.scene import sim_options
 
@@ -93,6 +94,9 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "runner.video_length_s": (_positive, "> 0 (seconds)"),
     "runner.video_width": (lambda v: 16 <= v <= 3840, "16..3840 (pixels)"),
     "runner.video_height": (lambda v: 16 <= v <= 2160, "16..2160 (pixels)"),
+    "objective.mode": (lambda v: v in OBJECTIVE_MODES, ", ".join(OBJECTIVE_MODES)),
+    "objective.direction": (lambda v: v in DIRECTIONS, " or ".join(DIRECTIONS)),
+    "distributed.timeout_s": (_positive, "> 0 (seconds)"),
     # the task (the rules that need the model, e.g. joint names, run when the env is built);
     # `*` stands for any key at that level (a term, a group, a command)
     "task.decimation": (_at_least_one, "an integer >= 1"),
@@ -135,8 +139,9 @@ def check_known_keys(node: DictConfig, path: str = "") -> None:
             check_known_keys(child, f"{path}{key}.")
 
 
-def check_train_cfg(cfg: DictConfig) -> None:
-    """Raise a UserError for an undeclared key or the first value outside its valid range."""
+def check_train_cfg(cfg: DictConfig, world_size: int = 1) -> None:
+    """Raise a UserError for an undeclared key or the first value outside its valid range;
+    `world_size`: the ranks of a torchrun job, which share env.num_envs."""
     check_known_keys(cfg)
     check_finite(cfg)
     for pattern, (ok, valid) in RULES.items():
@@ -150,12 +155,19 @@ def check_train_cfg(cfg: DictConfig) -> None:
         raise UserError("task.sim_dt and task.sim.timestep both set the timestep; keep one of them")
     if OmegaConf.select(cfg, "task.action") is not None:
         check_action_cfg(cfg.task.action)
-    samples = cfg.env.num_envs * cfg.runner.num_steps_per_env
+    num_envs = cfg.env.num_envs
+    if world_size > 1:
+        if num_envs % world_size:
+            raise UserError(f"env.num_envs={num_envs} cannot be shared by {world_size} ranks (the total over all "
+                            f"ranks); valid: a multiple of {world_size}")  # fmt: skip
+        num_envs //= world_size
+    samples = num_envs * cfg.runner.num_steps_per_env
     if samples % cfg.algo.num_mini_batches:
+        per_rank = f" (per rank: env.num_envs / {world_size} ranks)" if world_size > 1 else ""
         raise UserError(f"algo.num_mini_batches={cfg.algo.num_mini_batches} does not divide env.num_envs * "
-                        f"runner.num_steps_per_env = {samples}; valid: a divisor of {samples}")  # fmt: skip
+                        f"runner.num_steps_per_env = {samples}{per_rank}; valid: a divisor of {samples}")  # fmt: skip
     if cfg.algo.policy != "mlp" or cfg.algo.critic_network not in (None, "mlp"):
-        check_sequences(cfg.env.num_envs, cfg.runner.num_steps_per_env, cfg.algo.bptt_length, cfg.algo.num_mini_batches)
+        check_sequences(num_envs, cfg.runner.num_steps_per_env, cfg.algo.bptt_length, cfg.algo.num_mini_batches)
     if cfg.algo.min_noise_std >= cfg.algo.init_noise_std:
         raise UserError(f"algo.min_noise_std={cfg.algo.min_noise_std} must be below algo.init_noise_std="
                         f"{cfg.algo.init_noise_std}")  # fmt: skip

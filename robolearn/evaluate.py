@@ -15,6 +15,14 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.progress import EvalProgress
 
 
+SUMMARY_KEYS = ("episodes", "return_mean", "return_std", "episode_length_mean", "episode_length_s", "terminated_fraction")
+
+
+def evaluation_names(env: BatchedEnv) -> list[str]:
+    """The keys of evaluate()'s metrics for this env."""
+    return [*SUMMARY_KEYS, *(f"termination/{n}" for n in env.terminations.names), *env.metrics.names]
+
+
 def evaluate(
     env: BatchedEnv, act: Callable[[torch.Tensor], torch.Tensor], record_steps: int = 0, progress: bool = True,
     record_envs: int | None = None,

@@ -18,8 +18,10 @@ class Interrupted(BaseException):
     """Training stopped on a signal (a BaseException, like KeyboardInterrupt: Hydra passes it on).
     `checkpoint` is the one to resume from, None if the run stopped before it had one."""
 
-    def __init__(self, signum: int, run_dir: Path, iteration: int, checkpoint: Path | None):
+    def __init__(self, signum: int, run_dir: Path, iteration: int, checkpoint: Path | None, ranks: int = 1):
         self.signum, self.run_dir, self.iteration, self.checkpoint = signum, run_dir, iteration, checkpoint
+        self.ranks = ranks
+        """How many torchrun ranks trained (the resume needs as many)."""
         super().__init__(signal.Signals(signum).name)
 
     @property
@@ -30,8 +32,11 @@ class Interrupted(BaseException):
         name = signal.Signals(self.signum).name
         if self.checkpoint is None:
             return f"stopped by {name} before the first iteration ended; no checkpoint to resume from in {self.run_dir}"
-        return (f"stopped by {name} after iteration {self.iteration}, checkpoint {self.checkpoint}; "
-                f"continue with: robolearn train resume={self.run_dir}")  # fmt: skip
+        if self.ranks > 1:
+            how = f"the same torchrun launch ({self.ranks} ranks) of robolearn train resume={self.run_dir}"
+        else:
+            how = f"robolearn train resume={self.run_dir}"
+        return f"stopped by {name} after iteration {self.iteration}, checkpoint {self.checkpoint}; continue with: {how}"
 
 
 class StopRequest:

@@ -39,7 +39,8 @@ def _versions() -> dict:
     return found
 
 
-def describe_run(seed: int, task: str, backend: str, device: str, resumed_from: int | None) -> dict:
+def describe_run(seed: int, task: str, backend: str, device: str, resumed_from: int | None, ranks: int = 1,
+                 checkpoint: str | None = None) -> dict:  # fmt: skip
     import robolearn
 
     return {
@@ -48,8 +49,10 @@ def describe_run(seed: int, task: str, backend: str, device: str, resumed_from: 
         "seed": seed,
         "task": task,
         "physics_backend": backend,
-        "device": device,
+        "device": device,  # rank 0's; under torchrun each rank has its own
+        "ranks": ranks,
         "resumed_from_iteration": resumed_from,
+        "resumed_from_checkpoint": checkpoint,  # another run's (PBT's exploit), or None: this run's own
         "git": _git(Path(robolearn.__file__).resolve().parent),
         "versions": _versions(),
         "python": platform.python_version(),

@@ -289,6 +289,12 @@ class BatchedEnv:
         stats = self.stats.summary({"health/nonfinite_resets": self.health.pop()})
         return {**stats, **self.events.update_adaptive(), **self.curriculum.log()}
 
+    def logged_names(self) -> list[str]:
+        """Every key pop_episode_stats can return (a sweep's objective may name one)."""
+        adaptive = [key for adr in self.events.adaptive.values() for key in adr.log()]
+        return ["episodes", "episode_window", "health/nonfinite_resets", *self.stats.columns, *adaptive,
+                *self.curriculum.log()]  # fmt: skip
+
     # --- checkpointing --------------------------------------------------------------------------
     def state_dict(self) -> dict:
         return env_state.state_dict(self)

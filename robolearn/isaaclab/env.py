@@ -160,6 +160,10 @@ class IsaacLabEnv:
         self._logged = {}
         return self.stats.summary(logged)
 
+    def logged_names(self) -> list[str]:
+        """The keys pop_episode_stats can return; Isaac Lab's own logs (isaaclab/...) are known once they arrive."""
+        return ["episodes", "episode_window", *self.stats.columns, "isaaclab/*"]
+
     def end_reason(self, i: int) -> str:
         return ", ".join(n for k, n in enumerate(self.terminations.names) if self.terminations.fired[k, i]) or "time-out"
 

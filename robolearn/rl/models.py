@@ -70,12 +70,16 @@ class EmpiricalNormalization(nn.Module):
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor, weights: torch.Tensor | None = None) -> None:
+    def update(self, x: torch.Tensor, weights: torch.Tensor | None = None, ranks=None) -> None:
         """Merge the statistics of the samples x [B, dim] (parallel mean/variance combination);
-        with weights [B] (0 or 1), only the samples of weight 1 (no host read)."""
+        with weights [B] (0 or 1), only the samples of weight 1 (no host read). With `ranks`
+        (distributed.Ranks of a torchrun job), the samples of every rank: all ranks end with the
+        same statistics."""
         if not self.enabled:
             return
-        if weights is None:
+        if ranks is not None and ranks.distributed:
+            n, batch_mean, batch_var = _moments_over_ranks(x, weights, ranks)
+        elif weights is None:
             n = x.shape[0]
             batch_mean, batch_var = x.mean(dim=0), x.var(dim=0, unbiased=False)
         else:
@@ -102,9 +106,19 @@ class EmpiricalNormalization(nn.Module):
         return y if self.clip is None else y.clamp(-self.clip, self.clip)
 
 
+def _moments_over_ranks(x: torch.Tensor, weights: torch.Tensor | None, ranks) -> tuple[torch.Tensor, ...]:
+    """(count, mean, variance) of the weighted samples of every rank: two all-reduces (the sums,
+    then the squared deviations from the common mean)."""
+    w = torch.ones(x.shape[0], device=x.device) if weights is None else weights.to(x.dtype)
+    sums = ranks.sum_(torch.cat([w.sum().reshape(1), (x * w.unsqueeze(1)).sum(0)]))
+    n, mean = sums[0], sums[1:] / sums[0].clamp(min=1.0)
+    var = ranks.sum_(((x - mean).square() * w.unsqueeze(1)).sum(0)) / n.clamp(min=1.0)
+    return n, mean, var
+
+
 @torch.no_grad()
 def follow_normalizer(norm: EmpiricalNormalization, first: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor,
-                      weights: torch.Tensor | None = None) -> None:  # fmt: skip
+                      weights: torch.Tensor | None = None, ranks=None) -> None:  # fmt: skip
     """Update `norm` with the samples x and re-express the layer that reads its output, `first`
     = (weight, bias) (an MLP's first linear layer, a recurrent core's input weights), so that the
     network's function of x is unchanged for every input the clip leaves alone.
@@ -117,7 +131,7 @@ def follow_normalizer(norm: EmpiricalNormalization, first: tuple[torch.Tensor, t
         return
     weight, bias = first
     mean, std = norm.mean.clone(), norm.std
-    norm.update(x.flatten(0, -2), None if weights is None else weights.flatten())
+    norm.update(x.flatten(0, -2), None if weights is None else weights.flatten(), ranks)
     bias.add_(weight @ ((norm.mean - mean) / std))
     weight.mul_(norm.std / std)
 
@@ -232,12 +246,12 @@ class ActorCritic(nn.Module):
     def initial_critic_state(self, batch: int, device: torch.device | str = "cpu") -> State:
         return () if self.critic_memory is None else self.critic_memory.initial_state(batch, device)
 
-    def seed_normalizers(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
-        """Start both normalizers from a fresh run's first observations, each input layer absorbing
-        them: the networks keep their initial functions, their input columns now scaled to the
-        spread of the observations that feed them."""
-        follow_normalizer(self.actor_normalizer, self.actor_input_layer(), policy_obs)
-        follow_normalizer(self.critic_normalizer, self.critic_input_layer(), critic_obs)
+    def seed_normalizers(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor, ranks=None) -> None:
+        """Start both normalizers from a fresh run's first observations (every rank's, under
+        torchrun), each input layer absorbing them: the networks keep their initial functions,
+        their input columns now scaled to the spread of the observations that feed them."""
+        follow_normalizer(self.actor_normalizer, self.actor_input_layer(), policy_obs, ranks=ranks)
+        follow_normalizer(self.critic_normalizer, self.critic_input_layer(), critic_obs, ranks=ranks)
 
     @torch.no_grad()
     def clamp_noise(self) -> None:

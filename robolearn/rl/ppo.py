@@ -22,6 +22,11 @@ starts from the state the rollout had there, detached (truncated back-propagatio
 and restarts from zero where an episode starts inside it, so no gradient crosses an episode
 boundary. A time-out bootstraps with V(s_t) as computed in the rollout, i.e. with the critic
 state the cut episode had.
+
+Under torchrun (robolearn/distributed.py) every rank learns from its own rollout and the learners
+stay identical: each minibatch's gradient and KL are averaged over the ranks in one all-reduce
+(a non-finite loss on any rank poisons the average, so every rank skips that step together),
+and the normalizers merge every rank's statistics. Advantages are normalized per rank.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from omegaconf import OmegaConf
 
 from robolearn.config import AlgoCfg
 from robolearn.config_checks import check_sequences
+from robolearn.distributed import Ranks
 from robolearn.errors import UserError
 from robolearn.rl.graphed_update import GraphedUpdate
 from robolearn.rl.losses import adapt_learning_rate, gae, gaussian_kl, ppo_loss
@@ -40,6 +46,8 @@ from robolearn.rl.recurrent import reset_where
 from robolearn.rl.storage import RolloutStorage
 
 METRICS = ("surrogate_loss", "value_loss", "entropy", "clip_fraction", "kl")
+UPDATE_KEYS = (*METRICS, "health/skipped_minibatches", "learning_rate", "action_std")
+"""What update() returns."""
 BATCH_FIELDS = ("policy_obs", "critic_obs", "actions", "log_probs", "values", "advantages", "returns", "mu", "sigma",
                 "valid")  # fmt: skip
 
@@ -53,7 +61,7 @@ def clip_grad_norm(grads: torch.Tensor, max_norm: float) -> torch.Tensor:
 
 
 class PPO:
-    def __init__(self, actor_critic: ActorCritic, storage: RolloutStorage, cfg: AlgoCfg):
+    def __init__(self, actor_critic: ActorCritic, storage: RolloutStorage, cfg: AlgoCfg, ranks: Ranks | None = None):
         if cfg.schedule not in ("adaptive", "fixed"):
             raise UserError(f"algo.schedule must be 'adaptive' or 'fixed', got '{cfg.schedule}'")
         if (storage.num_steps * storage.num_envs) % cfg.num_mini_batches:
@@ -68,6 +76,7 @@ class PPO:
         # and each node access costs ~7 us (~1 ms per update with 20 minibatches)
         self.cfg = OmegaConf.to_object(cfg) if OmegaConf.is_config(cfg) else cfg
         self.ac, self.storage = actor_critic, storage
+        self.ranks = ranks or Ranks()
         device = storage.rewards.device
         self.learning_rate = torch.tensor(float(cfg.learning_rate), device=device)
         """The current learning rate: a 0-d device tensor the adaptive schedule changes in place."""
@@ -81,10 +90,13 @@ class PPO:
         if cfg.compile:
             self._step = torch.compile(self._minibatch_step)
         self._graphed: GraphedUpdate | None = None
-        if cfg.cuda_graph and (device.type != "cuda" or self.recurrent):
-            why = "needs a CUDA device" if device.type != "cuda" else f"captures feed-forward updates, not algo.policy={cfg.policy}"
-            raise UserError(f"algo.cuda_graph=true {why}; leave it unset (auto) or set it false")
-        self._use_graph = cfg.cuda_graph is not False and device.type == "cuda" and not self.recurrent
+        blocker = ("needs a CUDA device" if device.type != "cuda" else
+                   f"captures feed-forward updates, not algo.policy={cfg.policy}" if self.recurrent else
+                   "is not offered under torchrun (the update's all-reduces run eagerly)" if self.ranks.distributed else
+                   None)  # fmt: skip
+        if cfg.cuda_graph and blocker:
+            raise UserError(f"algo.cuda_graph=true {blocker}; leave it unset (auto) or set it false")
+        self._use_graph = cfg.cuda_graph is not False and blocker is None
 
     # --- rollout (called under torch.inference_mode) ----------------------------------------------
     def act(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -145,7 +157,7 @@ class PPO:
         count = 0
         policy_obs, critic_obs = s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1)
         valid = s.valid.flatten()
-        follow_normalizer(self.ac.critic_normalizer, self.ac.critic_input_layer(), critic_obs, valid)
+        follow_normalizer(self.ac.critic_normalizer, self.ac.critic_input_layer(), critic_obs, valid, self.ranks)
         if self.recurrent:
             batches = s.sequences(self.bptt_length, cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS)
         else:
@@ -156,7 +168,7 @@ class PPO:
             totals += metrics
             applied += ok
             count += 1
-        self.ac.actor_normalizer.update(policy_obs, valid)
+        self.ac.actor_normalizer.update(policy_obs, valid, self.ranks)
         s.clear()
         means = totals / applied.clamp(min=1)
         out = {name: means[k] for k, name in enumerate(METRICS)}
@@ -185,14 +197,16 @@ class PPO:
             )
         with torch.no_grad():
             kl = (gaussian_kl(old_mu, old_sigma, mean, log_std.exp().expand_as(mean)) * valid).sum() / valid.sum().clamp(min=1.0)
-            if cfg.schedule == "adaptive":
-                self.learning_rate.copy_(adapt_learning_rate(self.learning_rate, kl, cfg.desired_kl))
         loss, metrics = ppo_loss(
             gaussian_log_prob(actions, mean, log_std), old_log_prob, advantages, values, old_values, returns,
             gaussian_entropy(log_std), cfg.clip_param, cfg.value_loss_coef, cfg.entropy_coef, self._value_clip, valid,
         )  # fmt: skip
         self.optimizer.zero_grad()
         loss.backward()
+        if self.ranks.distributed:
+            kl = self._average_over_ranks(loss, kl)
+        if cfg.schedule == "adaptive":
+            self.learning_rate.copy_(adapt_learning_rate(self.learning_rate, kl, cfg.desired_kl))
         ok = torch.isfinite(loss)
         for grads in self.optimizer.group_grads():  # actor, critic: each norm clipped on its own
             ok = ok & torch.isfinite(clip_grad_norm(grads, cfg.max_grad_norm))
@@ -200,6 +214,16 @@ class PPO:
         self.ac.clamp_noise()
         values = torch.stack([*(metrics[name] for name in METRICS[:-1]), kl])
         return torch.where(ok, values, 0.0), ok.to(values.dtype)
+
+    @torch.no_grad()
+    def _average_over_ranks(self, loss: torch.Tensor, kl: torch.Tensor) -> torch.Tensor:
+        """Average this minibatch's gradient and KL over the ranks (one all-reduce); returns the mean
+        KL. A rank whose loss is not finite sends NaN gradients, so that every rank skips the step."""
+        grads = self.optimizer.flat_grad
+        grads.masked_fill_(~torch.isfinite(loss), float("nan"))
+        bucket = self.ranks.average_(torch.cat([grads, kl.reshape(1)]))
+        grads.copy_(bucket[:-1])
+        return bucket[-1]
 
     def state_dict(self) -> dict:
         state = {"optimizer": self.optimizer.state_dict()}
@@ -210,6 +234,8 @@ class PPO:
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
+        if self.cfg.schedule == "fixed":  # the config's rate (a resume, or PBT's explore, may have changed it)
+            self.learning_rate.fill_(float(self.cfg.learning_rate))
         for name in ("actor_state", "critic_state"):
             ours, theirs = getattr(self, name), state.get(name, [])
             if len(ours) != len(theirs) or any(a.shape != b.shape for a, b in zip(ours, theirs)):

@@ -3,6 +3,10 @@
 Each iteration reads the device twice, both after the update: the PPO metrics (one read) and the
 env's episode statistics (one read). Nothing inside the rollout or the update waits for the host,
 except once per training clip (train_clips.py), in the step that completes it.
+
+Under torchrun every rank runs this loop on its own environments (robolearn/distributed.py): the
+ranks vote at each iteration boundary on stopping (a signal may reach one rank first), and a
+checkpoint is written by rank 0 with every other rank's env, recurrent and RNG state in it.
 """
 
 from __future__ import annotations
@@ -17,12 +21,16 @@ import torch
 
 from robolearn import checkpoint
 from robolearn.config import AlgoCfg, RunnerCfg
+from robolearn.distributed import Ranks
 from robolearn.envs.vec_env import VecEnv
 from robolearn.errors import UserError
 from robolearn.memory import require
 from robolearn.rl.models import ActorCritic
 from robolearn.rl.ppo import PPO
 from robolearn.rl.storage import RolloutStorage
+
+ROW_KEYS = ("iteration", "env_steps", "wall_time_s", "steps_per_s", "collection_s", "learning_s")
+"""The runner's own columns of a metrics row (the env's episode statistics and PPO's follow)."""
 
 CHECKPOINT_FORMAT = 2
 """2: device-side optimizer and manager-owned env state (format 1 predates both)."""
@@ -43,8 +51,9 @@ def read_once(values: dict[str, torch.Tensor]) -> dict[str, float]:
 
 
 class OnPolicyRunner:
-    def __init__(self, env: VecEnv, algo: AlgoCfg, cfg: RunnerCfg, device: torch.device):
+    def __init__(self, env: VecEnv, algo: AlgoCfg, cfg: RunnerCfg, device: torch.device, ranks: Ranks | None = None):
         self.env, self.cfg, self.device = env, cfg, device
+        self.ranks = ranks or Ranks()
         dims = env.observation_dims()
         actor_critic = ActorCritic.from_config(algo, dims, env.num_actions)
         shapes = {"actor": [s.shape[1:] for s in actor_critic.initial_actor_state(1)],
@@ -56,21 +65,25 @@ class OnPolicyRunner:
                     "lower env.num_envs or runner.num_steps_per_env")  # fmt: skip
         self.actor_critic = actor_critic.to(device)
         self.storage = RolloutStorage(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions, device, shapes)
-        self.alg = PPO(self.actor_critic, self.storage, algo)
+        self.alg = PPO(self.actor_critic, self.storage, algo, self.ranks)
+        self.ranks.broadcast_(self.alg.optimizer.flat)  # every parameter, as rank 0 initialized it
         self.iteration = 0
+        self.saved_at: int | None = None
+        """The iteration of the last checkpoint this runner wrote."""
         self.env_steps = 0
         self.wall_time_s = 0.0
         self._obs: dict[str, torch.Tensor] | None = None
 
     def learn(self, log: Callable[[dict], None], checkpoint_dir: Path | None = None,
-              should_stop: Callable[[], bool] = lambda: False, recorder: StepRecorder | None = None) -> None:  # fmt: skip
+              should_stop: Callable[[], bool] = lambda: False, recorder: StepRecorder | None = None,
+              saved: Callable[[Path], None] | None = None) -> None:  # fmt: skip
         """Run iterations until cfg.max_iterations, or until `should_stop()` is true at an iteration
         boundary; `log` receives one metrics row per iteration; `recorder` sees the env after every
-        step of the iterations it asks for."""
+        step of the iterations it asks for; `saved` each checkpoint written (rank 0)."""
         env, alg = self.env, self.alg
         obs = self.start()
         for it in range(self.iteration, self.cfg.max_iterations):
-            if should_stop():
+            if self.ranks.any(should_stop()):
                 break
             start = time.perf_counter()
             recording = recorder is not None and recorder.recording(it + 1)
@@ -87,13 +100,14 @@ class OnPolicyRunner:
             learned = time.perf_counter()
 
             self.iteration = it + 1
-            self.env_steps += env.num_envs * self.cfg.num_steps_per_env
+            steps = env.num_envs * self.cfg.num_steps_per_env * self.ranks.world_size  # every rank's
+            self.env_steps += steps
             self.wall_time_s += learned - start
             log({
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,
                 "wall_time_s": self.wall_time_s,
-                "steps_per_s": env.num_envs * self.cfg.num_steps_per_env / (learned - start),
+                "steps_per_s": steps / (learned - start),
                 "collection_s": collected - start,
                 "learning_s": learned - collected,
                 **env.pop_episode_stats(),
@@ -103,8 +117,12 @@ class OnPolicyRunner:
             if checkpoint_dir is not None and (
                 self.iteration % self.cfg.save_interval == 0 or self.iteration == self.cfg.max_iterations
             ):
-                self.save(checkpoint.checkpoint_path(checkpoint_dir, self.iteration))
-                checkpoint.prune(checkpoint_dir, self.cfg.keep_checkpoints)
+                path = checkpoint.checkpoint_path(checkpoint_dir, self.iteration)
+                self.save(path)
+                if self.ranks.main:
+                    checkpoint.prune(checkpoint_dir, self.cfg.keep_checkpoints)
+                    if saved is not None:
+                        saved(path)
 
     def start(self) -> dict[str, torch.Tensor]:
         """The observations training continues from. A fresh run resets the env here (startup
@@ -112,24 +130,36 @@ class OnPolicyRunner:
         first observations, not from N(0, 1); a resumed one continues from the checkpoint's."""
         if self._obs is None:
             self._obs = self.env.reset()
-            self.actor_critic.seed_normalizers(self._obs["policy"], self._obs["critic"])
+            self.actor_critic.seed_normalizers(self._obs["policy"], self._obs["critic"], self.ranks)
         return self._obs
 
     # --- checkpoints ---------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
-        checkpoint.save_atomic(
-            {
-                "format": CHECKPOINT_FORMAT,
-                "iteration": self.iteration,
-                "env_steps": self.env_steps,
-                "wall_time_s": self.wall_time_s,
-                "model": self.actor_critic.state_dict(),
-                "algorithm": self.alg.state_dict(),
-                "env": self.env.state_dict(),
-                "rng": checkpoint.rng_state(),
-            },
-            path,
-        )
+        """Write a checkpoint (under torchrun every rank calls this; rank 0 writes every rank's part)."""
+        parts = self.ranks.gather(self._rank_state() if self.ranks.distributed else None)
+        self.saved_at = self.iteration
+        if not self.ranks.main:
+            return
+        payload = {
+            "format": CHECKPOINT_FORMAT,
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "wall_time_s": self.wall_time_s,
+            "model": self.actor_critic.state_dict(),
+            "algorithm": self.alg.state_dict(),
+            "env": self.env.state_dict(),
+            "rng": checkpoint.rng_state(),
+        }
+        if self.ranks.distributed:
+            payload["world_size"] = self.ranks.world_size
+            payload["other_ranks"] = parts[1:]
+        checkpoint.save_atomic(payload, path)
+
+    def _rank_state(self) -> dict:
+        """What differs between ranks: the env (its state, samplers, curricula), the recurrent states, the RNGs."""
+        to_cpu = lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x  # noqa: E731
+        return torch.utils._pytree.tree_map(to_cpu, {"env": self.env.state_dict(), "algorithm": self.alg.state_dict(),
+                                                     "rng": checkpoint.rng_state()})  # fmt: skip
 
     def load(self, payload: dict, source: Path | None = None) -> None:
         """Restore everything a checkpoint holds, so that training continues bit-exactly."""
@@ -137,11 +167,22 @@ class OnPolicyRunner:
         if payload.get("format") != CHECKPOINT_FORMAT:
             raise UserError(f"{source} has checkpoint format {payload.get('format')}; this robolearn resumes format "
                             f"{CHECKPOINT_FORMAT} (export and eval still read the policy of older checkpoints)")  # fmt: skip
+        trained = int(payload.get("world_size", 1))
+        if trained != self.ranks.world_size:
+            raise UserError(resume_ranks_line(source, trained, self.ranks.world_size))
+        own = payload if self.ranks.main else payload["other_ranks"][self.ranks.rank - 1]
         checkpoint.restore(self.actor_critic, payload["model"], source)
-        checkpoint.restore(self.alg, payload["algorithm"], source)
-        checkpoint.restore(self.env, payload["env"], source)
-        checkpoint.set_rng_state(payload["rng"])
+        checkpoint.restore(self.alg, own["algorithm"], source)
+        checkpoint.restore(self.env, own["env"], source)
+        checkpoint.set_rng_state(own["rng"])
         self.iteration = int(payload["iteration"])
+        self.saved_at = self.iteration
         self.env_steps = int(payload["env_steps"])
         self.wall_time_s = float(payload["wall_time_s"])
         self._obs = self.env.current_observations()
+
+
+def resume_ranks_line(source: Path, trained: int, now: int) -> str:
+    how = "a single process (robolearn train)" if trained == 1 else f"{trained} ranks (torchrun --nproc_per_node=... with {trained} in all)"
+    return (f"{source} was trained with {how}, resumed with {now}; every rank's environments are in the checkpoint, "
+            f"so resume with the same number of ranks")  # fmt: skip

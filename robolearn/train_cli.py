@@ -1,0 +1,189 @@
+"""`robolearn train [overrides]`: Hydra composes the config (one run, or a --multirun sweep with
+any sweeper and launcher), `resume=<run>` continues a run from its own config.yaml.
+
+Under torchrun (`torchrun --nproc_per_node=K -m robolearn train ...`) only rank 0 does either: it
+composes and checks the config, claims the run directory, and hands the config to the other
+ranks (`Handover`), which train on their own environments and write nothing (distributed.py).
+If rank 0 stops before handing over (a bad override), the others exit quietly: rank 0 has
+printed why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from robolearn import distributed
+from robolearn.errors import UserError
+from robolearn.run_dir import resolve_run
+
+
+def train_verb(args: list[str]) -> int:
+    ranks = distributed.join()
+    try:
+        if not ranks.main:
+            return _follow(ranks)
+        handover = Handover(ranks)
+        try:
+            return _lead(list(args), handover)
+        finally:
+            handover.release()
+    finally:
+        ranks.close()
+
+
+class Handover:
+    """Rank 0 sends the other ranks (config, run directory) once, or tells them there is none."""
+
+    def __init__(self, ranks: distributed.Ranks):
+        self.ranks, self.sent = ranks, False
+
+    def send(self, cfg: DictConfig, run_dir: Path) -> None:
+        if self.ranks.distributed:
+            from robolearn import app
+
+            app.preflight(cfg, self.ranks)
+            distributed.send_from_main(self.ranks, (OmegaConf.to_container(cfg, resolve=True), str(run_dir)))
+        self.sent = True
+
+    def release(self) -> None:
+        if self.ranks.distributed and not self.sent:
+            self.sent = True
+            distributed.send_from_main(self.ranks, None)
+
+
+def _follow(ranks: distributed.Ranks) -> int:
+    """A rank > 0: train with the config rank 0 sends."""
+    from robolearn import app
+
+    message = distributed.send_from_main(ranks, None)
+    if message is None:
+        return 2  # rank 0 stopped before training and said why
+    container, run_dir = message
+    app.train(app.config_of(container), Path(run_dir), ranks)
+    return 0
+
+
+def _lead(overrides: list[str], handover: Handover) -> int:
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from robolearn import app, sweeps
+    from robolearn.compose import refuse_broken_task, register_configs
+    from robolearn.paths import configs_dir
+
+    completion = [a for a in overrides if _is_completion_flag(a)]
+    if completion:  # Hydra's completion scripts assume `python script.py`; for `robolearn train` they break
+        raise UserError(f"{completion[0]}: shell completion is not offered; `robolearn train --help` lists the "
+                        f"config groups and values, `robolearn --help` the commands")  # fmt: skip
+    multirun = any(a in ("-m", "--multirun") for a in overrides)
+    if multirun and handover.ranks.distributed:
+        raise UserError("--multirun cannot run under torchrun: start the sweep with robolearn train --multirun, "
+                        "and each job with torchrun from a launcher, or sweep single-process runs")  # fmt: skip
+    register_configs()
+    refuse_broken_task(overrides)
+    names = [a.split("=", 1)[1] for a in overrides if a.startswith("run_name=")]
+    if names and not re.fullmatch(r"[A-Za-z0-9._-]*", names[-1]):  # before Hydra makes a folder of it
+        raise UserError(f"run_name={names[-1]} is out of range; valid: letters, digits, '.', '_' and '-'")
+    resume = [a for a in overrides if a.startswith("resume=")]
+    if resume:
+        return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),
+                       [a for a in overrides if not a.startswith("resume=")], handover)  # fmt: skip
+    sweeps.check_plugins(overrides)
+    overrides = sweeps.sweeper_direction(overrides)
+    if not multirun:
+        _claim_run_dir(overrides)
+    failures: list[UserError] = []
+
+    def job(cfg) -> float | None:
+        hydra_cfg = HydraConfig.get()
+        run_dir = Path(hydra_cfg.runtime.output_dir)
+        swept = hydra_cfg.mode == RunMode.MULTIRUN
+        try:
+            handover.send(cfg, run_dir)
+            value = app.train(cfg, run_dir, handover.ranks)
+        except BaseException as exc:
+            if swept:
+                sweeps.write_job_result(run_dir, hydra_cfg.job.num, list(hydra_cfg.overrides.task), cfg.objective,
+                                        None, exc)  # fmt: skip
+            if not isinstance(exc, UserError):
+                raise
+            failures.append(exc)
+            # A single run keeps its error to raise after Hydra returns (raised here, Hydra would first
+            # print its own "Error executing job" line); a sweep's job fails, so that the sweeper and
+            # launcher (submitit, SLURM) see it fail.
+            if swept:
+                raise
+            return None
+        if swept:
+            sweeps.write_job_result(run_dir, hydra_cfg.job.num, list(hydra_cfg.overrides.task), cfg.objective,
+                                    value, None)  # fmt: skip
+        return value
+
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us instead of Hydra's report
+    main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)
+    saved = sys.argv
+    sys.argv = ["robolearn train", *overrides]
+    try:
+        main()
+    except UserError as exc:
+        if multirun:
+            _summarize(failed_with=exc)
+        raise
+    finally:
+        sys.argv = saved
+    if multirun:
+        _summarize()
+    if failures:
+        more = f" (and {len(failures) - 1} more failed jobs)" if len(failures) > 1 else ""
+        raise UserError(f"{failures[0]}{more}")
+    return 0
+
+
+def _summarize(failed_with: UserError | None = None) -> None:
+    from robolearn import sweeps
+
+    line = sweeps.summarize_launched()
+    if line:
+        print(line, file=sys.stderr if failed_with else sys.stdout, flush=True)
+
+
+def _is_completion_flag(arg: str) -> bool:
+    """Hydra's -sc / --shell-completion, also as --flag=value or abbreviated (argparse takes --shell)."""
+    flag = arg.split("=", 1)[0]
+    return flag == "-sc" or (len(flag) > 2 and "--shell-completion".startswith(flag))
+
+
+def _claim_run_dir(overrides: list[str]) -> None:
+    """An explicit hydra.run.dir is checked before Hydra writes its .hydra/ files into it."""
+    from robolearn.run_dir import claim_run_dir
+
+    run_dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.run.dir=")]
+    flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
+    if flags and flags[-1] not in ("true", "false"):
+        raise UserError(f"overwrite={flags[-1]} is not valid: use overwrite=true or overwrite=false")
+    if run_dirs and "${" not in run_dirs[-1]:
+        aside = claim_run_dir(Path(run_dirs[-1]).expanduser(), overwrite=bool(flags) and flags[-1] == "true")
+        if aside is not None:
+            print(f"moved the run that was in {run_dirs[-1]} aside to {aside}")
+
+
+def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:
+    """Continue a run with the config it was trained with (its config.yaml), plus overrides such as
+    runner.max_iterations=300. Hydra does not compose anything here: today's defaults and task
+    YAML may have changed since the run started, and the run must not silently pick that up."""
+    from robolearn import app, checkpoint
+
+    if any(a in ("-m", "--multirun") for a in overrides):
+        raise UserError("resume= cannot be combined with --multirun; resume one run at a time")
+    checkpoint.latest(run_dir)  # no checkpoint: say so before anything else
+    cfg = app.load_run_config(run_dir, overrides)
+    cfg.resume = str(run_dir)
+    handover.send(cfg, run_dir)
+    app.train(cfg, run_dir, handover.ranks)
+    return 0

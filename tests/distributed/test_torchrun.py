@@ -1,0 +1,153 @@
+"""Data-parallel training under torchrun, on CPU processes with gloo (robolearn/distributed.py):
+identical learners on every rank, a 2-rank run that learns, kill and exact resume, and a rank that
+dies or hangs ending the job with one line instead of a hang."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.e2e.conftest import metrics
+
+FAST = ["env.num_envs=32", "runner.num_steps_per_env=16", "algo.num_mini_batches=2", "runner.export_onnx=false",
+        "runner.progress=false", "runner.video_interval=0", "logger=none"]  # fmt: skip
+
+
+def torchrun(*args, cwd, ranks=2, wait=True, timeout=600):
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}", *args]
+    if not wait:
+        return subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def train(*overrides, cwd, **kwargs):
+    return torchrun("-m", "robolearn", "train", *overrides, cwd=cwd, **kwargs)
+
+
+def our_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("robolearn train:")]
+
+
+def test_learners_stay_identical_on_every_rank_after_every_update(tmp_path):
+    out = tmp_path / "probe.json"
+    probe = Path(__file__).with_name("ddp_probe.py")
+    result = torchrun(str(probe), str(out), "task=pendulum", "runner.max_iterations=4", *FAST, cwd=Path.cwd())
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["max_param_gap"] == [0.0] * 4  # parameters, Adam, learning rate, normalizers: bit-identical
+    assert min(report["param_change"]) > 0  # and they did change at every update
+    assert min(report["obs_gap"]) > 0  # from rollouts that differ (each rank its own seed stream)
+    # env_steps count both ranks' 16 environments
+    assert [r["env_steps"] for r in report["rows"]] == [32 * 16 * k for k in range(1, 5)]
+
+
+@pytest.fixture(scope="module")
+def two_rank_cartpole(tmp_path_factory):
+    work = tmp_path_factory.mktemp("ddp")
+    run = work / "run"
+    result = train("seed=1", "runner.max_iterations=60", "runner.export_onnx=false", "logger=none",
+                   "runner.video_interval=0", f"hydra.run.dir={run}", cwd=work)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run, result
+
+
+def test_a_two_rank_run_learns_cartpole(two_rank_cartpole):
+    run, result = two_rank_cartpole
+    rows = metrics(run)
+    assert [r["iteration"] for r in rows] == list(range(1, 61))
+    assert rows[-1]["env_steps"] == 60 * 128 * 24  # the recipe's 128 environments, 64 per rank
+    max_length = 5.0 / 0.02
+    assert rows[0]["mean_episode_length"] < 0.5 * max_length
+    assert rows[-1]["mean_episode_length"] >= 0.9 * max_length, [r["mean_episode_length"] for r in rows[-5:]]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["ranks"] == 2
+    payload = torch.load(run / "checkpoints" / "iter_000060.pt", weights_only=True)
+    assert payload["world_size"] == 2 and len(payload["other_ranks"]) == 1
+    assert set(payload["other_ranks"][0]) == {"env", "algorithm", "rng"}
+    assert result.stdout.count("training cartpole into") == 1  # rank 0 alone speaks and writes
+
+
+def _stop_after(process: subprocess.Popen, run: Path, rows: int, sig=signal.SIGTERM, timeout=300) -> None:
+    deadline = time.monotonic() + timeout
+    while not (run / "metrics.jsonl").is_file() or len(metrics(run)) < rows:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    process.send_signal(sig)
+
+
+def test_a_killed_two_rank_run_resumes_exactly(tmp_path):
+    common = ["task=pendulum", "runner.max_iterations=8", "runner.save_interval=100", *FAST]
+    full, part = tmp_path / "full", tmp_path / "part"
+    assert train(*common, f"hydra.run.dir={full}", cwd=tmp_path).returncode == 0
+    process = train(*common, f"hydra.run.dir={part}", cwd=tmp_path, wait=False)
+    _stop_after(process, part, 2)  # torchrun passes the signal to both ranks
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode != 0
+    stopped = [p.name for p in (part / "checkpoints").iterdir()]
+    assert len(stopped) == 1 and stopped[0] != "iter_000008.pt", (stopped, stderr[-2000:])
+    lines = our_lines(stderr)
+    assert len(lines) == 1 and "stopped by SIGTERM" in lines[0] and "torchrun" in lines[0], stderr[-2000:]
+    result = train(f"resume={part}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    timing = {"wall_time_s", "steps_per_s", "collection_s", "learning_s"}
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in timing} for r in rows]  # noqa: E731
+    assert strip(metrics(part)) == strip(metrics(full))
+    a = torch.load(part / "checkpoints" / "iter_000008.pt", weights_only=True)
+    b = torch.load(full / "checkpoints" / "iter_000008.pt", weights_only=True)
+    for key, value in b["model"].items():
+        assert torch.equal(a["model"][key], value), key
+    assert torch.equal(a["other_ranks"][0]["env"]["stats"]["rows"], b["other_ranks"][0]["env"]["stats"]["rows"])
+
+
+def test_resuming_with_another_rank_count_is_one_line(tmp_path):
+    run = tmp_path / "run"
+    assert train("task=pendulum", "runner.max_iterations=1", *FAST, f"hydra.run.dir={run}", cwd=tmp_path).returncode == 0
+    result = subprocess.run([sys.executable, "-m", "robolearn", "train", f"resume={run}", "runner.max_iterations=2"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "trained with 2 ranks" in lines[0] and "same number of ranks" in lines[0], lines
+
+
+def _rank_pid(torchrun_pid: int, rank: int) -> int:
+    """The worker process of `rank` (torchrun's child with RANK=<rank> in its environment)."""
+    for child in Path(f"/proc/{torchrun_pid}/task/{torchrun_pid}/children").read_text().split():
+        environ = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+        if f"RANK={rank}".encode() in environ:
+            return int(child)
+    raise AssertionError(f"no rank {rank} among torchrun's children")
+
+
+@pytest.mark.parametrize("fault", ["dies", "hangs"])
+def test_a_rank_that_dies_or_hangs_ends_the_job_with_one_line(tmp_path, fault):
+    run = tmp_path / "run"
+    process = train("task=pendulum", "runner.max_iterations=100000", "distributed.timeout_s=10", *FAST,
+                    f"hydra.run.dir={run}", cwd=tmp_path, wait=False)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while not (run / "metrics.jsonl").is_file() or len(metrics(run)) < 2:
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1][-3000:]
+        time.sleep(0.05)
+    victim = _rank_pid(process.pid, 1)
+    started = time.monotonic()
+    os.kill(victim, signal.SIGKILL if fault == "dies" else signal.SIGSTOP)
+    try:
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if fault == "hangs":
+            try:
+                os.kill(victim, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    assert process.returncode != 0
+    lines = our_lines(stderr)
+    assert len(lines) == 1, stderr[:3000] + "\n...\n" + stderr[-1500:]
+    assert "lost the other ranks" in lines[0], lines
+    if fault == "hangs":
+        assert "distributed.timeout_s=10" in lines[0] and 9 < time.monotonic() - started < 120

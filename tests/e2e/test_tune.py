@@ -1,0 +1,101 @@
+"""`robolearn tune` on a local Ray instance (2 CPUs, tiny budgets): trials are ordinary runs,
+ASHA stops the one that lags, PBT exploits through robolearn checkpoints; bad input is one line
+before Ray starts."""
+
+import csv
+import json
+import os
+import sys
+
+import pytest
+import yaml
+
+from .conftest import metrics, robolearn
+
+SMALL = ["env.num_envs=32", "runner.num_steps_per_env=16", "algo.num_mini_batches=2", "runner.export_onnx=false",
+         "logger=none", "runner.video_interval=0", "algo.schedule=fixed"]  # fmt: skip
+LOCAL = ["tune.num_cpus=2"]
+
+
+def summary(folder):
+    return list(csv.DictReader(open(folder / "summary.csv")))
+
+
+def test_asha_stops_the_trial_that_lags(tmp_path):
+    folder = tmp_path / "search"
+    result = robolearn("tune", *LOCAL, "tune.scheduler=asha", "tune.num_samples=1", "tune.max_concurrent=1",
+                       "tune.grace_period=2", "tune.reduction_factor=2", f"tune.dir={folder}",
+                       "algo.learning_rate=1e-2,1e-9", "runner.max_iterations=8", *SMALL, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {r["overrides"]: r for r in summary(folder)}
+    assert rows["algo.learning_rate=0.01"]["status"] == "finished"
+    assert rows["algo.learning_rate=1e-09"]["status"].startswith("stopped at iteration")
+    assert float(rows["algo.learning_rate=0.01"]["objective"]) > float(rows["algo.learning_rate=1e-09"]["objective"])
+    for row in rows.values():  # each trial is an ordinary run directory
+        run = folder / row["run_dir"] if not os.path.isabs(row["run_dir"]) else row["run_dir"]
+        cfg = yaml.safe_load(open(f"{run}/config.yaml"))
+        assert f"algo.learning_rate={cfg['algo']['learning_rate']!r}" == row["overrides"].replace("0.01", "0.01")
+        assert json.load(open(f"{run}/manifest.json"))["task"] == "cartpole"
+    finished = folder / rows["algo.learning_rate=0.01"]["run_dir"]
+    assert [r["iteration"] for r in metrics(finished)] == list(range(1, 9))
+    assert (finished / "checkpoints" / "iter_000008.pt").is_file()
+    assert "sweep summary:" in result.stdout and "best mean_episode_return" in result.stdout
+
+
+def test_pbt_exploits_through_robolearn_checkpoints(tmp_path):
+    folder = tmp_path / "search"
+    result = robolearn("tune", *LOCAL, "tune.scheduler=pbt", "tune.num_samples=1", "tune.perturbation_interval=2",
+                       "tune.quantile_fraction=0.5", "tune.synch=true", f"tune.dir={folder}", "algo.learning_rate=3e-3,1e-9",
+                       "runner.max_iterations=6", "runner.save_interval=2", *SMALL, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = summary(folder)
+    assert len(rows) == 2 and all(r["status"] == "finished" for r in rows)
+    runs = [folder / r["run_dir"] for r in rows]
+    # the lagging trial continued from the leader's checkpoint: a resume in its manifest, its own
+    # later checkpoints and metrics set aside (not overwritten), and the leader's rate, perturbed
+    # synchronous PBT with 2 trials: at each perturbation (iterations 2, 4) the lower one continues from
+    # the other's checkpoint (and the upper one resumes its own run)
+    exploits = [entry for run in runs for entry in json.load(open(run / "manifest.json")).get("resumes", [])
+                if entry["resumed_from_checkpoint"]]  # fmt: skip
+    assert {2, 4} <= {e["resumed_from_iteration"] for e in exploits}, result.stdout[-3000:]
+    assert len(list(folder.glob("*/checkpoints/replaced_*/metrics.jsonl"))) == len(exploits)
+    for run in runs:
+        assert [r["iteration"] for r in metrics(run)] == list(range(1, 7))
+        assert sorted(p.name for p in (run / "checkpoints").glob("iter_*.pt"))[-1] == "iter_000006.pt"
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["runner.max_iterations=4"], "robolearn tune needs a search space: sweep at least one override"),
+        (["tune.scheduler=hyperband", "seed=1,2"], "tune.scheduler=hyperband is not valid; valid: pbt, asha, fifo"),
+        (["tune.samples=3", "seed=1,2"], "unknown option 'tune.samples=3'; valid: tune.scheduler=,"),
+        (["tune.num_samples=0", "seed=1,2"], "tune.num_samples=0 is out of range; valid: an integer >= 1"),
+        (["--multirun", "seed=1,2"], "robolearn tune does not take '--multirun'"),
+        (["objective.metric=eval/return_mean", "seed=1,2"], "objective.metric=eval/return_mean: Tune's schedulers"),
+        (["objective.metric=return", "seed=1,2"], "objective.metric=return is not a metric of this run"),
+        (["tune.scheduler=pbt", "tune.perturbation_interval=3", "runner.save_interval=2", "seed=1,2"],
+         "tune.perturbation_interval=3 is not a multiple of runner.save_interval=2"),
+        (["algo.learning_rate=tag(log,interval(0,1))"], "a log interval needs a start above 0"),
+    ],
+)
+def test_bad_input_is_one_line_before_ray_starts(tmp_path, args, expected):
+    result = robolearn("tune", *args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("robolearn tune: error: ") and expected in lines[0], lines
+    assert not (tmp_path / "runs").exists()
+
+
+def test_without_ray_it_names_the_extra(tmp_path):
+    shadow = tmp_path / "shadow" / "ray"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "shadow")}
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-m", "robolearn", "tune", "seed=1,2"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("robolearn tune: error: robolearn tune needs Ray Tune, an optional extra: "
+                                     "pip install 'robolearn[tune]'")  # fmt: skip
