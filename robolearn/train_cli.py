@@ -83,8 +83,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
                         f"config groups and values, `robolearn --help` the commands")  # fmt: skip
     multirun = any(a in ("-m", "--multirun") for a in overrides)
     if multirun and handover.ranks.distributed:
-        raise UserError("--multirun cannot run under torchrun: start the sweep with robolearn train --multirun, "
-                        "and each job with torchrun from a launcher, or sweep single-process runs")  # fmt: skip
+        raise UserError("--multirun cannot run under torchrun; valid: a sweep of single-process runs (robolearn "
+                        "train --multirun ...), or one torchrun launch per configuration")  # fmt: skip
     register_configs()
     refuse_broken_task(overrides)
     names = [a.split("=", 1)[1] for a in overrides if a.startswith("run_name=")]

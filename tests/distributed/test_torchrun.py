@@ -151,3 +151,42 @@ def test_a_rank_that_dies_or_hangs_ends_the_job_with_one_line(tmp_path, fault):
     assert "lost the other ranks" in lines[0], lines
     if fault == "hangs":
         assert "distributed.timeout_s=10" in lines[0] and 9 < time.monotonic() - started < 120
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["env.num_envs=33"], "env.num_envs=33 cannot be shared by 2 ranks (the total over all ranks); valid: a multiple of 2"),
+        (["--multirun", "seed=1,2"], "--multirun cannot run under torchrun"),
+        (["env.num_envs=32", "runner.num_steps_per_env=3", "algo.num_mini_batches=32"],
+         "algo.num_mini_batches=32 does not divide env.num_envs * runner.num_steps_per_env = 48 (per rank: env.num_envs / 2 ranks)"),
+    ],
+)
+def test_bad_input_under_torchrun_is_one_line_from_rank_0_before_anything_starts(tmp_path, args, expected):
+    result = train("task=pendulum", "runner.max_iterations=1", "logger=none", *args, cwd=tmp_path)
+    assert result.returncode != 0
+    lines = our_lines(result.stderr)
+    assert len(lines) == 1 and lines[0].startswith(f"robolearn train: error: {expected}"), result.stderr[-3000:]
+    # nothing but Hydra's own record of the composition (as for one process)
+    assert not [p for p in tmp_path.glob("runs/**/*") if p.is_file() and ".hydra" not in p.parts and p.name != "train.log"]
+
+
+def test_more_ranks_than_gpus_and_one_gpu_for_all_are_refused(monkeypatch):
+    from robolearn import app, distributed
+    from robolearn.compose import compose_train
+    from robolearn.errors import UserError
+
+    cfg = compose_train(["task=pendulum", "device=cuda", "env.num_envs=64"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    four = distributed.Ranks(rank=0, world_size=4, local_rank=0, local_world_size=4)
+    with pytest.raises(UserError, match="torchrun started 4 ranks per node but this node has 2 GPUs; valid: "
+                                        "--nproc_per_node at most 2, or device=cpu"):  # fmt: skip
+        app.preflight(cfg, four)
+    with pytest.raises(UserError, match="device=cuda:1 puts every rank on one GPU"):
+        four.device(torch.device("cuda:1"))
+    third = distributed.Ranks(rank=3, world_size=4, local_rank=3, local_world_size=4)
+    with pytest.raises(UserError, match="this node has 2 GPUs"):
+        third.device(torch.device("cuda"))
+    single = distributed.Ranks()
+    assert single.device(torch.device("cuda:1")) == torch.device("cuda:1")  # one process: as configured
