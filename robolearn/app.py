@@ -45,17 +45,20 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def _seed(words: list[int]) -> int:
+    return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0] >> 1)
+
+
 def env_seed(seed: int, rank: int = 0) -> int:
     """The environments' sampler seed: its own stream, not the policy's (torch.manual_seed(seed));
     under torchrun each rank's own."""
-    words = [seed, 1] if rank == 0 else [seed, 1, rank]
-    return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0] >> 1)
+    return _seed([seed, 1] if rank == 0 else [seed, 1, rank])
 
 
 def rank_seed(seed: int, rank: int) -> int:
     """The policy-side seed of rank > 0 (its action noise and minibatch shuffles), after the
     networks were built from `seed` like rank 0's."""
-    return int(np.random.SeedSequence([seed, 2, rank]).generate_state(1, np.uint64)[0] >> 1)
+    return _seed([seed, 2, rank])
 
 
 def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int | None = None,
@@ -193,7 +196,7 @@ def train(cfg: DictConfig, run_dir: Path, ranks: Ranks | None = None, observer: 
             runner.load(checkpoint.load(source), source)
             resumed_from = runner.iteration
             if start_from is not None:  # its own exploration from here, not a replay of the donor's
-                seed_everything(int(np.random.SeedSequence([cfg.seed, 3, ranks.rank, runner.iteration]).generate_state(1)[0]))
+                seed_everything(_seed([cfg.seed, 3, ranks.rank, runner.iteration]))
             if ranks.main:
                 truncate_metrics(run_dir / "metrics.jsonl", resumed_from)
                 for row in read_metrics(run_dir / "metrics.jsonl"):

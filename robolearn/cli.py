@@ -376,8 +376,8 @@ def import_mujoco() -> None:
                         "valid: egl (libegl1), osmesa (libosmesa6), glfw (a display), or unset it") from None  # fmt: skip
 
 
-VERBS = {"train": _train, "tune": _tune, "export": _export, "import": _import, "eval": _eval, "sim2sim": _sim2sim, "play": _play,
-         "list": _list, "runs": _runs, "terms": _terms, "new-task": _new_task}  # fmt: skip
+VERBS = {"train": _train, "export": _export, "import": _import, "eval": _eval, "sim2sim": _sim2sim, "play": _play,
+         "list": _list, "runs": _runs, "terms": _terms, "new-task": _new_task, "tune": _tune}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

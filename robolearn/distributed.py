@@ -127,7 +127,7 @@ class Ranks:
         try:
             return fn(*args, **kwargs)
         except (RuntimeError, dist.DistError) as exc:
-            raise UserError(f"rank {self.rank}: lost the other ranks while {what} (a rank stopped, or did not answer "
+            raise UserError(f"lost the other ranks while {what} (a rank stopped, or did not answer "
                             f"within distributed.timeout_s={self.timeout_s:g}): {one_line(exc)[:200]}") from None  # fmt: skip
 
 

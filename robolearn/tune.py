@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import math
 import os
+import socket
 from pathlib import Path
 
 from robolearn.errors import UserError, one_line
@@ -51,18 +52,23 @@ def tune_verb(args: list[str]) -> int:
         raise UserError("robolearn tune needs Ray Tune, an optional extra: pip install 'robolearn[tune]'") from None
     fixed, space = search_space(overrides)
     cfg = _check(fixed, space)
-    scheduler, mode = _scheduler(options, cfg, space)
+    scheduler, mode = _scheduler(options, cfg, space, fixed)
     cpus, gpus = _number(options, "cpus_per_trial", float, 0), _number(options, "gpus_per_trial", float, 0)
     samples, concurrent = _number(options, "num_samples", int, 1), _number(options, "max_concurrent", int, 0)
     num_cpus = _number(options, "num_cpus", int, 1) if options["num_cpus"] else None
+    address = options["address"] or os.environ.get("RAY_ADDRESS") or None
+    _reachable(address)
     folder = _folder(options["dir"])  # the last check: nothing is written before the others pass
 
     from robolearn import sweeps
     from robolearn.tune_trial import run_trial
 
-    address = options["address"] or os.environ.get("RAY_ADDRESS") or None
-    ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-             configure_logging=False)  # fmt: skip
+    try:
+        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
+                 configure_logging=False)  # fmt: skip
+    except Exception as exc:  # no cluster there, refused, another Ray version
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        raise UserError(f"cannot start {where}: {type(exc).__name__}: {one_line(exc)[:200]}") from None
     try:
         trainable = tune.with_resources(tune.with_parameters(run_trial, base=fixed, folder=str(folder), cpus=cpus),
                                         {"cpu": cpus, "gpu": gpus})  # fmt: skip
@@ -74,7 +80,9 @@ def tune_verb(args: list[str]) -> int:
             run_config=tune.RunConfig(name="ray", storage_path=str(folder), verbose=1,
                                       failure_config=tune.FailureConfig(max_failures=0)),
         )  # fmt: skip
-        print(f"tuning {cfg.task.name} with {options['scheduler']} into {folder}", flush=True)
+        where = "the Ray cluster" if address else "a local Ray instance"
+        print(f"tuning {cfg.task.name} with {options['scheduler']} into {folder} on {where} at "
+              f"{ray.get_runtime_context().gcs_address}", flush=True)  # fmt: skip
         results = tuner.fit()
     finally:
         ray.shutdown()
@@ -154,7 +162,9 @@ def _check(fixed: list[str], space: dict):
     return cfg
 
 
-def _scheduler(options: dict, cfg, space: dict):
+def _scheduler(options: dict, cfg, space: dict, fixed: list[str]):
+    """(Tune scheduler, mode); PBT checkpoints at every perturbation: runner.save_interval is set to the
+    perturbation interval (appended to `fixed`) unless given."""
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
 
     name, iterations = options["scheduler"], int(cfg.runner.max_iterations)
@@ -170,7 +180,9 @@ def _scheduler(options: dict, cfg, space: dict):
                              reduction_factor=factor), mode  # fmt: skip
     interval = (_number(options, "perturbation_interval", int, 1) if options["perturbation_interval"]
                 else max(1, iterations // 5))  # fmt: skip
-    if interval % cfg.runner.save_interval:
+    if not any(o.startswith("runner.save_interval=") for o in fixed):
+        fixed.append(f"runner.save_interval={interval}")
+    elif interval % cfg.runner.save_interval:
         raise UserError(f"tune.perturbation_interval={interval} is not a multiple of runner.save_interval="
                         f"{cfg.runner.save_interval}: PBT copies the checkpoint written at each perturbation; "
                         f"set runner.save_interval={interval} or a divisor of it")  # fmt: skip
@@ -201,6 +213,20 @@ def _summary_row(result, cfg) -> dict:
             "mode": cfg.objective.mode, "direction": cfg.objective.direction,
             "objective": value if value is not None and math.isfinite(value) else None, "status": status,
             "error": error, "run_dir": metrics.get("run_dir", str(result.path))}  # fmt: skip
+
+
+def _reachable(address: str | None) -> None:
+    """A host:port cluster address that nothing answers at is one line now (Ray would retry for minutes)."""
+    if not address or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit():
+        raise UserError(f"tune.address={address} is not valid; valid: auto, <host>:<port> or ray://<host>:<port>")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UserError(f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it with ray start "
+                        f"--head, or give its address with tune.address= or RAY_ADDRESS") from None  # fmt: skip
 
 
 def grid(domain) -> list | None:
@@ -258,8 +284,8 @@ def _folder(given: str) -> Path:
 
 
 def usage() -> str:
-    lines = ["usage: robolearn tune [tune.<option>=<value> ...] [training overrides, some of them sweeps]", "",
-             "options:"]  # fmt: skip
+    """The tune.<option>s with their defaults (robolearn tune --help)."""
+    lines = ["", "options (every other argument is a training override; one written as a sweep is searched):"]
     for key, (default, text) in OPTIONS.items():
         lines.append(f"  tune.{key}={default or '...'}".ljust(34) + text)
     return "\n".join(lines) + "\n"

@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
-    print(f"| task | env.num_envs (total) | ranks | env-steps/s | collection s/it | learning s/it | wall s (launch to exit) |")
+    print("| task | env.num_envs (total) | ranks | env-steps/s | collection s/it | learning s/it | wall s (launch to exit) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for ranks in args.ranks:
         best = None

@@ -46,7 +46,7 @@ def test_pbt_exploits_through_robolearn_checkpoints(tmp_path):
     folder = tmp_path / "search"
     result = robolearn("tune", *LOCAL, "tune.scheduler=pbt", "tune.num_samples=1", "tune.perturbation_interval=2",
                        "tune.quantile_fraction=0.5", "tune.synch=true", f"tune.dir={folder}", "algo.learning_rate=3e-3,1e-9",
-                       "runner.max_iterations=6", "runner.save_interval=2", *SMALL, cwd=tmp_path)  # fmt: skip
+                       "runner.max_iterations=6", *SMALL, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     rows = summary(folder)
     assert len(rows) == 2 and all(r["status"] == "finished" for r in rows)
@@ -87,6 +87,19 @@ def test_bad_input_is_one_line_before_ray_starts(tmp_path, args, expected):
     assert not (tmp_path / "runs").exists()
 
 
+def test_no_cluster_at_the_address_is_one_line(tmp_path):
+    env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:9"}
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-m", "robolearn", "tune", "seed=1,2", "runner.max_iterations=1"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "robolearn tune: error: cannot reach the Ray cluster at 127.0.0.1:9 (Connection refused); start it with ray "
+        "start --head, or give its address with tune.address= or RAY_ADDRESS"]  # fmt: skip
+    assert not (tmp_path / "runs").exists()
+
+
 def test_without_ray_it_names_the_extra(tmp_path):
     shadow = tmp_path / "shadow" / "ray"
     shadow.mkdir(parents=True)
@@ -99,3 +112,28 @@ def test_without_ray_it_names_the_extra(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == ("robolearn tune: error: robolearn tune needs Ray Tune, an optional extra: "
                                      "pip install 'robolearn[tune]'")  # fmt: skip
+
+
+def test_the_same_command_runs_on_a_ray_cluster(tmp_path):
+    """A cluster started on its own (`ray start --head`, here with this machine as its only node): the
+    driver connects through RAY_ADDRESS and the trials run on the cluster's workers."""
+    import shutil
+    import subprocess
+
+    ray = shutil.which("ray", path=os.path.dirname(sys.executable))
+    port = 6400 + os.getpid() % 500
+    started = subprocess.run([ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false"],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert started.returncode == 0, started.stderr[-2000:]
+    try:
+        env = {**os.environ, "RAY_ADDRESS": "auto"}  # the cluster this node belongs to
+        folder = tmp_path / "search"
+        result = subprocess.run([sys.executable, "-m", "robolearn", "tune", "tune.scheduler=fifo", "tune.num_samples=1",
+                                 f"tune.dir={folder}", "seed=1,2", "runner.max_iterations=2", *SMALL],
+                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    finally:
+        subprocess.run([ray, "stop", "--force"], capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("tuning cartpole")]
+    assert " on the Ray cluster at " in line and line.endswith(f":{port}")  # the cluster started above
+    assert [r["status"] for r in summary(folder)] == ["finished", "finished"]
