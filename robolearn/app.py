@@ -99,12 +99,15 @@ def placement(cfg: DictConfig, ranks: Ranks | None = None) -> tuple[str, torch.d
     return backend, (ranks or Ranks()).device(device)
 
 
-def preflight(cfg: DictConfig, ranks: Ranks) -> None:
+def preflight(cfg: DictConfig, run_dir: Path, ranks: Ranks) -> None:
     """What rank 0 checks before the other ranks start: the config's values, and that every rank of
     this node has a GPU where the config asks for one. (One line, and no rank builds anything.)"""
     check_train_cfg(cfg, ranks.world_size)
     check_logger(cfg.logger)
     if ranks.distributed:
+        found = [] if cfg.resume else holds_run(run_dir)
+        if found:
+            raise UserError(f"{run_dir} already holds a run ({', '.join(found)}); continue it with resume={run_dir}")
         _, device = placement(cfg)
         if device.type == "cuda" and ranks.local_world_size > torch.cuda.device_count():
             raise UserError(more_ranks_than_gpus(ranks.local_world_size, torch.cuda.device_count()))
@@ -195,8 +198,10 @@ def train(cfg: DictConfig, run_dir: Path, ranks: Ranks | None = None, observer: 
         if source is not None:
             runner.load(checkpoint.load(source), source)
             resumed_from = runner.iteration
-            if start_from is not None:  # its own exploration from here, not a replay of the donor's
+            if start_from is not None:  # its own exploration and env samples from here, not a replay of the donor's
                 seed_everything(_seed([cfg.seed, 3, ranks.rank, runner.iteration]))
+                if isinstance(getattr(env, "generator", None), torch.Generator):
+                    env.generator.manual_seed(_seed([cfg.seed, 4, ranks.rank, runner.iteration]))
             if ranks.main:
                 truncate_metrics(run_dir / "metrics.jsonl", resumed_from)
                 for row in read_metrics(run_dir / "metrics.jsonl"):

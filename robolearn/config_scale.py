@@ -19,9 +19,9 @@ class ObjectiveCfg:
     value_loss, ...) or eval/<key> of the end-of-run evaluation (eval/return_mean, or a task
     metric such as eval/lin_vel_error_xy)."""
     mode: str = "final"
-    """final: its value at the last iteration; best: its best value over the run (direction
-    decides which is best); last10: its mean over the last 10 iterations. An eval/ metric has
-    one value."""
+    """final: its last finite value (the last iteration's, unless that one was not finite); best:
+    its best value over the run (direction decides which is best); last10: its mean over the last
+    10 finite values. An eval/ metric has one value. NaN when the run never reported it."""
     direction: str = "maximize"
     """maximize or minimize: what `best` means, and the direction handed to the Optuna sweeper."""
 

@@ -46,7 +46,7 @@ class Handover:
         if self.ranks.distributed:
             from robolearn import app
 
-            app.preflight(cfg, self.ranks)
+            app.preflight(cfg, run_dir, self.ranks)
             distributed.send_from_main(self.ranks, (OmegaConf.to_container(cfg, resolve=True), str(run_dir)))
         self.sent = True
 

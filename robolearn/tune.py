@@ -180,6 +180,9 @@ def _scheduler(options: dict, cfg, space: dict, fixed: list[str]):
                              reduction_factor=factor), mode  # fmt: skip
     interval = (_number(options, "perturbation_interval", int, 1) if options["perturbation_interval"]
                 else max(1, iterations // 5))  # fmt: skip
+    if "algo.learning_rate" in space and cfg.algo.schedule != "fixed":
+        raise UserError(f"PBT searching algo.learning_rate needs algo.schedule=fixed (algo.schedule="
+                        f"{cfg.algo.schedule} sets the rate itself, and a copied checkpoint carries it)")  # fmt: skip
     if not any(o.startswith("runner.save_interval=") for o in fixed):
         fixed.append(f"runner.save_interval={interval}")
     elif interval % cfg.runner.save_interval:
@@ -188,7 +191,7 @@ def _scheduler(options: dict, cfg, space: dict, fixed: list[str]):
                         f"set runner.save_interval={interval} or a divisor of it")  # fmt: skip
     scheduler = PopulationBasedTraining(
         time_attr="iteration", perturbation_interval=interval,
-        hyperparam_mutations={key: grid(domain) or domain for key, domain in space.items()},
+        hyperparam_mutations={key: grid(domain) or categories(domain) or domain for key, domain in space.items()},
         quantile_fraction=_number(options, "quantile_fraction", float, 0), resample_probability=
         _number(options, "resample_probability", float, 0), require_attrs=True, synch=_flag(options, "synch"),
     )  # fmt: skip
@@ -232,6 +235,11 @@ def _reachable(address: str | None) -> None:
 def grid(domain) -> list | None:
     """The values of a grid entry of the search space (None for a sampled one)."""
     return domain["grid_search"] if isinstance(domain, dict) else None
+
+
+def categories(domain) -> list | None:
+    """The values of a choice() (PBT picks among them; it would scale the choice object otherwise)."""
+    return list(domain.categories) if hasattr(domain, "categories") else None
 
 
 def trial_error(error: BaseException) -> str:

@@ -110,10 +110,14 @@ def adopt(run_dir: Path, donor: Path) -> None:
         aside.mkdir(parents=True)
         for path in later:
             path.rename(aside / path.name)
-        if metrics.is_file():
-            shutil.copy2(metrics, aside / metrics.name)
+        for kept in (metrics, run_dir / "config.yaml"):  # what trained the checkpoints set aside
+            if kept.is_file():
+                shutil.copy2(kept, aside / kept.name)
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy2(donor, checkpoint.checkpoint_path(folder, iteration))
+    source = donor.with_name(SOURCE_FILE)
+    if source.is_file():
+        (folder / f"iter_{iteration:06d}.adopted_from.txt").write_text(source.read_text() + "\n")
 
 
 def run_trial(config: dict, base: list[str], folder: str, cpus: float) -> None:

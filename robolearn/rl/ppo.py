@@ -87,6 +87,9 @@ class PPO:
         """Each environment's recurrent actor state before the next step (() feed-forward)."""
         self.critic_state = actor_critic.initial_critic_state(storage.num_envs, device)
         self._step = self._minibatch_step
+        if cfg.compile and self.ranks.distributed:
+            raise UserError("algo.compile=true is not offered under torchrun (the all-reduce inside the compiled "
+                            "step is untested); leave it false")  # fmt: skip
         if cfg.compile:
             self._step = torch.compile(self._minibatch_step)
         self._graphed: GraphedUpdate | None = None

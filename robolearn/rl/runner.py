@@ -110,7 +110,7 @@ class OnPolicyRunner:
                 "steps_per_s": steps / (learned - start),
                 "collection_s": collected - start,
                 "learning_s": learned - collected,
-                **env.pop_episode_stats(),
+                **self._episode_stats(),
                 **losses,
             })  # fmt: skip
             self._obs = obs
@@ -123,6 +123,14 @@ class OnPolicyRunner:
                     checkpoint.prune(checkpoint_dir, self.cfg.keep_checkpoints)
                     if saved is not None:
                         saved(path)
+
+    def _episode_stats(self) -> dict[str, float]:
+        """The env's episode statistics; under torchrun, on rank 0, every rank's merged."""
+        stats = self.env.pop_episode_stats()
+        if not self.ranks.distributed:
+            return stats
+        parts = self.ranks.gather(stats)
+        return merge_episode_stats(parts) if parts is not None else stats
 
     def start(self) -> dict[str, torch.Tensor]:
         """The observations training continues from. A fresh run resets the env here (startup
@@ -180,6 +188,28 @@ class OnPolicyRunner:
         self.env_steps = int(payload["env_steps"])
         self.wall_time_s = float(payload["wall_time_s"])
         self._obs = self.env.current_observations()
+
+
+COUNT_KEYS = ("episodes", "episode_window", "health/nonfinite_resets")
+
+
+def merge_episode_stats(parts: list[dict[str, float]]) -> dict[str, float]:
+    """Every rank's episode statistics as one row: counts summed, `*_max` / `*_min` as max / min, every
+    other value a mean weighted by the episodes each rank's window holds (ranks that have one)."""
+    out: dict[str, float] = {}
+    for key in dict.fromkeys(k for part in parts for k in part):
+        have = [part for part in parts if key in part]
+        values = [part[key] for part in have]
+        if key in COUNT_KEYS:
+            out[key] = sum(values)
+        elif key.endswith("_max"):
+            out[key] = max(values)
+        elif key.endswith("_min"):
+            out[key] = min(values)
+        else:
+            weights = [part.get("episode_window", 1.0) for part in have]
+            out[key] = sum(w * v for w, v in zip(weights, values)) / sum(weights) if sum(weights) else sum(values) / len(values)
+    return out
 
 
 def resume_ranks_line(source: Path, trained: int, now: int) -> str:

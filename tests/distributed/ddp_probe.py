@@ -18,7 +18,7 @@ def learner_state(runner: OnPolicyRunner) -> torch.Tensor:
     opt = runner.alg.optimizer
     norms = [b for name, b in runner.actor_critic.named_buffers() if "normalizer" in name]
     return torch.cat([opt.flat, opt.exp_avg, opt.exp_avg_sq, runner.alg.learning_rate.reshape(1),
-                      *(b.double().float().reshape(-1) for b in norms)])
+                      *(b.float().reshape(-1) for b in norms)])
 
 
 def main() -> None:

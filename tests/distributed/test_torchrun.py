@@ -174,6 +174,7 @@ def test_a_rank_that_dies_or_hangs_ends_the_job_with_one_line(tmp_path, fault):
         stderr[:3000] + "\n...\n" + stderr[-1500:]  # fmt: skip
     if fault == "hangs":
         assert "distributed.timeout_s=10" in rank0[0] and 9 < waited < 60, waited
+        assert len(lines) == 2  # the stopped rank, let go, says it lost rank 0
     assert all(line.startswith("robolearn train: error: rank 1: lost the other ranks") for line in lines if line not in rank0)
 
 
@@ -213,7 +214,7 @@ def test_more_ranks_than_gpus_and_one_gpu_for_all_are_refused(monkeypatch):
     four = distributed.Ranks(rank=0, world_size=4, local_rank=0, local_world_size=4)
     with pytest.raises(UserError, match="torchrun started 4 ranks per node but this node has 2 GPUs; valid: "
                                         "--nproc_per_node at most 2, or device=cpu"):  # fmt: skip
-        app.preflight(cfg, four)
+        app.preflight(cfg, Path('/nonexistent/run'), four)
     with pytest.raises(UserError, match="device=cuda:1 puts every rank on one GPU"):
         four.device(torch.device("cuda:1"))
     third = distributed.Ranks(rank=3, world_size=4, local_rank=3, local_world_size=4)
@@ -221,3 +222,19 @@ def test_more_ranks_than_gpus_and_one_gpu_for_all_are_refused(monkeypatch):
         third.device(torch.device("cuda"))
     single = distributed.Ranks()
     assert single.device(torch.device("cuda:1")) == torch.device("cuda:1")  # one process: as configured
+
+
+def test_every_ranks_episodes_count_in_the_logged_row():
+    from robolearn.rl.runner import merge_episode_stats
+
+    rank0 = {"episodes": 3.0, "episode_window": 4.0, "mean_episode_return": 10.0, "health/nonfinite_resets": 1.0,
+             "curriculum/terrain_level_max": 2.0, "curriculum/terrain_level_mean": 1.0}  # fmt: skip
+    rank1 = {"episodes": 5.0, "episode_window": 12.0, "mean_episode_return": 30.0, "health/nonfinite_resets": 0.0,
+             "curriculum/terrain_level_max": 4.0, "curriculum/terrain_level_mean": 3.0}  # fmt: skip
+    early = {"episodes": 0.0, "health/nonfinite_resets": 0.0, "curriculum/terrain_level_max": 0.0,
+             "curriculum/terrain_level_mean": 0.0}  # a rank none of whose episodes ended yet  # fmt: skip
+    merged = merge_episode_stats([rank0, rank1, early])
+    assert merged["episodes"] == 8 and merged["episode_window"] == 16 and merged["health/nonfinite_resets"] == 1
+    assert merged["mean_episode_return"] == (4 * 10 + 12 * 30) / 16  # weighted by the episodes each window holds
+    assert merged["curriculum/terrain_level_max"] == 4.0
+    assert merged["curriculum/terrain_level_mean"] == pytest.approx((4 * 1 + 12 * 3 + 1 * 0) / 17)

@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -34,7 +35,7 @@ def test_asha_stops_the_trial_that_lags(tmp_path):
     for row in rows.values():  # each trial is an ordinary run directory
         run = folder / row["run_dir"] if not os.path.isabs(row["run_dir"]) else row["run_dir"]
         cfg = yaml.safe_load(open(f"{run}/config.yaml"))
-        assert f"algo.learning_rate={cfg['algo']['learning_rate']!r}" == row["overrides"].replace("0.01", "0.01")
+        assert f"algo.learning_rate={cfg['algo']['learning_rate']!r}" == row["overrides"]  # the trial's own config
         assert json.load(open(f"{run}/manifest.json"))["task"] == "cartpole"
     finished = folder / rows["algo.learning_rate=0.01"]["run_dir"]
     assert [r["iteration"] for r in metrics(finished)] == list(range(1, 9))
@@ -59,6 +60,12 @@ def test_pbt_exploits_through_robolearn_checkpoints(tmp_path):
                 if entry["resumed_from_checkpoint"]]  # fmt: skip
     assert {2, 4} <= {e["resumed_from_iteration"] for e in exploits}, result.stdout[-3000:]
     assert len(list(folder.glob("*/checkpoints/replaced_*/metrics.jsonl"))) == len(exploits)
+    for run in runs:  # an adopted checkpoint is the donor's own, byte for byte, and says whose it was
+        for record in (run / "checkpoints").glob("iter_*.adopted_from.txt"):
+            donor = Path(record.read_text().strip())
+            name = record.name.replace(".adopted_from.txt", ".pt")
+            assert donor != run and (donor / "checkpoints" / name).read_bytes() == (run / "checkpoints" / name).read_bytes()
+    assert list(folder.glob("*/checkpoints/iter_*.adopted_from.txt"))
     for run in runs:
         assert [r["iteration"] for r in metrics(run)] == list(range(1, 7))
         assert sorted(p.name for p in (run / "checkpoints").glob("iter_*.pt"))[-1] == "iter_000006.pt"
@@ -77,6 +84,7 @@ def test_pbt_exploits_through_robolearn_checkpoints(tmp_path):
         (["tune.scheduler=pbt", "tune.perturbation_interval=3", "runner.save_interval=2", "seed=1,2"],
          "tune.perturbation_interval=3 is not a multiple of runner.save_interval=2"),
         (["algo.learning_rate=tag(log,interval(0,1))"], "a log interval needs a start above 0"),
+        (["tune.scheduler=pbt", "algo.learning_rate=1e-3,3e-3"], "PBT searching algo.learning_rate needs algo.schedule=fixed"),
     ],
 )
 def test_bad_input_is_one_line_before_ray_starts(tmp_path, args, expected):
