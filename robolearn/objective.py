@@ -39,31 +39,28 @@ class Objective:
 
     def __init__(self, cfg: ObjectiveCfg):
         self.cfg = cfg
-        self.evaluated = cfg.metric.startswith(EVAL_PREFIX)
+        self.needs_evaluation = cfg.metric.startswith(EVAL_PREFIX)
+        """An eval/ metric: its one value comes from the end-of-run evaluation."""
         self.best: float | None = None
         self.recent: deque[float] = deque(maxlen=LAST_K)
 
-    @property
-    def needs_evaluation(self) -> bool:
-        return self.evaluated
-
     def see(self, row: dict) -> None:
         value = row.get(self.cfg.metric)
-        if self.evaluated or value is None or not math.isfinite(value):
+        if self.needs_evaluation or value is None or not math.isfinite(value):
             return
         self.recent.append(float(value))
         better = max if self.cfg.direction == "maximize" else min
         self.best = value if self.best is None else better(self.best, value)
 
     def see_evaluation(self, evaluation: dict) -> None:
-        if self.evaluated:
+        if self.needs_evaluation:
             self.best = float(evaluation[self.cfg.metric[len(EVAL_PREFIX):]])
             self.recent.append(self.best)
 
     def value(self) -> float:
         if not self.recent:
             return math.nan
-        if self.evaluated or self.cfg.mode == "final":
+        if self.needs_evaluation or self.cfg.mode == "final":
             return self.recent[-1]
         if self.cfg.mode == "best":
             return self.best
