@@ -111,7 +111,7 @@ def watch_rows(command: list[str], cwd: str, on_row) -> float:
     run = Path(next(a.split("=", 1)[1] for a in command if a.startswith("hydra.run.dir=")))
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    handle, pending = None, ""
+    handle, pending, stopped = None, "", False
     while True:
         finished = proc.poll() is not None
         path = run / "metrics.jsonl"
@@ -122,14 +122,15 @@ def watch_rows(command: list[str], cwd: str, on_row) -> float:
             now = time.perf_counter() - start
             *lines, pending = pending.split("\n")
             for line in lines:
-                if on_row(json.loads(line), now):
-                    proc.terminate()
+                if on_row(json.loads(line), now) and not stopped:
+                    proc.terminate()  # train stops at the iteration boundary and exits 143
+                    stopped = True
         if finished:
             break
         time.sleep(0.01)
     if handle is not None:
         handle.close()
-    if proc.returncode not in (0, -15):
+    if proc.returncode != 0 and not (stopped and proc.returncode in (-15, 143)):
         raise SystemExit(f"train failed: {proc.stderr.read().decode()[-2000:]}")
     return time.perf_counter() - start
 

@@ -160,6 +160,11 @@ class BatchedEnv:
         non-finite reward or observation); that env was terminated and reset (envs/health.py)."""
         return self.health.invalid
 
+    @property
+    def steps_on_host_threads(self) -> bool:
+        """The physics runs on a CPU thread pool of its own (see envs/vec_env.py)."""
+        return self.physics.host_threads
+
     def end_reason(self, i: int) -> str:
         """Why env i's episode ended in the last step (a host read: for viewers, not training):
         'diverged', the terminations that fired, or 'time-out'."""

@@ -13,6 +13,9 @@
 - `invalid` [N] bool (optional attribute, read after each `step`): the transition just taken must
   not be learned from (its simulation diverged, or its reward or observation was not finite); that
   env was terminated and reset. The learner masks it out (robolearn/envs/health.py).
+- `steps_on_host_threads` (optional attribute): `step` runs on this machine's CPU cores in a
+  thread pool of its own; the runner then keeps PyTorch to one CPU thread while collecting, so
+  that PyTorch's idle threads, which spin after each op, do not compete with it for the cores.
 - Environments that ended are reset inside `step`; the returned `obs` is already the first
   observation of their next episode.
 - `pop_episode_stats()` returns `episodes` (how many ended since the last call) and, once any

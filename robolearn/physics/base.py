@@ -65,6 +65,10 @@ class PhysicsBackend(ABC):
 
     param_dtype: torch.dtype = torch.float32
     """dtype of model-field tensors (the engine's own precision)."""
+    host_threads: bool = False
+    """Steps the environments on this machine's CPU cores with its own thread pool. PyTorch's CPU
+    threads spin for a while after each parallel op and take cores from such a pool, so the
+    runner collects rollouts with one PyTorch thread when this is true (rl/runner.py)."""
     graph_safe: bool = False
     """write_reset/set_model_field can be captured in a torch CUDA graph, and step and refresh can
     run between graph replays (no host syncs, fixed buffers): the env then replays its own work

@@ -1,8 +1,9 @@
-"""Native MuJoCo on CPU threads: every environment stepped by `mujoco.rollout`'s thread pool.
+"""Native MuJoCo on CPU threads: every environment stepped by `mujoco.rollout`.
 
 The backend owns one float64 state row per environment (MuJoCo's mjSTATE_FULLPHYSICS layout)
-and hands the whole batch to the rollout pool for `substeps` steps; the pool releases the GIL
-and splits the environments over threads. No Python code runs per environment while stepping.
+and hands the whole batch to `mujoco.rollout` for `substeps` steps, on the calling thread or split
+over a thread pool, whichever the first steps measure faster (rollout_schedule.py). No Python
+code runs per environment while stepping.
 
 `rollout` starts each call's solver from a zero warm start (it cannot return the final one to
 pass back in), so the constraint solver cold-starts every control step; for the same reason the
@@ -29,13 +30,12 @@ import sys
 import mujoco
 import numpy as np
 import torch
-from mujoco import rollout
 
 from robolearn.memory import gib, require
 from robolearn.physics.base import INERTIAL_FIELDS, PhysicsBackend, check_field, model_attr
+from robolearn.physics.rollout_schedule import RolloutSchedule
 
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
-_CTRL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL)
 
 
 _printed_warnings: set[str] = set()
@@ -65,6 +65,7 @@ def _state_slice(model: mujoco.MjModel, component: mujoco.mjtState) -> slice:
 class MujocoBackend(PhysicsBackend):
     name = "mujoco"
     param_dtype = torch.float64
+    host_threads = True
 
     def __init__(
         self, model: mujoco.MjModel, num_envs: int, device: torch.device | str = "cpu", num_threads: int = 0
@@ -72,11 +73,9 @@ class MujocoBackend(PhysicsBackend):
         super().__init__(model, num_envs, torch.device(device))
         _install_warning_hook()
         self.num_threads = num_threads or len(os.sched_getaffinity(0))
-        self._pool = rollout.Rollout(nthread=self.num_threads)
-        self._datas = [mujoco.MjData(model) for _ in range(self.num_threads)]
+        self.schedule = RolloutSchedule(model, num_envs, self.num_threads)
         self._models = [model] * num_envs
         self._per_env_models = False
-        self._chunk = max(1, num_envs // (4 * self.num_threads))
 
         data = mujoco.MjData(model)
         mujoco.mj_forward(model, data)
@@ -121,11 +120,7 @@ class MujocoBackend(PhysicsBackend):
         ctrl_np = ctrl.detach().to("cpu", torch.float64).numpy()
         ctrl_buf[:] = ctrl_np if ctrl_np.ndim == 3 else ctrl_np[:, None, :]  # rollout takes one per step
         self._time_before[:] = self._state[:, self._slices["time"].start]
-        self._pool.rollout(
-            self._models, self._datas, self._state, ctrl_buf,
-            control_spec=_CTRL_SPEC, skip_checks=True, nstep=substeps,
-            state=state_out, sensordata=sensor_out, chunk_size=self._chunk,
-        )  # fmt: skip
+        self.schedule.rollout(self._models, self._state, ctrl_buf, substeps, state_out, sensor_out)
         self._state[:] = state_out[:, -1]
         self._sensor_np[:] = sensor_out[:, -1]
         # an automatic reset inside the step restarted that environment's clock from 0
@@ -212,4 +207,4 @@ class MujocoBackend(PhysicsBackend):
         self._refresh()
 
     def close(self) -> None:
-        self._pool.close()
+        self.schedule.close()

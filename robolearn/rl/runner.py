@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -34,6 +35,25 @@ ROW_KEYS = ("iteration", "env_steps", "wall_time_s", "steps_per_s", "collection_
 
 CHECKPOINT_FORMAT = 2
 """2: device-side optimizer and manager-owned env state (format 1 predates both)."""
+
+
+@contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """PyTorch's CPU thread count set to `count` inside the block (None: left alone).
+
+    The rollout runs with one when the env steps on a CPU thread pool of its own (the mujoco
+    backend): PyTorch's idle OpenMP threads spin after every parallel op and took a core from
+    MuJoCo's threads, so 2-core collection ran ~10 % faster with one (docs/benchmarks.md); the
+    update, all PyTorch, keeps every thread."""
+    before = torch.get_num_threads()
+    if count is None or count == before:
+        yield
+        return
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class StepRecorder(Protocol):
@@ -82,12 +102,13 @@ class OnPolicyRunner:
         step of the iterations it asks for; `saved` each checkpoint written (rank 0)."""
         env, alg = self.env, self.alg
         obs = self.start()
+        collect_threads = 1 if getattr(env, "steps_on_host_threads", False) else None
         for it in range(self.iteration, self.cfg.max_iterations):
             if self.ranks.any(should_stop()):
                 break
             start = time.perf_counter()
             recording = recorder is not None and recorder.recording(it + 1)
-            with torch.inference_mode():
+            with torch.inference_mode(), torch_threads(collect_threads):
                 for _ in range(self.cfg.num_steps_per_env):
                     actions = alg.act(obs)
                     obs, reward, terminated, truncated = env.step(actions)

@@ -160,3 +160,35 @@ def test_reset_env_behaves_like_a_fresh_one_even_with_actuator_delay(tmp_path):
     assert not np.array_equal(physics_state(used)[1], physics_state(fresh)[1])
     used.close()
     fresh.close()
+
+
+def test_every_thread_schedule_steps_to_the_same_state(make_env):
+    """The backend picks how to spread a step over threads by timing (rollout_schedule.py); that
+    may only change speed. Every candidate, on a model with contacts, from the same state under
+    the same controls, ends bit for bit in the same state; the choice is made after ROUNDS calls
+    of each and then kept."""
+    env = make_env("quadruped_flat", num_envs=9)
+    backend = env.physics
+    schedule = backend.schedule
+    assert len(schedule.candidates) == 3  # the calling thread; 2 threads in small and large chunks
+    gen = torch.Generator().manual_seed(0)
+    controls = (torch.rand(40, 9, env.model.nu, generator=gen) * 2 - 1).double()
+    start = backend.state_dict()
+    for _ in range(schedule.ROUNDS * len(schedule.candidates)):
+        assert schedule.chosen is None
+        backend.step(controls[0], env.decimation)
+    assert schedule.chosen is not None
+    ends = []
+    for i in range(len(schedule.candidates)):
+        backend.load_state_dict(start)
+        schedule.chosen = i
+        for ctrl in controls:
+            backend.step(ctrl, env.decimation)
+        ends.append(physics_state(backend))
+    assert np.abs(ends[0] - physics_state_of(start)).max() > 1e-3  # the robots moved
+    for end in ends[1:]:
+        np.testing.assert_array_equal(end, ends[0])
+
+
+def physics_state_of(state: dict) -> np.ndarray:
+    return state["physics_state"].numpy()

@@ -281,6 +281,37 @@ def test_learning_stops_at_the_iteration_boundary_it_is_asked_to():
     assert runner.iteration == 2
 
 
+def test_an_env_on_its_own_cpu_threads_gets_the_cores_while_the_rollout_is_collected(monkeypatch):
+    """With `steps_on_host_threads` the rollout (acting and stepping) runs with one PyTorch thread,
+    so PyTorch's spinning idle threads leave the cores to the env's pool; the update gets every
+    thread back, and so does the caller."""
+    seen = {"step": set(), "update": set()}
+
+    class CountingBandit(Bandit):
+        def step(self, action):
+            seen["step"].add(torch.get_num_threads())
+            return super().step(action)
+
+    class PooledBandit(CountingBandit):
+        steps_on_host_threads = True
+
+    torch.set_num_threads(2)
+    try:
+        runner = make_runner(num_steps=4, env=PooledBandit())
+        update = runner.alg.update
+        monkeypatch.setattr(runner.alg, "update", lambda: seen["update"].add(torch.get_num_threads()) or update())
+        runner.cfg.max_iterations = 2
+        runner.learn(lambda row: None)
+        assert seen == {"step": {1}, "update": {2}} and torch.get_num_threads() == 2
+        seen["step"].clear()
+        plain = make_runner(num_steps=4, env=CountingBandit())  # no pool of its own: PyTorch keeps its threads
+        plain.cfg.max_iterations = 1
+        plain.learn(lambda row: None)
+        assert seen["step"] == {2}
+    finally:
+        torch.set_num_threads(2)
+
+
 def test_a_minibatch_with_a_non_finite_loss_is_skipped_and_counted():
     runner = make_runner(num_steps=4, num_mini_batches=4, num_learning_epochs=5)
     collect(runner)
