@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +13,35 @@ from robolearn.registry import get_task
 from robolearn.paths import assets_dir
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+FAKES = Path(__file__).resolve().parent / "fakes"
+"""Stand-ins for tensorrt and cuda-python (tests/fakes/README.md)."""
+
+
+def _fake_modules() -> list[str]:
+    return [m for m in sys.modules if m == "tensorrt" or m.startswith("tensorrt.") or m.split(".")[0] == "cuda"]
+
+
+@pytest.fixture
+def fake_tensorrt(monkeypatch):
+    """NVIDIA's tensorrt and cuda-python replaced, for this test and the subprocesses it starts, by
+    the stand-ins in tests/fakes (TensorRT's API over ONNX Runtime, bounds-checked fake device
+    memory): the TensorRT path runs where neither TensorRT nor a GPU exists. Yields the fake
+    CUDA runtime module."""
+    import robolearn_deploy.tensorrt as deploy_trt
+
+    for name in _fake_modules():  # a real tensorrt already imported steps aside for the test
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(FAKES))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKES), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setattr(deploy_trt, "_LOGGER", None)  # its class derives from the fake's ILogger
+    from cuda.bindings import runtime
+
+    assert runtime.__file__.startswith(str(FAKES))
+    yield runtime
+    for name in _fake_modules():
+        del sys.modules[name]
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import yaml
 from robolearn.config import AlgoCfg
 from robolearn.errors import UserError
 from robolearn.export.bundle import export_bundle
-from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, ParityReport
+from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, ParityReport, check_parity, export_onnx, state_input, state_output
 from robolearn.rl.models import ActorCritic, InferencePolicy
 from robolearn_deploy.bundle import Bundle
 
@@ -98,6 +98,40 @@ def test_parity_tolerance_is_absolute_up_to_one_then_relative():
     assert ParityReport(1.5e-5, 0.0, 10, max_abs_output=20.0).ok  # a few float32 ulps at |y| = 20
     assert not ParityReport(3e-4, 0.0, 10, max_abs_output=20.0).ok
     assert ParityReport(5e-3, 0.0, 10, max_abs_output=0.5, precision="fp16").ok
+
+
+class _NextState:
+    """An engine whose actions are right for the state it is given but whose next state is not."""
+
+    def __init__(self, engine, change):
+        self.engine, self.change = engine, change
+
+    def step(self, obs, state):
+        actions, next_state = self.engine.step(obs, state)
+        return actions, [self.change(s) for s in next_state]
+
+
+def test_recurrent_parity_is_strict_per_step_and_looser_over_fed_back_sequences(tmp_path):
+    """Each step is checked with torch's own state given to the artifact (1e-5); the sequences with
+    each side's state fed back allow rounding carried over steps (1e-3) but not a broken round trip."""
+    from robolearn_deploy.engines import OnnxRuntimeEngine
+
+    torch.manual_seed(0)
+    ac = ActorCritic.from_config(AlgoCfg(policy="gru", rnn_hidden_size=8, actor_hidden_dims=[16],
+                                         critic_hidden_dims=[8]), {"policy": 5, "critic": 5}, 2)  # fmt: skip
+    policy = InferencePolicy(ac).eval()
+    path = export_onnx(policy, 5, tmp_path / "policy.onnx")
+    engine = OnnxRuntimeEngine(path, INPUT_NAME, OUTPUT_NAME, state=((state_input("h"), state_output("h")),))
+    recorded = torch.randn(40, 8, 5)
+    good = check_parity(policy, engine, recorded)
+    assert good.ok and good.max_abs_diff < 1e-5 and good.sequence_max_abs_diff is not None
+    assert "sequence_max_abs_diff" in good.as_dict() and "sequence_max_abs_diff" not in ParityReport(0, 0, 1, 1).as_dict()
+    drifting = check_parity(policy, _NextState(engine, lambda h: h * (1 + 1e-4)), recorded)  # small, like rounding
+    assert drifting.ok and drifting.max_abs_diff < 1e-5 < drifting.sequence_max_abs_diff
+    for broken in (lambda h: h * 0, lambda h: h[:, :, ::-1].copy()):  # state lost, or scrambled
+        report = check_parity(policy, _NextState(engine, broken), recorded)
+        assert report.max_abs_diff < 1e-5 and not report.ok
+        assert report.failure.startswith("max abs difference over sequences with the state fed back")
 
 
 def test_bundle_carries_the_model_and_its_included_files(make_env, tmp_path):

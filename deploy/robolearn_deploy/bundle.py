@@ -165,7 +165,7 @@ class Bundle:
             default_pose={k: float(v) for k, v in _require(meta, "default_pose").items()},
             joint_limits={k: (float(v[0]), float(v[1])) for k, v in (meta.get("joint_limits") or {}).items()},
             artifacts=tuple(Artifact(a["file"], a["kind"], a["precision"], a) for a in _require(meta, "artifacts")),
-            state=_state(meta),
+            state=state_tensors(meta),
         )  # fmt: skip
         bundle._check_layout(int(act.get("size", len(actuators))))
         return bundle
@@ -232,7 +232,7 @@ def read_verified(path: Path) -> dict:
     return meta
 
 
-def _state(meta: dict) -> tuple[StateTensor, ...]:
+def state_tensors(meta: dict) -> tuple[StateTensor, ...]:
     """robot.yaml's `policy_state` (a recurrent policy's), checked against the bundle format."""
     entries = meta.get("policy_state") or []
     recurrent = meta.get("bundle_format") == RECURRENT_BUNDLE_FORMAT

@@ -117,10 +117,8 @@ class Policy:
     # --- engine choice --------------------------------------------------------------------------
     def _open(self, engine: str, precision: str, threads: int) -> Engine:
         b = self.bundle
-        if b.state and engine == "tensorrt":
-            raise DeployError("this bundle's policy is recurrent, and the TensorRT engine runs feed-forward policies "
-                              "only so far; use engine='onnxruntime' (or 'auto')")  # fmt: skip
-        if engine in ("auto", "tensorrt") and not b.state:
+        state = tuple((s.input, s.output) for s in b.state)
+        if engine in ("auto", "tensorrt"):
             from robolearn_deploy import tensorrt
 
             reason = tensorrt.unavailable_reason()
@@ -129,7 +127,7 @@ class Policy:
                 try:
                     return self._checked(tensorrt.TensorRTEngine(
                         b.file(artifact.file), b.input_name, b.output_name, artifact.precision,
-                        expected_version=artifact.info.get("tensorrt_version"),
+                        expected_version=artifact.info.get("tensorrt_version"), state=state,
                     ))  # fmt: skip
                 except DeployError:
                     if engine == "tensorrt":
@@ -144,7 +142,6 @@ class Policy:
         if onnx is None:
             have = ", ".join(f"{a.file} ({a.kind} {a.precision})" for a in b.artifacts)
             raise DeployError(f"{b.path} has no {precision} ONNX policy; it has: {have}")
-        state = tuple((s.input, s.output) for s in b.state)
         return self._checked(OnnxRuntimeEngine(b.file(onnx.file), b.input_name, b.output_name, onnx.precision, threads,
                                                state))  # fmt: skip
 

@@ -60,9 +60,11 @@ class ArtifactReport:
 
     def line(self) -> str:
         p = self.parity
+        sequences = ("" if p.sequence_max_abs_diff is None else
+                     f", state fed back {p.sequence_max_abs_diff:.2e} (tolerance {p.sequence_tolerance:.1e})")  # fmt: skip
         return (f"{self.file:<22} parity max abs diff random {p.random_max_abs_diff:.2e} recorded "
-                f"{p.recorded_max_abs_diff:.2e} (tolerance {p.tolerance:.1e}, {p.samples} obs) | batch-1 latency "
-                f"median {self.latency_ms['median'] * 1e3:.1f} us, p99 {self.latency_ms['p99'] * 1e3:.1f} us")  # fmt: skip
+                f"{p.recorded_max_abs_diff:.2e} (tolerance {p.tolerance:.1e}, {p.samples} obs){sequences} | batch-1 "
+                f"latency median {self.latency_ms['median'] * 1e3:.1f} us, p99 {self.latency_ms['p99'] * 1e3:.1f} us")  # fmt: skip
 
 
 @dataclass
@@ -143,9 +145,13 @@ def _check(policy: InferencePolicy, engine, file: str, kind: str, recorded: torc
     return ArtifactReport(file, kind, engine.precision, parity, latency, info or {})
 
 
+def _state_names(policy: InferencePolicy) -> tuple[tuple[str, str], ...]:
+    """The graph's (input, output) name of each recurrent state tensor (none feed-forward)."""
+    return tuple((state_input(n), state_output(n)) for n in policy.state_names)
+
+
 def _onnx_engine(policy: InferencePolicy, path: Path, precision: str = "fp32") -> OnnxRuntimeEngine:
-    state = tuple((state_input(n), state_output(n)) for n in policy.state_names)
-    return OnnxRuntimeEngine(path, INPUT_NAME, OUTPUT_NAME, precision, state=state)
+    return OnnxRuntimeEngine(path, INPUT_NAME, OUTPUT_NAME, precision, state=_state_names(policy))
 
 
 def write_artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor,
@@ -165,7 +171,7 @@ def write_artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: s
         if progress:
             print(f"building the TensorRT {precision} engine (this can take minutes) ...", file=sys.stderr, flush=True)
         info = tensorrt.build_engine(onnx_path, engine_path, precision, strongly_typed=precision == "fp16")
-        engine = tensorrt.TensorRTEngine(engine_path, INPUT_NAME, OUTPUT_NAME, precision)
+        engine = tensorrt.TensorRTEngine(engine_path, INPUT_NAME, OUTPUT_NAME, precision, state=_state_names(policy))
         try:
             reports.append(_check(policy, engine, engine_path.name, "tensorrt", recorded, info))
         finally:
@@ -179,8 +185,8 @@ def require_parity(reports: list[ArtifactReport], out_dir: Path) -> None:
     if failed:
         p = failed[0].parity
         raise UserError(
-            f"{failed[0].file} parity check failed: max abs difference {p.max_abs_diff:.3g} >= tolerance "
-            f"{p.tolerance:.3g} (actions up to {p.max_abs_output:.3g}); {out_dir} left as it was"
+            f"{failed[0].file} parity check failed: {p.failure} (actions up to {p.max_abs_output:.3g}); "
+            f"{out_dir} left as it was"
         )
 
 
@@ -192,9 +198,6 @@ def export_bundle(
     recorded observations for parity), then write and check the bundle at `out_dir`. `progress`:
     show the evaluation's progress (and a TensorRT build) on stderr."""
     check_options(fmt, precision)
-    if fmt == "tensorrt" and actor_critic.actor_memory is not None:
-        raise UserError("format=tensorrt: the TensorRT path builds feed-forward policies only so far, and this one is "
-                        "recurrent; format=onnx exports it (fp32 or fp16)")  # fmt: skip
     check_export_target(out_dir)
     # a recurrent policy is compared over whole sequences: 200 steps of the first episodes of the
     # environments the parity check runs (onnx.probe_observations)

@@ -11,7 +11,7 @@ from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic
 
 
-def make_bundle(out, task="cartpole", overrides=(), hidden=(32, 32), seed=0, precision="fp32", **algo):
+def make_bundle(out, task="cartpole", overrides=(), hidden=(32, 32), seed=0, precision="fp32", fmt="onnx", **algo):
     """Export an (untrained) policy for `task` with non-trivial normalizer statistics; `algo`: more
     AlgoCfg fields (policy="gru", ...)."""
     cfg = compose_train([f"task={task}", *overrides])
@@ -22,7 +22,7 @@ def make_bundle(out, task="cartpole", overrides=(), hidden=(32, 32), seed=0, pre
                                      env.observation_dims(), env.num_actions)
         obs = env.reset()["policy"]
         ac.actor_normalizer.update(obs + torch.randn_like(obs))
-        export_bundle(ac, env, out, precision=precision, progress=False)
+        export_bundle(ac, env, out, fmt=fmt, precision=precision, progress=False)
         return env, ac
     finally:
         env.close()

@@ -98,8 +98,6 @@ def test_a_recurrent_policy_driven_without_its_state_is_one_line(recurrent):
     with pytest.raises(DeployError, match=r"policy state 'h' must be \[2, 2, 16\] real numbers for this batch, got "
                                           r"shape \[2, 1, 16\]"):  # fmt: skip
         policy(obs, *wrong)
-    with pytest.raises(DeployError, match="TensorRT engine runs feed-forward policies only"):
-        Policy(bundle, engine="tensorrt")
 
 
 def test_robot_yaml_without_the_state_or_with_a_wrong_shape_is_refused(recurrent):

@@ -1,5 +1,6 @@
-"""TensorRT engines against onnxruntime on a tiny policy graph. The engine tests need TensorRT, cuda-python and
-an NVIDIA GPU and skip elsewhere; the availability tests run everywhere."""
+"""TensorRT engines against onnxruntime on a tiny policy graph. Each engine test runs against the stand-ins in
+tests/fakes (TensorRT's API over ONNX Runtime: the plumbing, everywhere) and, where TensorRT, cuda-python and an
+NVIDIA GPU exist, against the real packages (numerics too); the availability tests run everywhere."""
 
 import hashlib
 
@@ -14,8 +15,19 @@ from robolearn_deploy.errors import DeployError
 from robolearn_deploy.tensorrt import TensorRTEngine, build_engine, main, unavailable_reason
 
 REASON = unavailable_reason()
-requires_tensorrt = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+"""Why the real TensorRT cannot run here (None: it can)."""
 OBS, HIDDEN, ACT = 6, 32, 2
+
+
+@pytest.fixture(params=["fake", "real"])
+def tensorrt_packages(request):
+    """The TensorRT packages a test runs against: the fakes, or the real ones where they work."""
+    if request.param == "real":
+        if REASON is not None:
+            pytest.skip(REASON)
+    else:
+        request.getfixturevalue("fake_tensorrt")
+    return request.param
 
 
 def write_policy(path):
@@ -53,15 +65,45 @@ def test_unavailable_reason_is_one_line_and_build_refuses_with_it(tmp_path):
     assert str(refused.value) == REASON
 
 
+def test_the_fakes_refuse_what_tensorrt_and_cuda_refuse(fake_tensorrt, tmp_path):
+    """The stand-ins are only worth testing against if they fail where the real packages fail: an
+    unset input shape or address, a shape outside the profile, a copy past an allocation or into
+    freed memory."""
+    import tensorrt as trt
+
+    cudart = fake_tensorrt
+    engine_path = tmp_path / "policy.fp32.engine"
+    build_engine(write_policy(tmp_path / "policy.onnx"), engine_path, "fp32", max_batch=4)
+    logger = trt.ILogger()
+    engine = trt.Runtime(logger).deserialize_cuda_engine(engine_path.read_bytes())
+    context = engine.create_execution_context()
+    _, stream = cudart.cudaStreamCreate()
+    assert not context.execute_async_v3(int(stream))  # no addresses, no shape
+    assert not context.set_input_shape("obs", (5, OBS))  # max batch 4
+    assert not context.set_input_shape("obs", (1, OBS + 1))
+    assert context.set_input_shape("obs", (2, OBS))
+    _, small = cudart.cudaMalloc(4 * OBS)  # one row, but the shape says two
+    _, out = cudart.cudaMalloc(4 * 2 * ACT)
+    context.set_tensor_address("obs", small)
+    context.set_tensor_address("actions", out)
+    assert not context.execute_async_v3(int(stream))
+    host = np.zeros((2, OBS), np.float32)
+    kind = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice
+    assert cudart.cudaMemcpyAsync(small, host.ctypes.data, host.nbytes, kind, stream)[0] != cudart.cudaError_t.cudaSuccess
+    cudart.cudaFree(small)
+    assert cudart.cudaMemcpyAsync(small, host.ctypes.data, 4, kind, stream)[0] != cudart.cudaError_t.cudaSuccess
+    assert trt.Runtime(logger).deserialize_cuda_engine(b"not an engine") is None
+    cudart.cudaFree(out)
+
+
 def test_cli_reports_a_missing_bundle_in_one_line(capsys):
     assert main(["build", "/nonexistent"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("robolearn-deploy: error: ") and err.count("\n") == 1 and "robot.yaml" in err
 
 
-@requires_tensorrt
 @pytest.mark.parametrize("precision, tolerance", [("fp32", 1e-5), ("fp16", 1e-2)])
-def test_engine_matches_onnxruntime(tmp_path, precision, tolerance):
+def test_engine_matches_onnxruntime(tensorrt_packages, tmp_path, precision, tolerance):
     import tensorrt as trt
 
     onnx_path = write_policy(tmp_path / "policy.onnx")
@@ -89,8 +131,7 @@ def test_engine_matches_onnxruntime(tmp_path, precision, tolerance):
     engine.close()  # closing twice is harmless
 
 
-@requires_tensorrt
-def test_engine_from_another_tensorrt_version_is_refused(tmp_path):
+def test_engine_from_another_tensorrt_version_is_refused(tensorrt_packages, tmp_path):
     import tensorrt as trt
 
     engine_path = tmp_path / "policy.fp32.engine"
@@ -102,8 +143,7 @@ def test_engine_from_another_tensorrt_version_is_refused(tmp_path):
     assert "\n" not in message
 
 
-@requires_tensorrt
-def test_cli_builds_engine_and_sidecar_from_a_bundle(tmp_path, capsys):
+def test_cli_builds_engine_and_sidecar_from_a_bundle(tensorrt_packages, tmp_path, capsys):
     import tensorrt as trt
 
     onnx_path = write_policy(tmp_path / "policy.onnx")

@@ -201,7 +201,7 @@ def _deploy_case(name, bundle, reference, recurrent):
         "recurrent_call_without_state": lambda: _raises(recurrent, lambda b: _policy(b)(np.zeros((2, size), np.float32))),
         "recurrent_state_wrong_shape": lambda: _raises(recurrent, lambda b: _policy(b)(
             np.zeros((2, size), np.float32), np.zeros((1, 1, 8), np.float32))),
-        "recurrent_on_tensorrt": lambda: _raises(recurrent, lambda b: Policy(b, engine="tensorrt")),
+        "tensorrt_without_an_engine": lambda: _raises(recurrent, lambda b: Policy(b, engine="tensorrt")),
         "feed_forward_given_a_state": lambda: _raises(bundle, lambda b: _policy(b)(
             np.zeros((2, size), np.float32), np.zeros((2, 1, 8), np.float32))),
     }[name]  # fmt: skip
@@ -219,7 +219,7 @@ DEPLOY_EXPECT = {
     "reading_out_of_range": "outside its limits", "reading_late": "after its tick",
     "policy_step_fails": "RuntimeError: CUDA error: an illegal memory access",
     "recurrent_call_without_state": "policy is recurrent: call it as policy(obs, h)",
-    "recurrent_state_wrong_shape": "policy state 'h' must be [2, 1, 8]", "recurrent_on_tensorrt": "recurrent",
+    "recurrent_state_wrong_shape": "policy state 'h' must be [2, 1, 8]", "tensorrt_without_an_engine": "TensorRT",
     "feed_forward_given_a_state": "feed-forward: call it with the observations only",
 }  # fmt: skip
 DEPLOY_CASES = list(DEPLOY_EXPECT)

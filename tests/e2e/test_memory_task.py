@@ -1,6 +1,7 @@
 """The memory task end to end: on pendulum_partial (the angular velocity hidden from the policy) the
 recipe's GRU swings the pendulum up and holds it, the same-sized MLP does not; the recurrent
-bundle keeps its return when the deploy runtime runs it in sim2sim."""
+bundle keeps its return when the deploy runtime runs it in sim2sim, through ONNX Runtime and through a
+TensorRT engine (the stand-in of tests/fakes: the export and runtime plumbing, not TensorRT itself)."""
 
 import json
 
@@ -16,7 +17,7 @@ def best_return(run_dir) -> float:
     return max(sum(returns[i : i + 10]) / 10 for i in range(len(returns) - 9))
 
 
-def test_a_gru_solves_the_partially_observed_pendulum_and_an_mlp_does_not(tmp_path):
+def test_a_gru_solves_the_partially_observed_pendulum_and_an_mlp_does_not(tmp_path, fake_tensorrt):
     common = ["train", "task=pendulum_partial", "seed=1", f"runner.max_iterations={ITERATIONS}", "runner.progress=false",
               "runner.video_interval=0"]  # fmt: skip
     gru = robolearn(*common, f"hydra.run.dir={tmp_path / 'gru'}", cwd=tmp_path)
@@ -35,3 +36,15 @@ def test_a_gru_solves_the_partially_observed_pendulum_and_an_mlp_does_not(tmp_pa
     # the solved training return, far from anything the MLP reached
     assert summary["ended_by_watchdog"] == 0 and summary["training_evaluation"]["return_mean"] >= 0.85 * SOLVED, summary
     assert summary["return_comparison"]["ratio"] >= 0.9, summary
+
+    # the same run exported with a TensorRT engine: sim2sim's runtime picks the engine and keeps the return
+    trt = tmp_path / "trt"
+    result = robolearn("export", f"run={tmp_path / 'gru'}", "format=tensorrt", f"out={trt}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (trt / "policy.fp32.engine").is_file()
+    trt_report = tmp_path / "sim2sim_trt.json"
+    result = robolearn("sim2sim", f"bundle={trt}", "episodes=16", f"report={trt_report}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    on_trt = json.loads(trt_report.read_text())
+    assert on_trt["engine"] == "tensorrt fp32" and on_trt["ended_by_watchdog"] == 0, on_trt
+    assert on_trt["return_comparison"]["ratio"] >= 0.9, on_trt

@@ -1,0 +1,1 @@
+"""Test stand-in for cuda-python (see tests/fakes/README.md)."""

@@ -1,0 +1,1 @@
+"""Test stand-in for cuda-python's `cuda.bindings` (see tests/fakes/README.md)."""
