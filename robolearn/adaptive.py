@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from robolearn.config import AdaptiveRangeCfg
+from robolearn.config_task import AdaptiveRangeCfg
 from robolearn.errors import UserError
 
 EPISODE_METRICS = ("survival", "episode_length")

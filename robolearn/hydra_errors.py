@@ -38,14 +38,15 @@ def _unknown_key_message(message: str, cause: str, overrides: list[str] = ()) ->
     import dataclasses
     import re
 
-    from robolearn import config
+    from robolearn import config, config_scale, config_task
     from robolearn.config_checks import not_a_setting
 
     key = re.search(r"Could not override '([^']+)'", message)
     if key is None:
         return None
     schema = re.search(r"not in '(\w+)'", cause or message)
-    kind = getattr(config, schema.group(1), None) if schema else None
+    schemas = (config, config_task, config_scale)
+    kind = next((getattr(m, schema.group(1)) for m in schemas if hasattr(m, schema.group(1))), None) if schema else None
     if dataclasses.is_dataclass(kind):
         return not_a_setting(key.group(1), kind)
     missing = re.search(r"Key '([^']+)' is not in struct", cause or message)

@@ -33,7 +33,7 @@ class TaskPlugin:
     name: str = ""
     """The task's name; empty: the name of the entry point it is registered under."""
     config: Path | None = None
-    """The task YAML (validated against robolearn.config.TaskCfg)."""
+    """The task YAML (validated against robolearn.config_task.TaskCfg)."""
     terms: Mapping[str, Callable] = field(default_factory=dict)
     """Task-specific term functions by name; robolearn.mdp's generic terms are always available."""
     edit_spec: Callable | None = None

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from robolearn.config import TaskCfg
+from robolearn.config_task import TaskCfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.evaluate import summarize_metrics

@@ -61,7 +61,7 @@ def load_task_yaml(path: Path, tasks: Mapping[str, Path] | None = None, seen: tu
     """The task YAML at `path` as plain data, its `extends:` chain merged in (`tasks`: the YAML of
     each installed task an `extends:` may name). The base's `name` is not inherited, and a base's
     model file that lives next to the base's YAML is named by its full path. The schema
-    (config.TaskCfg) checks the result when the task is chosen."""
+    (config_task.TaskCfg) checks the result when the task is chosen."""
     path = path.resolve()
     if path in seen:
         raise UserError(f"task config {path}: 'extends' loops back to itself")

@@ -29,7 +29,7 @@ def fake_tensorrt(monkeypatch):
     the stand-ins in tests/fakes (TensorRT's API over ONNX Runtime, bounds-checked fake device
     memory): the TensorRT path runs where neither TensorRT nor a GPU exists. Yields the fake
     CUDA runtime module."""
-    import robolearn_deploy.tensorrt as deploy_trt
+    import robolearn_deploy.tensorrt_runtime as deploy_trt
 
     for name in _fake_modules():  # a real tensorrt already imported steps aside for the test
         monkeypatch.delitem(sys.modules, name)

@@ -6,7 +6,7 @@ from omegaconf import OmegaConf
 
 from robolearn.hydra_errors import hydra_error_message
 from robolearn.compose import compose_train
-from robolearn.config import EventMode
+from robolearn.config_task import EventMode
 
 
 def test_default_config_composes():

@@ -17,7 +17,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from robolearn import cli, mdp
-from robolearn.config import TaskCfg
+from robolearn.config_task import TaskCfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.mdp import state
 from robolearn.mdp.kinds import KINDS, term_kind

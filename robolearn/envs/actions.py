@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import mujoco
 import torch
 
-from robolearn.config import ActionCfg
+from robolearn.config_task import ActionCfg
 from robolearn.errors import UserError
 from robolearn.envs.manager_base import ManagerBase
 from robolearn.scene.lookup import as_index, entity_ids, names

@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping
 import torch
 
 from robolearn import mdp, memory
-from robolearn.config import EnvCfg, EventMode, RandomizationCfg, TaskCfg
+from robolearn.config import EnvCfg, RandomizationCfg
+from robolearn.config_task import EventMode, TaskCfg
 from robolearn.envs import env_state
 from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager

@@ -19,7 +19,7 @@ import sys
 
 import torch
 
-from robolearn.config import EventMode
+from robolearn.config_task import EventMode
 from robolearn.errors import UserError
 from robolearn.physics.base import INERTIAL_FIELDS
 

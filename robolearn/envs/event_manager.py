@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from robolearn.adaptive import AdaptiveRange
-from robolearn.config import EventMode, RandomizationCfg, RandomizationLevel
+from robolearn.config import RandomizationCfg
+from robolearn.config_task import EventMode, RandomizationLevel
 from robolearn.envs.manager_base import ManagerBase, Term, check_params, plain, resolve_term, resolved
 from robolearn.errors import UserError
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from robolearn.config import NoiseType
+from robolearn.config_task import NoiseType
 from robolearn.envs.manager_base import ManagerBase, Term, plain
 from robolearn.errors import UserError
 

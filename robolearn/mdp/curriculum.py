@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from robolearn.config import AdaptiveRangeCfg
+from robolearn.config_task import AdaptiveRangeCfg
 from robolearn.adaptive import AdaptiveRange
 from robolearn.errors import UserError
 from robolearn.mdp.state import root_pos_w

@@ -169,12 +169,13 @@ def test_a_rank_that_dies_or_hangs_ends_the_job_with_one_line(tmp_path, fault):
     assert process.returncode != 0
     lines = our_lines(stderr)
     rank0 = [line for line in lines if not line.startswith("robolearn train: error: rank ")]
-    # rank 0 says it in one line; the stopped rank, let go afterwards, finds rank 0 gone and says so too
+    # rank 0 says it in one line; the stopped rank, let go afterwards, finds rank 0 gone and says so too,
+    # unless torchrun's teardown of the failed group (SIGTERM, then SIGKILL) ends it first: a race
     assert [line.startswith("robolearn train: error: lost the other ranks while ") for line in rank0] == [True], \
         stderr[:3000] + "\n...\n" + stderr[-1500:]  # fmt: skip
     if fault == "hangs":
         assert "distributed.timeout_s=10" in rank0[0] and 9 < waited < 60, waited
-        assert len(lines) == 2  # the stopped rank, let go, says it lost rank 0
+        assert len(lines) in (1, 2), stderr[-3000:]  # never more than one line per rank
     assert all(line.startswith("robolearn train: error: rank 1: lost the other ranks") for line in lines if line not in rank0)
 
 

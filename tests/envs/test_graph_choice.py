@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from robolearn.compose import compose_train
-from robolearn.config import EventMode
+from robolearn.config_task import EventMode
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.envs.cuda_graph import graph_blockers, use_graphs
 from robolearn.envs.manager_base import Term

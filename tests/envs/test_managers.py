@@ -4,7 +4,7 @@ time-outs and interval timers."""
 import pytest
 import torch
 
-from robolearn.config import EventMode
+from robolearn.config_task import EventMode
 from robolearn.envs.manager_base import clone_state
 from robolearn.errors import UserError
 from robolearn.mdp import observations

@@ -6,7 +6,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from robolearn.config import TaskCfg
+from robolearn.config_task import TaskCfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.mdp.events import push_by_setting_velocity
