@@ -124,12 +124,16 @@ class Policy:
             reason = tensorrt.unavailable_reason()
             artifact = self._engine_artifact(precision) if reason is None else None
             if artifact is not None:
+                opened = None
                 try:
-                    return self._checked(tensorrt.TensorRTEngine(
+                    opened = tensorrt.TensorRTEngine(
                         b.file(artifact.file), b.input_name, b.output_name, artifact.precision,
                         expected_version=artifact.info.get("tensorrt_version"), state=state,
-                    ))  # fmt: skip
+                    )  # fmt: skip
+                    return self._checked(opened)
                 except DeployError:
+                    if opened is not None:
+                        opened.close()  # its GPU buffers and stream, now rather than at garbage collection
                     if engine == "tensorrt":
                         raise  # auto: an engine that cannot load here leaves ONNX Runtime
             elif engine == "tensorrt":

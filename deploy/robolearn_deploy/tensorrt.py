@@ -115,11 +115,15 @@ def _bundle_policy(bundle: Path, precision: str) -> tuple[Path, str, str, tuple[
         onnx = [a for a in meta["artifacts"] if a["kind"] == "onnx"]
         chosen = next((a for a in onnx if a.get("precision") == precision), None)
         chosen = chosen or next((a for a in onnx if a.get("precision") == "fp32"), onnx[0])
-        state = tuple((s.input, s.output) for s in state_tensors(meta))
-        return bundle / chosen["file"], meta["observation"]["input"], meta["action"]["output"], state
+        names = bundle / chosen["file"], meta["observation"]["input"], meta["action"]["output"]
     except (yaml.YAMLError, KeyError, TypeError, IndexError) as exc:
         raise DeployError(f"{meta_path} names no ONNX artifact, observation.input or action.output "
                           f"({type(exc).__name__}: {' '.join(str(exc).split())}); re-export the bundle") from None
+    try:
+        return (*names, tuple((s.input, s.output) for s in state_tensors(meta)))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DeployError(f"{meta_path} has a malformed policy_state ({type(exc).__name__}: "
+                          f"{' '.join(str(exc).split())}); re-export the bundle") from None
 
 
 def _parity(engine: TensorRTEngine, onnx_path: Path, input_name: str, output_name: str, precision: str,

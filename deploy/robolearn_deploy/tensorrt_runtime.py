@@ -128,9 +128,10 @@ class TensorRTEngine:
             if name not in names or engine.get_tensor_mode(name) != mode or engine.get_tensor_dtype(name) != trt.DataType.FLOAT:
                 kind = "input" if mode == trt.TensorIOMode.INPUT else "output"
                 raise DeployError(f"{path.name} has no float32 {kind} tensor {name!r}; its tensors are {names}")
-        extra = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT and n not in self._inputs]
+        extra = [n for n in names if n not in self._inputs + self._outputs]
         if extra:
-            raise DeployError(f"{path.name} takes input {extra[0]!r}, which robot.yaml does not describe (a recurrent "
+            kind = "takes input" if engine.get_tensor_mode(extra[0]) == trt.TensorIOMode.INPUT else "gives output"
+            raise DeployError(f"{path.name} {kind} {extra[0]!r}, which robot.yaml does not describe (a recurrent "
                               "policy's state?); re-export the bundle or rebuild the engine from its ONNX")  # fmt: skip
         self._row = {n: tuple(engine.get_tensor_shape(n))[1:] for n in self._inputs + self._outputs}  # without batch
         self.input_dim, self.output_dim = self._row[input_name][-1], self._row[output_name][-1]

@@ -1,7 +1,7 @@
 """Policy action -> actuator controls: ctrl = clip(offset + scale * action), optionally delayed.
 
 scale, offset and clip are per actuator: one value for all, or set by joint/actuator name or
-pattern (config.ActionCfg); they reach the bundle's robot.yaml per actuator.
+pattern (config_task.ActionCfg); they reach the bundle's robot.yaml per actuator.
 
 Actuator latency: with a delay of d physics steps, the ctrl computed at control step t takes
 effect at physics step t * decimation + d. Until then the previous controls keep acting, so the

@@ -65,7 +65,6 @@ def _state_slice(model: mujoco.MjModel, component: mujoco.mjtState) -> slice:
 class MujocoBackend(PhysicsBackend):
     name = "mujoco"
     param_dtype = torch.float64
-    host_threads = True
 
     def __init__(
         self, model: mujoco.MjModel, num_envs: int, device: torch.device | str = "cpu", num_threads: int = 0
@@ -103,6 +102,11 @@ class MujocoBackend(PhysicsBackend):
         self.qpos, self.qvel, self.act = zeros(model.nq), zeros(model.nv), zeros(model.na)
         self.sensordata, self.time = zeros(model.nsensordata), zeros()
         self._refresh()
+
+    @property
+    def host_threads(self) -> bool:
+        """A thread pool of its own steps the environments (see PhysicsBackend.host_threads)."""
+        return self.schedule.uses_pool
 
     # --- stepping -------------------------------------------------------------------------------
     def _step_buffers(self, substeps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

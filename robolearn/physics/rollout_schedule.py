@@ -44,6 +44,11 @@ class RolloutSchedule:
         """Index of the candidate every call uses (None while timing)."""
 
     @property
+    def uses_pool(self) -> bool:
+        """Steps run on the pool's threads (while timing: some do)."""
+        return len(self.candidates) > 1 and self.chosen != 0
+
+    @property
     def description(self) -> str:
         return self.candidates[self.chosen][0] if self.chosen is not None else "being chosen"
 

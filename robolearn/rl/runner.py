@@ -102,13 +102,13 @@ class OnPolicyRunner:
         step of the iterations it asks for; `saved` each checkpoint written (rank 0)."""
         env, alg = self.env, self.alg
         obs = self.start()
-        collect_threads = 1 if getattr(env, "steps_on_host_threads", False) else None
         for it in range(self.iteration, self.cfg.max_iterations):
             if self.ranks.any(should_stop()):
                 break
             start = time.perf_counter()
             recording = recorder is not None and recorder.recording(it + 1)
-            with torch.inference_mode(), torch_threads(collect_threads):
+            pooled = getattr(env, "steps_on_host_threads", False)  # (the mujoco backend decides in its first steps)
+            with torch.inference_mode(), torch_threads(1 if pooled else None):
                 for _ in range(self.cfg.num_steps_per_env):
                     actions = alg.act(obs)
                     obs, reward, terminated, truncated = env.step(actions)

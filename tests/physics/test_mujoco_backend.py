@@ -175,9 +175,12 @@ def test_every_thread_schedule_steps_to_the_same_state(make_env):
     controls = (torch.rand(40, 9, env.model.nu, generator=gen) * 2 - 1).double()
     start = backend.state_dict()
     for _ in range(schedule.ROUNDS * len(schedule.candidates)):
-        assert schedule.chosen is None
+        assert schedule.chosen is None and backend.host_threads  # the pool takes part while timing
         backend.step(controls[0], env.decimation)
-    assert schedule.chosen is not None
+    assert schedule.chosen is not None and backend.host_threads == (schedule.chosen != 0)
+    alone = make_backend("mujoco", env.model, 4, torch.device("cpu"), {"num_threads": 1})
+    assert len(alone.schedule.candidates) == 1 and not alone.host_threads  # one thread: no pool at all
+    alone.close()
     ends = []
     for i in range(len(schedule.candidates)):
         backend.load_state_dict(start)

@@ -295,6 +295,7 @@ def test_an_env_on_its_own_cpu_threads_gets_the_cores_while_the_rollout_is_colle
     class PooledBandit(CountingBandit):
         steps_on_host_threads = True
 
+    before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
         runner = make_runner(num_steps=4, env=PooledBandit())
@@ -309,7 +310,7 @@ def test_an_env_on_its_own_cpu_threads_gets_the_cores_while_the_rollout_is_colle
         plain.learn(lambda row: None)
         assert seen["step"] == {2}
     finally:
-        torch.set_num_threads(2)
+        torch.set_num_threads(before)
 
 
 def test_a_minibatch_with_a_non_finite_loss_is_skipped_and_counted():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,7 @@ class cudaStream_t:
 _ALLOCATIONS: dict[int, np.ndarray] = {}
 """Live device allocations by address."""
 _STREAMS: set[int] = set()
+_STREAM_IDS = itertools.count(1001)
 _OK = cudaError_t.cudaSuccess
 
 
@@ -90,7 +92,7 @@ def cudaFree(ptr: int):
 
 
 def cudaStreamCreate():
-    stream = cudaStream_t(1000 + len(_STREAMS) + 1)
+    stream = cudaStream_t(next(_STREAM_IDS))
     _STREAMS.add(int(stream))
     return (_OK, stream)
 
