@@ -52,7 +52,8 @@ class PhysicsCfg:
     backend: str = "auto"
     """Physics engine: auto (fastest installed) or a backend listed by `robolearn list`."""
     num_threads: int = 0
-    """CPU threads for the mujoco backend; 0 uses every core."""
+    """CPU threads for the mujoco backend; 0 uses every core. The backend still steps on the calling
+    thread alone when its first steps measure that faster (small, cheap batches: rollout_schedule.py)."""
     nconmax: int = 0
     """warp: contacts allocated per environment; 0 derives it from the model (MuJoCo Warp's default)."""
     njmax: int = 0
