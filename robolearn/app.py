@@ -33,7 +33,7 @@ from robolearn.physics import learner_device, resolve_placement
 from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic, Controller
 from robolearn.rl.runner import OnPolicyRunner
-from robolearn.run_dir import holds_run
+from robolearn.run_dir import refuse_existing_run
 
 # ONNX, ONNX Runtime and the evaluation are imported where they are used (the end of a run,
 # export, eval), so that a run starts training without paying for them.
@@ -105,9 +105,8 @@ def preflight(cfg: DictConfig, run_dir: Path, ranks: Ranks) -> None:
     check_train_cfg(cfg, ranks.world_size)
     check_logger(cfg.logger)
     if ranks.distributed:
-        found = [] if cfg.resume else holds_run(run_dir)
-        if found:
-            raise UserError(f"{run_dir} already holds a run ({', '.join(found)}); continue it with resume={run_dir}")
+        if not cfg.resume:
+            refuse_existing_run(run_dir)
         _, device = placement(cfg)
         if device.type == "cuda" and ranks.local_world_size > torch.cuda.device_count():
             raise UserError(more_ranks_than_gpus(ranks.local_world_size, torch.cuda.device_count()))
@@ -172,9 +171,8 @@ def train(cfg: DictConfig, run_dir: Path, ranks: Ranks | None = None, observer: 
     ranks = ranks or Ranks()
     check_train_cfg(cfg, ranks.world_size)
     check_logger(cfg.logger)
-    found = holds_run(run_dir) if ranks.main else []
-    if found and not cfg.resume and start_from is None:  # the CLI refuses an explicit hydra.run.dir before Hydra writes
-        raise UserError(f"{run_dir} already holds a run ({', '.join(found)}); continue it with resume={run_dir}")
+    if ranks.main and not cfg.resume and start_from is None:  # the CLI refuses an explicit hydra.run.dir before Hydra writes
+        refuse_existing_run(run_dir)
     backend, device = placement(cfg, ranks)
     ranks.connect(device, cfg.distributed.timeout_s)
     seed_everything(cfg.seed)

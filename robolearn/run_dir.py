@@ -41,6 +41,13 @@ def holds_run(path: Path) -> list[str]:
     return sorted(name for name in RUN_CONTENTS if (path / name).exists())
 
 
+def refuse_existing_run(path: Path) -> None:
+    """One line when `path` already holds a run and nothing asked to continue or replace it."""
+    found = holds_run(path)
+    if found:
+        raise UserError(f"{path} already holds a run ({', '.join(found)}); continue it with resume={path}")
+
+
 def claim_run_dir(path: Path, overwrite: bool = False) -> Path | None:
     """Check that a new run may be written into `path`. With `overwrite`, an existing run there is
     moved aside first; returns where it went (None if nothing was moved)."""

@@ -14,6 +14,16 @@ import numpy as np
 from robolearn_deploy.errors import DeployError
 
 
+TOLERANCE = {"fp32": 1e-5, "fp16": 1e-2}
+"""Largest |engine - reference| allowed for actions up to magnitude 1, beyond that this fraction of
+the largest action: the export's parity check against torch and the TensorRT build's against ONNX
+Runtime (robolearn/export/onnx.py ParityReport says why)."""
+SEQUENCE_TOLERANCE = {"fp32": 1e-3, "fp16": 5e-2}
+"""The same over a recurrent policy's sequences with each side fed its own state (rounding carried
+from step to step)."""
+NEEDS_STATE = "this policy is recurrent: it needs its state with every observation (step)"
+
+
 class Engine(Protocol):
     name: str
     precision: str
@@ -76,7 +86,7 @@ class OnnxRuntimeEngine:
 
     def run(self, obs: np.ndarray) -> np.ndarray:
         if self.state:
-            raise DeployError("this policy is recurrent: it needs its state with every observation (step)")
+            raise DeployError(NEEDS_STATE)
         return self.session.run([self.output_name], {self.input_name: obs})[0]
 
     def step(self, obs: np.ndarray, state: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:

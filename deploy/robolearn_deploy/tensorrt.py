@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from robolearn_deploy.bundle import sha256, state_tensors
+from robolearn_deploy.engines import SEQUENCE_TOLERANCE, TOLERANCE
 from robolearn_deploy.errors import DeployError
 from robolearn_deploy.tensorrt_runtime import TensorRTEngine, _cuda, _cudart, _logger, compute_capability, unavailable_reason
 
@@ -154,7 +155,7 @@ def _parity(engine: TensorRTEngine, onnx_path: Path, input_name: str, output_nam
             got, ours = engine.step(obs, ours)
             fed_back.append((got, expected))
     scale = max(1.0, max(float(np.abs(b).max()) for _, b in per_step))
-    for pairs, tolerance in ((per_step, {"fp32": 1e-5, "fp16": 1e-2}), (fed_back, {"fp32": 1e-3, "fp16": 5e-2})):
+    for pairs, tolerance in ((per_step, TOLERANCE), (fed_back, SEQUENCE_TOLERANCE)):
         diff = max((float(np.abs(a - b).max()) for a, b in pairs), default=0.0)
         if not diff < tolerance[precision] * scale:
             kind = " over sequences with the state fed back" if pairs is fed_back else ""

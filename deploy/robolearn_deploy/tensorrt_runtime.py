@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robolearn_deploy.engines import NEEDS_STATE
 from robolearn_deploy.errors import DeployError
 
 REBUILD = "rebuild it on this machine with `python -m robolearn_deploy.tensorrt build <bundle dir>`"
@@ -199,7 +200,7 @@ class TensorRTEngine:
     def run(self, obs: np.ndarray) -> np.ndarray:
         """[B, D] float32 -> a new [B, A] float32 array."""
         if self.state:
-            raise DeployError("this policy is recurrent: it needs its state with every observation (step)")
+            raise DeployError(NEEDS_STATE)
         return self._execute([self._batch_of(obs)])[0]
 
     def step(self, obs: np.ndarray, state: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:

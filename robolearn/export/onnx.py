@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from robolearn.rl.models import InferencePolicy
+from robolearn_deploy.engines import SEQUENCE_TOLERANCE, TOLERANCE
 
 INPUT_NAME = "obs"
 OUTPUT_NAME = "actions"
@@ -37,11 +38,6 @@ SEQUENCES = 64
 """A recurrent policy's parity runs this many sequences side by side (random, and recorded ones)."""
 PROBE_BATCH = 256
 """Parity probes go through the engine in batches of this size (engines have a maximum batch)."""
-TOLERANCE = {"fp32": 1e-5, "fp16": 1e-2}
-"""Largest |artifact - torch| allowed for actions up to magnitude 1 (see ParityReport.tolerance)."""
-SEQUENCE_TOLERANCE = {"fp32": 1e-3, "fp16": 5e-2}
-"""The same over a recurrent policy's sequences with each side fed its own state (see
-ParityReport.sequence_tolerance)."""
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,13 @@ class RolloutSchedule:
     def __init__(self, model: mujoco.MjModel, num_envs: int, num_threads: int):
         datas = [mujoco.MjData(model) for _ in range(max(1, num_threads))]
         self._runners = [rollout.Rollout(nthread=0)]
-        self.candidates: list[tuple[str, rollout.Rollout, list, int]] = [("the calling thread", self._runners[0], datas[:1], num_envs)]
+        self.candidates: list[tuple[rollout.Rollout, list, int]] = [(self._runners[0], datas[:1], num_envs)]
+        """(runner, its MjDatas, envs per chunk): the calling thread first, then the pool's chunkings."""
         if num_threads > 1:
             pool = rollout.Rollout(nthread=num_threads)
             self._runners.append(pool)
             for chunk in sorted({max(1, num_envs // (4 * num_threads)), -(-num_envs // num_threads)}):
-                self.candidates.append((f"{num_threads} threads, {chunk} envs per chunk", pool, datas, chunk))
+                self.candidates.append((pool, datas, chunk))
         self._times: list[list[float]] = [[] for _ in self.candidates]
         self._calls = 0
         self.chosen: int | None = 0 if len(self.candidates) == 1 else None
@@ -47,10 +48,6 @@ class RolloutSchedule:
     def uses_pool(self) -> bool:
         """Steps run on the pool's threads (while timing: some do)."""
         return len(self.candidates) > 1 and self.chosen != 0
-
-    @property
-    def description(self) -> str:
-        return self.candidates[self.chosen][0] if self.chosen is not None else "being chosen"
 
     def rollout(self, models: list, state: np.ndarray, ctrl: np.ndarray, nstep: int,
                 state_out: np.ndarray, sensor_out: np.ndarray) -> None:  # fmt: skip
@@ -68,7 +65,7 @@ class RolloutSchedule:
             self.chosen = medians.index(min(medians))
 
     def _run(self, i: int, models, state, ctrl, nstep, state_out, sensor_out) -> None:
-        _, runner, datas, chunk = self.candidates[i]
+        runner, datas, chunk = self.candidates[i]
         runner.rollout(models, datas, state, ctrl, control_spec=_CTRL_SPEC, skip_checks=True, nstep=nstep,
                        state=state_out, sensordata=sensor_out, chunk_size=chunk)  # fmt: skip
 
