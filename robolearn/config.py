@@ -128,11 +128,16 @@ class AlgoCfg:
     compile: bool = False
     """Compile each minibatch step of the update with torch.compile (same results, within float
     tolerance; pays a one-time compilation of tens of seconds)."""
+    amp: Optional[str] = None
+    """'bf16': the update's network forward and backward passes run in bfloat16 autocast (matrix
+    products in bf16; normalizers, losses, gradients, Adam and the weights stay float32; no loss
+    scaling needed). The rollout's actions and the exported policy stay float32. null: float32
+    throughout. Whether it pays is a measurement per GPU and network size (docs/benchmarks.md)."""
     cuda_graph: Optional[bool] = None
     """Unset (auto): on a CUDA device, feed-forward policies capture the whole update (every
     epoch's minibatch gathers, forward, loss, backward, clipped Adam steps, normalizer updates)
-    once as a CUDA graph and replay it each iteration: one launch instead of thousands (H100, quadruped_flat, 4,096 envs: 213 -> 97 ms per
-    update). Minibatches are then drawn by sorting random keys instead of randperm (another,
+    once as a CUDA graph and replay it each iteration: one launch instead of thousands (H100,
+    quadruped_flat, 4,096 envs: a whole iteration 284 -> 167 ms). Minibatches are then drawn by sorting random keys instead of randperm (another,
     equally uniform shuffle). true insists (an error on the CPU or with a recurrent policy);
     false keeps the update eager."""
 

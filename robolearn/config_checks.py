@@ -22,6 +22,7 @@ from robolearn.scene import sim_options
 SCHEDULES = ("adaptive", "fixed")
 ACTIVATIONS = ("elu", "relu", "tanh")
 NETWORKS = ("mlp", "gru", "lstm")
+AMP = ("bf16",)
 LOGGERS = ("tensorboard", "wandb", "both", "none")
 WANDB_MODES = ("online", "offline", "disabled")
 
@@ -82,6 +83,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "algo.normalizer_clip": (lambda v: v is None or v > 0, "> 0, or null for no clip"),
     "algo.policy": (lambda v: v in NETWORKS, ", ".join(NETWORKS)),
     "algo.critic_network": (lambda v: v is None or v in NETWORKS, ", ".join(NETWORKS) + ", or null for the same as algo.policy"),
+    "algo.amp": (lambda v: v is None or v in AMP, ", ".join(AMP) + ", or null for float32"),
     "algo.rnn_hidden_size": (_at_least_one, "an integer >= 1"),
     "algo.rnn_num_layers": (_at_least_one, "an integer >= 1"),
     "algo.bptt_length": (_non_negative, "an integer >= 0 (0: the whole rollout)"),

@@ -1,7 +1,7 @@
 """GPU benchmark: raw engine vs robolearn env pipeline vs full training, per backend and env count.
 
     python scripts/bench_gpu.py [--task cartpole] [--randomization default] [--backends warp mjx]
-                                [--num-envs 1024 4096 16384] [--solve] [--out results.jsonl]
+                                [--num-envs 1024 4096 16384] [--amp] [--solve] [--out results.jsonl]
 
 Rates are control steps per second summed over environments (each is the task's decimation in
 physics steps: cartpole 2, the quadrupeds 4):
@@ -10,7 +10,9 @@ physics steps: cartpole 2, the quadrupeds 4):
   env pipeline  BatchedEnv.step with random actions on the GPU (torch + engine, no host sync)
   training      OnPolicyRunner iterations (rollout + PPO update) with the task's recipe, median over
                 measured iterations, with the eager and with the CUDA-graphed update
-                (algo.cuda_graph), and the learner's share of the iteration time
+                (algo.cuda_graph), and the learner's share of the iteration time (from the device's
+                own timestamps: rl/iteration_clock.py); with --amp also the graphed update in bf16
+                autocast (algo.amp=bf16)
   memory        GPU memory taken by building the env (physics) and the learner, from cudaMemGetInfo
 --solve additionally runs `robolearn train physics=<backend> env.num_envs=4096` as a user would
 and reports the wall time, from launch (imports and compilation included), until an iteration's
@@ -153,22 +155,23 @@ def pipeline_rate(env: BatchedEnv, seconds: float) -> float:
     return env.num_envs * timed(env_step, seconds)
 
 
-def training(env: BatchedEnv, backend: str, iterations: int, graphed_update: bool) -> dict:
+def training(env: BatchedEnv, backend: str, iterations: int, graphed_update: bool, amp: str | None = None) -> dict:
     cfg = compose(backend)
     cfg.algo.cuda_graph = graphed_update
+    cfg.algo.amp = amp
     runner_cfg = RunnerCfg(num_steps_per_env=cfg.runner.num_steps_per_env, max_iterations=iterations + 2)
     runner = OnPolicyRunner(env, cfg.algo, runner_cfg, DEVICE)
     rows: list[dict] = []
     runner.learn(rows.append)
     rows = sorted(rows[2:], key=lambda r: r["steps_per_s"])
     mid = rows[len(rows) // 2]
-    key = "graphed_update" if graphed_update else "eager_update"
+    key = ("graphed_update" if graphed_update else "eager_update") + (f"_{amp}" if amp else "")
     return {f"training_{key}": mid["steps_per_s"],
             f"learner_share_{key}": mid["learning_s"] / (mid["learning_s"] + mid["collection_s"]),
             f"update_ms_{key}": 1000 * mid["learning_s"]}  # fmt: skip
 
 
-def pipeline_and_training(backend: str, num_envs: int, seconds: float, iterations: int) -> dict:
+def pipeline_and_training(backend: str, num_envs: int, seconds: float, iterations: int, amp: bool = False) -> dict:
     eager = make_env(backend, num_envs, cuda_graph=False)
     eager_rate = pipeline_rate(eager, seconds)
     eager.close()
@@ -186,7 +189,10 @@ def pipeline_and_training(backend: str, num_envs: int, seconds: float, iteration
     row.update(training(env, backend, iterations, graphed_update=False))
     sync()
     free3 = free_bytes()
-    row.update(training(env, backend, iterations, graphed_update=True))
+    graphed = DEVICE.type == "cuda"  # (a CPU dry run trains eagerly)
+    row.update(training(env, backend, iterations, graphed_update=graphed))
+    if amp:
+        row.update(training(env, backend, iterations, graphed_update=graphed, amp="bf16"))
     env.close()
     row.update(physics_mib=(free0 - free1) / 2**20, learner_mib=(free2 - free3) / 2**20,
                total_mib_at_end=(free0 - free_bytes()) / 2**20)  # fmt: skip
@@ -232,6 +238,7 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1024, 4096, 16384])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--iterations", type=int, default=4)
+    parser.add_argument("--amp", action="store_true", help="also train with the graphed update in bf16 autocast")
     parser.add_argument("--solve", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -252,7 +259,7 @@ def main() -> None:
         for n in args.num_envs:
             t0 = time.perf_counter()
             row = {"task": TASK["name"], "backend": backend, "num_envs": n}
-            row.update(pipeline_and_training(backend, n, args.seconds, args.iterations))
+            row.update(pipeline_and_training(backend, n, args.seconds, args.iterations, args.amp))
             row["pipeline_over_raw"] = row["env_pipeline"] / row["raw_engine"]
             row["bench_s"] = time.perf_counter() - t0
             record(row)

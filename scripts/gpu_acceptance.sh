@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The quadruped's GPU acceptance, as device calls of under 10 minutes each, on a machine staged
-# with ../shared/gpu/make-bundle.sh (results under $OUT; docs/benchmarks.md has the numbers):
+# with `../shared/gpu/make-bundle.sh .gpu omegaconf==2.3.1 onnxruntime-gpu==1.31.1` (its CUDA 13
+# build; results under $OUT; docs/benchmarks.md has the numbers):
 #
 #   bash scripts/gpu_acceptance.sh checks   GPU tests (graph vs eager parity, no host sync, graphed
-#                                           update) + raw/pipeline/training/memory per task and size
+#                                           update) + quadruped_flat raw/pipeline/training (fp32 and
+#                                           bf16 update)/memory at 4,096/8,192/16,384 envs
+#   bash scripts/gpu_acceptance.sh bench-rough   the same table for quadruped_rough, and ONNX
+#                                           Runtime's CUDA vs CPU provider (bench_ort_providers.py)
 #   bash scripts/gpu_acceptance.sh walk     quadruped_flat to the walking target from launch:
 #                                           seed 0 with an empty Warp kernel cache, seeds 1 and 2 warm
 #   bash scripts/gpu_acceptance.sh rough    quadruped_rough, randomization=sim2real: terrain level over time
@@ -16,17 +20,22 @@ mkdir -p "$OUT" /root/results
 python3 -c "import robolearn.registry as r; assert 'cartpole' in r.discover_tasks()" 2>/dev/null ||
   python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
 
-case ${1:?checks, walk or rough} in
+case ${1:?checks, bench-rough, walk or rough} in
 checks)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c "import torch, warp, mujoco, mujoco_warp; print('torch', torch.__version__, 'warp', warp.__version__, 'mujoco', mujoco.__version__)"
   } > "$OUT/versions.txt" 2>&1
-  timeout 270 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/physics/test_warp_refresh.py 2>&1 | tee "$OUT/gpu_tests.log"
-  for task in quadruped_flat quadruped_rough; do
-    timeout 150 python3 scripts/bench_gpu.py --task $task --backends warp --num-envs 4096 8192 16384 \
-      --seconds 2 --iterations 4 --parity-envs 0 --out "$OUT/bench.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -4
-  done
+  timeout 270 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/physics/test_warp_refresh.py tests/rl/test_iteration_clock.py 2>&1 | tee "$OUT/gpu_tests.log"
+  timeout 290 python3 scripts/bench_gpu.py --task quadruped_flat --backends warp --num-envs 4096 8192 16384 \
+    --seconds 2 --iterations 4 --parity-envs 0 --amp --out "$OUT/bench.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -4
   cp "$OUT/bench.jsonl" "$OUT/gpu_tests.log" /root/results/ 2>/dev/null
+  ;;
+bench-rough)
+  # ONNX Runtime's CUDA provider vs its CPU one on the quadruped policy's shape (needs onnxruntime-gpu
+  # in the bundle; reported as unavailable, with the reason, otherwise)
+  timeout 60 python3 scripts/bench_ort_providers.py --out "$OUT/ort_providers.jsonl" 2>&1 | tail -8
+  timeout 400 python3 scripts/bench_gpu.py --task quadruped_rough --backends warp --num-envs 4096 8192 16384 \
+    --seconds 2 --iterations 4 --parity-envs 0 --amp --out "$OUT/bench_rough.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -4
   ;;
 walk)
   # the graphed update where the checks call captured it

@@ -190,11 +190,14 @@ class PPO:
         samples once the networks have run over them."""
         cfg = self.cfg
         log_std = self.ac.log_std
-        if memory is None:
-            mean, values = self.ac.action_mean(policy_obs), self.ac.value(critic_obs)
-        else:
-            mean, values = self.ac.sequences(policy_obs, critic_obs, *memory)
-            mean, values = mean.flatten(0, 1), values.flatten(0, 1)
+        with self._autocast():
+            if memory is None:
+                mean, values = self.ac.action_mean(policy_obs), self.ac.value(critic_obs)
+            else:
+                mean, values = self.ac.sequences(policy_obs, critic_obs, *memory)
+                mean, values = mean.flatten(0, 1), values.flatten(0, 1)
+        mean, values = mean.float(), values.float()  # the losses in float32 (a no-op without amp)
+        if memory is not None:
             actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma, valid = (
                 x.flatten(0, 1) for x in (actions, old_log_prob, old_values, advantages, returns, old_mu, old_sigma, valid)
             )
@@ -217,6 +220,13 @@ class PPO:
         self.ac.clamp_noise()
         values = torch.stack([*(metrics[name] for name in METRICS[:-1]), kl])
         return torch.where(ok, values, 0.0), ok.to(values.dtype)
+
+    def _autocast(self):
+        """bfloat16 autocast for the networks' forward passes (algo.amp=bf16; their backward passes
+        follow it). Its cache of cast weights is off: a cast made once would be replayed stale by
+        the CUDA-graphed update, whose optimizer changes the float32 weights in place."""
+        device_type = self.learning_rate.device.type
+        return torch.autocast(device_type, dtype=torch.bfloat16, enabled=self.cfg.amp == "bf16", cache_enabled=False)
 
     @torch.no_grad()
     def _average_over_ranks(self, loss: torch.Tensor, kl: torch.Tensor) -> torch.Tensor:

@@ -26,6 +26,7 @@ from robolearn.distributed import Ranks
 from robolearn.envs.vec_env import VecEnv
 from robolearn.errors import UserError
 from robolearn.memory import require
+from robolearn.rl.iteration_clock import IterationClock
 from robolearn.rl.models import ActorCritic
 from robolearn.rl.ppo import PPO
 from robolearn.rl.storage import RolloutStorage
@@ -102,10 +103,12 @@ class OnPolicyRunner:
         step of the iterations it asks for; `saved` each checkpoint written (rank 0)."""
         env, alg = self.env, self.alg
         obs = self.start()
+        clock = IterationClock(self.device)
         for it in range(self.iteration, self.cfg.max_iterations):
             if self.ranks.any(should_stop()):
                 break
             start = time.perf_counter()
+            clock.mark("start")
             recording = recorder is not None and recorder.recording(it + 1)
             pooled = getattr(env, "steps_on_host_threads", False)  # (the mujoco backend decides in its first steps)
             with torch.inference_mode(), torch_threads(1 if pooled else None):
@@ -116,8 +119,10 @@ class OnPolicyRunner:
                     if recording:
                         recorder.record()
                 alg.compute_returns(obs)
-            collected = time.perf_counter()
-            losses = read_once(alg.update())
+            clock.mark("collection_s")
+            update = alg.update()
+            clock.mark("learning_s")
+            losses = read_once(update)
             learned = time.perf_counter()
 
             self.iteration = it + 1
@@ -129,8 +134,7 @@ class OnPolicyRunner:
                 "env_steps": self.env_steps,
                 "wall_time_s": self.wall_time_s,
                 "steps_per_s": steps / (learned - start),
-                "collection_s": collected - start,
-                "learning_s": learned - collected,
+                **clock.phases(),  # collection_s, learning_s: the device's own times on a GPU
                 **self._episode_stats(),
                 **losses,
             })  # fmt: skip

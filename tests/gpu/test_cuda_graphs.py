@@ -7,7 +7,7 @@ import torch
 
 from robolearn.compose import compose_train
 from robolearn.envs.batched_env import BatchedEnv
-from robolearn.registry import discover_tasks
+from robolearn.registry import get_task
 from robolearn.rl.graphed_update import GraphedUpdate
 from robolearn.rl.runner import OnPolicyRunner
 
@@ -19,7 +19,7 @@ TASKS = [("cartpole", "default"), ("quadruped_flat", "sim2real"), ("quadruped_ro
 def make_env(task: str, randomization: str, num_envs: int, cuda_graph: bool | None,
              deterministic: bool = False) -> tuple:
     cfg = compose_train([f"task={task}", "physics=warp", f"randomization={randomization}"])
-    env = BatchedEnv(cfg.task, discover_tasks()[task], num_envs, physics="warp", device=CUDA, seed=5,
+    env = BatchedEnv(cfg.task, get_task(cfg.task.name), num_envs, physics="warp", device=CUDA, seed=5,
                      cuda_graph=cuda_graph, randomization=cfg.randomization,
                      physics_settings={"deterministic": deterministic})  # fmt: skip
     return cfg, env
@@ -75,13 +75,16 @@ def test_a_training_iteration_never_synchronizes_with_the_host(graphed_update):
     assert all(torch.isfinite(v).all() for v in losses.values())
 
 
-def test_graphed_update_equals_the_eager_update():
+@pytest.mark.parametrize("amp", [None, "bf16"])
+def test_graphed_update_equals_the_eager_update(amp):
     """The same rollout learned from eagerly and by replaying the captured update (both shuffle by
-    sorted random keys from the same generator state): equal weights and metrics."""
+    sorted random keys from the same generator state): equal weights and metrics, also in bf16
+    autocast (whose weight casts must be made afresh at every replay)."""
     results = []
     for graphed in (False, True):
         cfg, env = make_env("quadruped_flat", "default", 1024, None)
         cfg.algo.cuda_graph = graphed
+        cfg.algo.amp = amp
         torch.manual_seed(0)
         runner = OnPolicyRunner(env, cfg.algo, cfg.runner, CUDA)
         obs = runner.start()
@@ -104,3 +107,33 @@ def test_graphed_update_equals_the_eager_update():
         torch.testing.assert_close(graph_weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
     for name, value in eager_losses.items():
         assert graph_losses[name] == pytest.approx(value, rel=1e-3, abs=1e-5), name
+    assert eager_losses["kl"] > 0  # the update did move the policy
+
+
+def test_a_recurrent_policy_acts_between_the_graph_replays():
+    """Issue 15 on the GPU: pendulum_partial's GRU recipe on the graphed env (the GRU steps eagerly
+    between the env's graph replays, its state reset where episodes end). The same weights and
+    seeds give the same rollout as on the eager env, and the recurrent update learns from it."""
+    rollouts = []
+    for graphed in (True, False):
+        cfg, env = make_env("pendulum_partial", "default", 512, graphed)
+        assert env._use_graphs is graphed
+        torch.manual_seed(0)
+        runner = OnPolicyRunner(env, cfg.algo, cfg.runner, CUDA)
+        assert runner.alg.recurrent
+        obs = runner.start()
+        obs, losses = one_iteration(runner, obs)
+        assert all(torch.isfinite(v).all() for v in losses.values())
+        torch.manual_seed(1)
+        s = runner.storage
+        with torch.inference_mode():
+            for _ in range(runner.cfg.num_steps_per_env):
+                obs, reward, terminated, truncated = env.step(runner.alg.act(obs))
+                runner.alg.record(reward, terminated, truncated, getattr(env, "invalid", None))
+        rollouts.append({k: getattr(s, k).clone() for k in ("policy_obs", "actions", "rewards", "terminated", "truncated")})
+        rollouts[-1]["actor_state"] = [x.clone() for x in runner.alg.actor_state]
+    graphed, eager = rollouts
+    for key in ("policy_obs", "actions", "rewards", "terminated", "truncated"):
+        assert torch.equal(graphed[key], eager[key]), key
+    for a, b in zip(graphed["actor_state"], eager["actor_state"]):
+        assert torch.equal(a, b)

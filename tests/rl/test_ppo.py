@@ -358,3 +358,28 @@ def test_a_transition_marked_invalid_has_no_part_in_the_update():
         assert torch.allclose(a.double(), b.double(), atol=1e-6)
     for key in clean.metrics:
         assert clean.metrics[key] == pytest.approx(dirty.metrics[key], rel=1e-5, abs=1e-7), key
+
+
+def test_bf16_update_learns_the_bandit_and_stays_close_to_float32():
+    """algo.amp=bf16: the networks' matrix products in bfloat16 (8-bit mantissa), everything the
+    optimizer keeps in float32. One update moves the weights almost as float32 does, and the policy
+    still learns a = x."""
+    fp32, bf16 = make_runner(num_steps=8), make_runner(num_steps=8, amp="bf16")
+    bf16.actor_critic.load_state_dict(fp32.actor_critic.state_dict())
+    for runner in (fp32, bf16):
+        torch.manual_seed(3)
+        collect(runner)
+    a, b = (read_once(r.alg.update()) for r in (fp32, bf16))
+    assert b["value_loss"] == pytest.approx(a["value_loss"], rel=0.05)
+    assert b["kl"] == pytest.approx(a["kl"], rel=0.25)
+    for p, q in zip(fp32.actor_critic.parameters(), bf16.actor_critic.parameters()):
+        assert p.dtype == q.dtype == torch.float32
+        assert torch.allclose(p, q, atol=5e-3), (p - q).abs().max()
+    assert any(not torch.equal(p, q) for p, q in zip(fp32.actor_critic.parameters(), bf16.actor_critic.parameters()))
+
+    env = Bandit()
+    runner = OnPolicyRunner(env, AlgoCfg(amp="bf16"), RunnerCfg(num_steps_per_env=8, max_iterations=60), env.device)
+    runner.learn(lambda row: None)
+    probe = torch.linspace(-2, 2, 41).unsqueeze(1)
+    with torch.no_grad():
+        assert (runner.actor_critic.action_mean(probe) - probe).square().mean().item() < 0.05
