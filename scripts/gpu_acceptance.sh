@@ -6,8 +6,9 @@
 #   bash scripts/gpu_acceptance.sh checks   GPU tests (graph vs eager parity, no host sync, graphed
 #                                           update) + quadruped_flat raw/pipeline/training (fp32 and
 #                                           bf16 update)/memory at 4,096/8,192/16,384 envs
-#   bash scripts/gpu_acceptance.sh bench-rough   the same table for quadruped_rough, and ONNX
-#                                           Runtime's CUDA vs CPU provider (bench_ort_providers.py)
+#   bash scripts/gpu_acceptance.sh bench-rough   the same table for quadruped_rough, ONNX Runtime's
+#                                           CUDA vs CPU provider (bench_ort_providers.py), and the
+#                                           flat env step's GPU time per phase (profile_env_step.py)
 #   bash scripts/gpu_acceptance.sh walk     quadruped_flat to the walking target from launch:
 #                                           seed 0 with an empty Warp kernel cache, seeds 1 and 2 warm
 #   bash scripts/gpu_acceptance.sh rough    quadruped_rough, randomization=sim2real: terrain level over time
@@ -34,7 +35,10 @@ bench-rough)
   # ONNX Runtime's CUDA provider vs its CPU one on the quadruped policy's shape (needs onnxruntime-gpu
   # in the bundle; reported as unavailable, with the reason, otherwise)
   timeout 60 python3 scripts/bench_ort_providers.py --out "$OUT/ort_providers.jsonl" 2>&1 | tail -8
-  timeout 400 python3 scripts/bench_gpu.py --task quadruped_rough --backends warp --num-envs 4096 8192 16384 \
+  # the graphed quadruped_flat step at 4,096 envs, GPU time per phase (physics, refresh, torch graphs)
+  timeout 120 python3 scripts/profile_env_step.py --task quadruped_flat --num-envs 4096 \
+    --out "$OUT/step_phases.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -2
+  timeout 360 python3 scripts/bench_gpu.py --task quadruped_rough --backends warp --num-envs 4096 8192 16384 \
     --seconds 2 --iterations 4 --parity-envs 0 --amp --out "$OUT/bench_rough.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -4
   ;;
 walk)

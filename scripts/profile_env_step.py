@@ -1,0 +1,116 @@
+"""Where an env step's time goes, phase by phase: the action mapping, the physics, rewards and
+terminations (+ the reset state), the sensor refresh, and managers + observations.
+
+    python scripts/profile_env_step.py [--task quadruped_flat] [--physics warp] [--num-envs 4096]
+                                       [--steps 200] [--eager] [--out rows.jsonl]
+
+On a GPU each phase is timed by the device's own clock (CUDA events between the phases, read once
+at the end: rl/iteration_clock.py), so the numbers are GPU time per phase, not launch time; with
+CUDA graphs (the default where the env allows them) the phases are the graph replays and the
+Warp graphs between them (envs/cuda_graph.py). On the CPU (a dry run, or the CPU backends) it is
+host time. Random actions; per-phase medians over the steps, in microseconds, and each phase's
+share of the step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+from robolearn.compose import compose_train
+from robolearn.envs.batched_env import BatchedEnv
+from robolearn.registry import get_task
+from robolearn.rl.iteration_clock import IterationClock
+
+
+def phases(env: BatchedEnv, state: dict) -> list:
+    """The step's phases as (name, callable), in order, as the env itself runs them; the action
+    to apply is state["action"]."""
+    physics, graphed = env.physics, env._graphed
+    if graphed is not None:
+        def refresh():
+            if graphed.refresh:
+                physics.refresh(graphed.ended)
+
+        def finish():
+            if graphed.refresh:
+                graphed.graphs[2].replay()  # (without a refresh, graph 1 already did this part)
+
+        return [("action", lambda: (graphed.action.copy_(state["action"]), graphed.graphs[0].replay())),
+                ("physics", lambda: physics.step(env.actions.physics_ctrl, env.decimation)),
+                ("rewards+terminations+reset", lambda: graphed.graphs[1].replay()),
+                ("sensor refresh", refresh), ("managers+observations", finish)]  # fmt: skip
+
+    def end():
+        state["ended"] = env._end_step()
+
+    def refresh():
+        if state["ended"] is not None:
+            physics.refresh(state["ended"])
+
+    def finish():
+        if state["ended"] is not None:
+            env._reset_managers(state["ended"])
+        env._next_observations()
+
+    return [("action", lambda: env._apply_action(state["action"])),
+            ("physics", lambda: physics.step(env.actions.physics_ctrl, env.decimation)),
+            ("rewards+terminations+reset", end), ("sensor refresh", refresh),
+            ("managers+observations", finish)]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", default="quadruped_flat")
+    parser.add_argument("--physics", default="warp")
+    parser.add_argument("--randomization", default="default")
+    parser.add_argument("--num-envs", type=int, default=4096)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--eager", action="store_true", help="no CUDA graphs (the eager phases)")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    cfg = compose_train([f"task={args.task}", f"physics={args.physics}", f"randomization={args.randomization}"])
+    env = BatchedEnv(cfg.task, get_task(cfg.task.name), args.num_envs, physics=args.physics, device=device, seed=3,
+                     cuda_graph=False if args.eager else None, randomization=cfg.randomization)  # fmt: skip
+    env.reset()
+    gen = torch.Generator(device).manual_seed(0)
+    action = torch.empty(args.num_envs, env.num_actions, device=device)
+    with torch.inference_mode():
+        for _ in range(5):  # graphs captured, kernels compiled
+            env.step(action.uniform_(-1, 1, generator=gen))
+        state = {"action": action}
+        steps = phases(env, state)
+        clocks = []
+        for _ in range(args.steps):  # no host read until the end: the host runs ahead as in training
+            action.uniform_(-1, 1, generator=gen)
+            clock = IterationClock(device)
+            clock.mark("start")
+            for name, run in steps:
+                run()
+                clock.mark(name)
+            clocks.append(clock)
+        samples = {name: [] for name, _ in steps}
+        for clock in clocks:
+            for name, seconds in clock.phases().items():
+                samples[name].append(1e6 * seconds)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    total = sum(medians.values())
+    row = {"task": args.task, "physics": args.physics, "num_envs": args.num_envs, "device": str(device),
+           "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None, "graphs": env._graphed is not None,
+           "date": time.strftime("%Y-%m-%d"), "step_us": total,
+           "phases_us": medians, "shares": {k: v / total for k, v in medians.items()}}  # fmt: skip
+    print(json.dumps(row), flush=True)
+    if args.out:
+        with open(args.out, "a") as out:
+            out.write(json.dumps(row) + "\n")
+    env.close()
+
+
+if __name__ == "__main__":
+    main()
