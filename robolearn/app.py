@@ -86,7 +86,7 @@ def build_env(cfg: DictConfig, backend: str, device: torch.device, num_envs: int
         seed=seed, physics_settings=settings,
         cuda_graph=cfg.env.cuda_graph, randomization=cfg.get("randomization"),
         stagger_timeouts=cfg.env.stagger_timeouts, episode_window=cfg.runner.episode_window,
-        state_limit=cfg.env.get("state_limit", EnvCfg.state_limit), **options,
+        state_limit=cfg.env.get("state_limit", EnvCfg.state_limit), compile=cfg.env.get("compile", False), **options,
     )  # fmt: skip
 
 

@@ -39,6 +39,11 @@ class EnvCfg:
     """Replay the env step as CUDA graphs (warp on a CUDA device): unset (auto) where the env
     allows it, saying why not where it does not; true insists (an error where it cannot); false
     runs eager."""
+    compile: bool = False
+    """Compile the per-step term computations (rewards, terminations, observations) with
+    torch.compile: fused kernels instead of one per tensor op, for the CUDA-graph path on a GPU,
+    where ~350 small kernels per step cost more than the physics' share (docs/benchmarks.md).
+    Results equal eager up to float rounding; compiling costs seconds to tens of seconds at start."""
     stagger_timeouts: bool = True
     """Start training with every env at a random point of its time limit, so that time-outs (and
     the resets they cause) are spread over steps instead of all landing on one."""

@@ -1,13 +1,14 @@
 """GPU benchmark: raw engine vs robolearn env pipeline vs full training, per backend and env count.
 
     python scripts/bench_gpu.py [--task cartpole] [--randomization default] [--backends warp mjx]
-                                [--num-envs 1024 4096 16384] [--amp] [--solve] [--out results.jsonl]
+                                [--num-envs 1024 4096 16384] [--amp] [--env-compile] [--solve] [--out results.jsonl]
 
 Rates are control steps per second summed over environments (each is the task's decimation in
 physics steps: cartpole 2, the quadrupeds 4):
   raw engine    the engine alone, no robolearn code: mujoco_warp's decimated step captured in a
                 CUDA graph and replayed; MJX's jitted vmap(lax.scan(step)) on device arrays
-  env pipeline  BatchedEnv.step with random actions on the GPU (torch + engine, no host sync)
+  env pipeline  BatchedEnv.step with random actions on the GPU (torch + engine, no host sync); with
+                --env-compile also with env.compile=true
   training      OnPolicyRunner iterations (rollout + PPO update) with the task's recipe, median over
                 measured iterations, with the eager and with the CUDA-graphed update
                 (algo.cuda_graph), and the learner's share of the iteration time (from the device's
@@ -121,10 +122,10 @@ def compose(backend: str):
     return compose_train([f"task={TASK['name']}", f"physics={backend}", f"randomization={TASK['randomization']}"])
 
 
-def make_env(backend: str, num_envs: int, cuda_graph: bool | None = None) -> BatchedEnv:
+def make_env(backend: str, num_envs: int, cuda_graph: bool | None = None, compile: bool = False) -> BatchedEnv:
     cfg = compose(backend)
     env = BatchedEnv(cfg.task, discover_tasks()[TASK["name"]], num_envs, physics=backend, device=DEVICE, seed=3,
-                     cuda_graph=cuda_graph, randomization=cfg.randomization)  # fmt: skip
+                     cuda_graph=cuda_graph, randomization=cfg.randomization, compile=compile)  # fmt: skip
     env.reset()
     with torch.inference_mode():
         env.step(torch.zeros(num_envs, env.num_actions, device=DEVICE))  # graphs captured here, not while timing
@@ -171,11 +172,18 @@ def training(env: BatchedEnv, backend: str, iterations: int, graphed_update: boo
             f"update_ms_{key}": 1000 * mid["learning_s"]}  # fmt: skip
 
 
-def pipeline_and_training(backend: str, num_envs: int, seconds: float, iterations: int, amp: bool = False) -> dict:
+def pipeline_and_training(backend: str, num_envs: int, seconds: float, iterations: int, amp: bool = False,
+                          env_compile: bool = False) -> dict:  # fmt: skip
     eager = make_env(backend, num_envs, cuda_graph=False)
     eager_rate = pipeline_rate(eager, seconds)
     eager.close()
     del eager
+    compiled_rate = None
+    if env_compile:  # env.compile: the term computations fused by torch.compile (inside the graphs)
+        compiled = make_env(backend, num_envs, compile=True)
+        compiled_rate = pipeline_rate(compiled, seconds)
+        compiled.close()
+        del compiled
     sync()
     free0 = free_bytes()
     env = make_env(backend, num_envs)
@@ -184,6 +192,8 @@ def pipeline_and_training(backend: str, num_envs: int, seconds: float, iteration
     row = {"raw_engine": {"warp": raw_warp, "mjx": raw_mjx}[backend](env, seconds)}
     row["env_pipeline"] = pipeline_rate(env, seconds)
     row["env_pipeline_eager"] = eager_rate
+    if compiled_rate is not None:
+        row["env_pipeline_compiled"] = compiled_rate
     sync()
     free2 = free_bytes()
     row.update(training(env, backend, iterations, graphed_update=False))
@@ -239,6 +249,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--amp", action="store_true", help="also train with the graphed update in bf16 autocast")
+    parser.add_argument("--env-compile", action="store_true", help="also the env pipeline with env.compile=true")
     parser.add_argument("--solve", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -259,8 +270,10 @@ def main() -> None:
         for n in args.num_envs:
             t0 = time.perf_counter()
             row = {"task": TASK["name"], "backend": backend, "num_envs": n}
-            row.update(pipeline_and_training(backend, n, args.seconds, args.iterations, args.amp))
+            row.update(pipeline_and_training(backend, n, args.seconds, args.iterations, args.amp, args.env_compile))
             row["pipeline_over_raw"] = row["env_pipeline"] / row["raw_engine"]
+            if "env_pipeline_compiled" in row:
+                row["compiled_pipeline_over_raw"] = row["env_pipeline_compiled"] / row["raw_engine"]
             row["bench_s"] = time.perf_counter() - t0
             record(row)
         if args.solve:

@@ -9,6 +9,8 @@
 #   bash scripts/gpu_acceptance.sh bench-rough   the same table for quadruped_rough, ONNX Runtime's
 #                                           CUDA vs CPU provider (bench_ort_providers.py), and the
 #                                           flat env step's GPU time per phase (profile_env_step.py)
+#   bash scripts/gpu_acceptance.sh compile  env.compile=true: its GPU test, the step per phase and the
+#                                           pipeline rate with and without it (decides its default)
 #   bash scripts/gpu_acceptance.sh walk     quadruped_flat to the walking target from launch:
 #                                           seed 0 with an empty Warp kernel cache, seeds 1 and 2 warm
 #   bash scripts/gpu_acceptance.sh rough    quadruped_rough, randomization=sim2real: terrain level over time
@@ -21,12 +23,13 @@ mkdir -p "$OUT" /root/results
 python3 -c "import robolearn.registry as r; assert 'cartpole' in r.discover_tasks()" 2>/dev/null ||
   python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
 
-case ${1:?checks, bench-rough, walk or rough} in
+case ${1:?checks, bench-rough, compile, walk or rough} in
 checks)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c "import torch, warp, mujoco, mujoco_warp; print('torch', torch.__version__, 'warp', warp.__version__, 'mujoco', mujoco.__version__)"
   } > "$OUT/versions.txt" 2>&1
-  timeout 270 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/physics/test_warp_refresh.py tests/rl/test_iteration_clock.py 2>&1 | tee "$OUT/gpu_tests.log"
+  timeout 270 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/physics/test_warp_refresh.py tests/rl/test_iteration_clock.py \
+    -k "not compiled" 2>&1 | tee "$OUT/gpu_tests.log"
   timeout 290 python3 scripts/bench_gpu.py --task quadruped_flat --backends warp --num-envs 4096 8192 16384 \
     --seconds 2 --iterations 4 --parity-envs 0 --amp --out "$OUT/bench.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -4
   cp "$OUT/bench.jsonl" "$OUT/gpu_tests.log" /root/results/ 2>/dev/null
@@ -40,6 +43,16 @@ bench-rough)
     --out "$OUT/step_phases.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -2
   timeout 360 python3 scripts/bench_gpu.py --task quadruped_rough --backends warp --num-envs 4096 8192 16384 \
     --seconds 2 --iterations 4 --parity-envs 0 --amp --out "$OUT/bench_rough.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -4
+  ;;
+compile)
+  # env.compile: its GPU test, then the graphed step per phase with and without it, and the pipeline rate
+  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_cuda_graphs.py -k compiled 2>&1 | tail -3
+  for flag in "" --compile; do
+    timeout 120 python3 scripts/profile_env_step.py --task quadruped_flat --num-envs 4096 $flag \
+      --out "$OUT/step_phases.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -1
+  done
+  timeout 200 python3 scripts/bench_gpu.py --task quadruped_flat --backends warp --num-envs 4096 --seconds 2 \
+    --iterations 4 --parity-envs 0 --env-compile --out "$OUT/bench_compile.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -2
   ;;
 walk)
   # the graphed update where the checks call captured it

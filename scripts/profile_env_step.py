@@ -2,7 +2,7 @@
 terminations (+ the reset state), the sensor refresh, and managers + observations.
 
     python scripts/profile_env_step.py [--task quadruped_flat] [--physics warp] [--num-envs 4096]
-                                       [--steps 200] [--eager] [--out rows.jsonl]
+                                       [--steps 200] [--eager] [--compile] [--out rows.jsonl]
 
 On a GPU each phase is timed by the device's own clock (CUDA events between the phases, read once
 at the end: rl/iteration_clock.py), so the numbers are GPU time per phase, not launch time; with
@@ -71,13 +71,15 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=4096)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--eager", action="store_true", help="no CUDA graphs (the eager phases)")
+    parser.add_argument("--compile", action="store_true", help="env.compile=true (terms through torch.compile)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     device = torch.device(args.device)
     cfg = compose_train([f"task={args.task}", f"physics={args.physics}", f"randomization={args.randomization}"])
     env = BatchedEnv(cfg.task, get_task(cfg.task.name), args.num_envs, physics=args.physics, device=device, seed=3,
-                     cuda_graph=False if args.eager else None, randomization=cfg.randomization)  # fmt: skip
+                     cuda_graph=False if args.eager else None, randomization=cfg.randomization,
+                     compile=args.compile)  # fmt: skip
     env.reset()
     gen = torch.Generator(device).manual_seed(0)
     action = torch.empty(args.num_envs, env.num_actions, device=device)
@@ -102,7 +104,7 @@ def main() -> None:
     medians = {name: statistics.median(values) for name, values in samples.items()}
     total = sum(medians.values())
     row = {"task": args.task, "physics": args.physics, "num_envs": args.num_envs, "device": str(device),
-           "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None, "graphs": env._graphed is not None,
+           "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None, "graphs": env._graphed is not None, "compiled": args.compile,
            "date": time.strftime("%Y-%m-%d"), "step_us": total,
            "phases_us": medians, "shares": {k: v / total for k, v in medians.items()}}  # fmt: skip
     print(json.dumps(row), flush=True)

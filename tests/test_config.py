@@ -113,7 +113,7 @@ def test_a_recipe_key_the_schema_does_not_know_is_refused_with_the_task_name(tmp
         compose_train(["task=fake"])
     fake_task(monkeypatch, tmp_path, "env: {num_env: 64}\n")
     with pytest.raises(UserError, match=r"task 'fake': its recipe sets env.num_env, which is not an env setting; "
-                                        r"valid: num_envs, cuda_graph, stagger_timeouts"):  # fmt: skip
+                                        r"valid: num_envs, cuda_graph, compile, stagger_timeouts"):  # fmt: skip
         compose_train(["task=fake"])
     fake_task(monkeypatch, tmp_path, "runner: {max_iterations: lots}\n")
     with pytest.raises(ConfigCompositionException) as info:

@@ -67,6 +67,7 @@ class BatchedEnv:
         episode_window: int = EPISODE_WINDOW,
         state_limit: float = EnvCfg.state_limit,
         keep_final_obs: bool = False,
+        compile: bool = False,
     ):
         """`randomization`: the preset (configs/randomization/); None means the `default` one.
         `stagger_timeouts`: reset() spreads the first episodes' time-outs (training); off, every
@@ -74,7 +75,9 @@ class BatchedEnv:
         reported episode means cover. `state_limit`: |qpos| or |qvel| above it is a diverged
         simulation (reset and not learned from, like a non-finite one). `keep_final_obs`: keep each
         observation group as it was just before the envs that ended in a step were reset, in
-        `final_obs` (rows of envs that did not end are stale; gymnasium's view reports them)."""
+        `final_obs` (rows of envs that did not end are stale; gymnasium's view reports them).
+        `compile`: the reward, termination and observation computations through torch.compile
+        (env.compile)."""
         if cfg.decimation < 1:
             raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
         self.cfg = cfg
@@ -114,7 +117,7 @@ class BatchedEnv:
         """Joint velocities before the last step's physics (joint accelerations)."""
         self.health = EnvHealth(num_envs, self.device, state_limit)
 
-        self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg())
+        self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg(), compile)
         self.stats = EpisodeStats(
             episode_window,
             ["mean_episode_return", "mean_episode_length", *(f"episode_reward/{n}" for n in self.rewards.names),
@@ -128,7 +131,7 @@ class BatchedEnv:
         self._use_graphs = use_graphs(self, cuda_graph)
         self._graphed: GraphedStep | None = None
 
-    def _build_managers(self, cfg: TaskCfg, plugin: TaskPlugin, preset: RandomizationCfg) -> None:
+    def _build_managers(self, cfg: TaskCfg, plugin: TaskPlugin, preset: RandomizationCfg, compile: bool) -> None:
         """Every manager from the task's config, in the order their terms may read each other;
         the plain reward, termination and metric terms are called once here to check their output."""
         namespace = term_namespace(plugin)
@@ -144,6 +147,9 @@ class BatchedEnv:
         self.metrics = MetricManager(cfg.metrics, namespace, self)
         for manager in (self.terminations, self.rewards, self.metrics):
             manager.check_outputs()
+        if compile:  # the bulk of a step's tensor ops; resets and events stay eager (they call the physics)
+            for manager in (self.rewards, self.terminations, self.observations):
+                manager.compute = torch.compile(manager.compute, dynamic=False)
 
     def managers(self) -> dict:
         """Every manager by name, in the order resets run (checkpoints hold each one's state)."""

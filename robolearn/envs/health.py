@@ -23,11 +23,15 @@ import torch
 _max, _add, _any = np.maximum.reduce, np.add.reduce, np.logical_or.reduce  # no Python wrappers: ~1 us each
 
 
+# The two numpy reads stay out of torch.compile's tracing (env.compile): traced under inference mode
+# they trip a Dynamo guard bug (torch 2.13), and they read the host anyway.
+@torch.compiler.disable
 def _worst(x: torch.Tensor) -> float:
     """max |x| of a CPU tensor through numpy (NaN if any is NaN): ~3 us where torch takes ~10."""
     return _max(np.abs(x.numpy()), axis=None) if x.numel() else 0.0
 
 
+@torch.compiler.disable
 def _finite(x: torch.Tensor) -> bool:
     """Whether every value of a CPU tensor is finite (one numpy sum: a NaN or inf propagates)."""
     return bool(np.isfinite(_add(x.numpy(), axis=None)))
