@@ -148,6 +148,7 @@ class BatchedEnv:
         for manager in (self.terminations, self.rewards, self.metrics):
             manager.check_outputs()
         if compile:  # the bulk of a step's tensor ops; resets and events stay eager (they call the physics)
+            self.health.exclude_host_reads_from_compile()
             for manager in (self.rewards, self.terminations, self.observations):
                 manager.compute = torch.compile(manager.compute, dynamic=False)
 

@@ -23,15 +23,11 @@ import torch
 _max, _add, _any = np.maximum.reduce, np.add.reduce, np.logical_or.reduce  # no Python wrappers: ~1 us each
 
 
-# The two numpy reads stay out of torch.compile's tracing (env.compile): traced under inference mode
-# they trip a Dynamo guard bug (torch 2.13), and they read the host anyway.
-@torch.compiler.disable
 def _worst(x: torch.Tensor) -> float:
     """max |x| of a CPU tensor through numpy (NaN if any is NaN): ~3 us where torch takes ~10."""
     return _max(np.abs(x.numpy()), axis=None) if x.numel() else 0.0
 
 
-@torch.compiler.disable
 def _finite(x: torch.Tensor) -> bool:
     """Whether every value of a CPU tensor is finite (one numpy sum: a NaN or inf propagates)."""
     return bool(np.isfinite(_add(x.numpy(), axis=None)))
@@ -57,6 +53,15 @@ class EnvHealth:
         self.maybe_invalid = True
         """False only where the host knows that no env is invalid this step (the CPU)."""
         self._maybe_pending = True
+        self._finite = _finite
+
+    def exclude_host_reads_from_compile(self) -> None:
+        """For env.compile: the reward check's numpy read runs outside torch.compile's tracing
+        (traced under inference mode it trips a Dynamo guard bug, torch 2.13). Not done at import:
+        torch.compiler loads Dynamo, ~1.5 s of every start-up."""
+        import torch.compiler
+
+        self._finite = torch.compiler.disable(_finite)
 
     def check_state(self, physics) -> torch.Tensor:
         """Start this step's `invalid` from the physics state, the engine's own resets and the
@@ -82,7 +87,7 @@ class EnvHealth:
         """values [K, N] (each reward term's): an env with a non-finite term becomes invalid, and
         every invalid env's terms become 0 (its reward and episode sums take no NaN)."""
         if self._host:
-            if not self.maybe_invalid and _finite(values):
+            if not self.maybe_invalid and self._finite(values):
                 return
             self.maybe_invalid = True
         self.invalid |= ~torch.isfinite(values.sum(0))
@@ -94,7 +99,7 @@ class EnvHealth:
 
     def check_observations(self, buffers: dict[str, torch.Tensor]) -> None:
         """Zero each observation row that is not finite; that env is invalid at its next step."""
-        if self._host and all(map(_finite, buffers.values())):
+        if self._host and all(map(self._finite, buffers.values())):
             if self._maybe_pending:
                 self.pending.zero_()
             self._maybe_pending = False
