@@ -13,7 +13,8 @@
 #                                           pipeline rate with and without it (decides its default)
 #   bash scripts/gpu_acceptance.sh walk     quadruped_flat to the walking target from launch:
 #                                           seed 0 with an empty Warp kernel cache, seeds 1 and 2 warm
-#   bash scripts/gpu_acceptance.sh rough    quadruped_rough, randomization=sim2real: terrain level over time
+#   bash scripts/gpu_acceptance.sh rough    a profile of the start-up (4,096 envs, warm cache), then
+#                                           quadruped_rough, randomization=sim2real: terrain level over time
 set -uo pipefail
 source /root/gpu-env.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache MUJOCO_GL=glfw
@@ -46,12 +47,12 @@ bench-rough)
   ;;
 compile)
   # env.compile: its GPU test, then the graphed step per phase with and without it, and the pipeline rate
-  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_cuda_graphs.py -k compiled 2>&1 | tail -3
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_cuda_graphs.py -k compiled 2>&1 | tail -3
   for flag in "" --compile; do
-    timeout 120 python3 scripts/profile_env_step.py --task quadruped_flat --num-envs 4096 $flag \
+    timeout 100 python3 scripts/profile_env_step.py --task quadruped_flat --num-envs 4096 $flag \
       --out "$OUT/step_phases.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -1
   done
-  timeout 200 python3 scripts/bench_gpu.py --task quadruped_flat --backends warp --num-envs 4096 --seconds 2 \
+  timeout 180 python3 scripts/bench_gpu.py --task quadruped_flat --backends warp --num-envs 4096 --seconds 2 \
     --iterations 4 --parity-envs 0 --env-compile --out "$OUT/bench_compile.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -2
   ;;
 walk)
@@ -78,7 +79,13 @@ print(max(60, min(300, int(110 * rate / 98304))))" 2>/dev/null || echo 200)
   (cd /root/walk1 && tar -czf "$OUT/walk1_ckpt.tgz" run/checkpoints/$last $(ls run/checkpoints/iter_$target.pt 2>/dev/null))
   ;;
 rough)
-  timeout ${ROUGH_SECONDS:-480} python3 -m robolearn.cli train task=quadruped_rough physics=warp env.num_envs=4096 \
+  # where the ~15 s before the first iteration go (warm kernel cache): a profile of a 2-iteration run
+  timeout 100 python3 -m cProfile -o "$OUT/startup.prof" -m robolearn.cli train task=quadruped_flat physics=warp \
+    env.num_envs=4096 runner.max_iterations=2 runner.progress=false runner.export_onnx=false \
+    runner.video_interval=0 hydra.run.dir=/root/startup/run > /dev/null 2>&1
+  python3 -c "import pstats; pstats.Stats('$OUT/startup.prof').sort_stats('cumulative').print_stats(70)" \
+    > "$OUT/startup_top.txt" 2>&1; head -30 "$OUT/startup_top.txt" | tail -22
+  timeout ${ROUGH_SECONDS:-420} python3 -m robolearn.cli train task=quadruped_rough physics=warp env.num_envs=4096 \
     randomization=sim2real runner.max_iterations=100000 runner.save_interval=100000 runner.progress=false \
     hydra.run.dir=/root/rough/run 2>&1 | grep -v "^Warp\|^Module" | tail -5
   cp /root/rough/run/metrics.jsonl "$OUT/rough_metrics.jsonl"
