@@ -283,6 +283,7 @@ CASES: list[Case] = [
     train("normalizer_clip_zero", "algo.normalizer_clip=0", expect=("algo.normalizer_clip=0.0 is out of range", "null for no clip")),
     train("compile_not_a_flag", "algo.compile=perhaps", expect=("compile", "perhaps")),
     train("amp_fp16", "algo.amp=fp16", expect=("algo.amp=fp16 is out of range", "bf16, or null for float32")),
+    train("env_compile_not_a_flag", "env.compile=maybe", expect=("env.compile=maybe", "not a valid bool")),
     train("steps_per_env_zero", "runner.num_steps_per_env=0", expect=("runner.num_steps_per_env=0 is out of range",)),
     train("max_iterations_zero", "runner.max_iterations=0", expect=("runner.max_iterations=0 is out of range",)),
     train("save_interval_zero", "runner.save_interval=0", expect=("runner.save_interval=0 is out of range",)),
