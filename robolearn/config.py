@@ -142,9 +142,9 @@ class AlgoCfg:
     """Unset (auto): on a CUDA device, feed-forward policies capture the whole update (every
     epoch's minibatch gathers, forward, loss, backward, clipped Adam steps, normalizer updates)
     once as a CUDA graph and replay it each iteration: one launch instead of thousands (H100,
-    quadruped_flat, 4,096 envs: a whole iteration 284 -> 167 ms). Minibatches are then drawn by sorting random keys instead of randperm (another,
-    equally uniform shuffle). true insists (an error on the CPU or with a recurrent policy);
-    false keeps the update eager."""
+    quadruped_flat, 4,096 envs: a whole iteration 284 -> 167 ms). Minibatches are then drawn by
+    sorting random keys instead of randperm (another, equally uniform shuffle). true insists (an
+    error on the CPU or with a recurrent policy); false keeps the update eager."""
 
 
 @dataclass

@@ -223,8 +223,8 @@ class PPO:
 
     def _autocast(self):
         """bfloat16 autocast for the networks' forward passes (algo.amp=bf16; their backward passes
-        follow it). Its cache of cast weights is off: a cast made once would be replayed stale by
-        the CUDA-graphed update, whose optimizer changes the float32 weights in place."""
+        follow it). Its cache of cast weights is off, as CUDA-graph capture requires: the graphed
+        update re-casts the float32 weights its optimizer changes in place at every replay."""
         device_type = self.learning_rate.device.type
         return torch.autocast(device_type, dtype=torch.bfloat16, enabled=self.cfg.amp == "bf16", cache_enabled=False)
 
