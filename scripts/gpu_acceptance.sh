@@ -13,8 +13,9 @@
 #                                           pipeline rate with and without it (decides its default)
 #   bash scripts/gpu_acceptance.sh walk     quadruped_flat to the walking target from launch:
 #                                           seed 0 with an empty Warp kernel cache, seeds 1 and 2 warm
-#   bash scripts/gpu_acceptance.sh rough    a profile of the start-up (4,096 envs, warm cache), then
-#                                           quadruped_rough, randomization=sim2real: terrain level over time
+#   bash scripts/gpu_acceptance.sh startup  a profile of the start-up (4,096 envs, warm cache)
+#   bash scripts/gpu_acceptance.sh rough    quadruped_rough, randomization=sim2real: terrain level over time;
+#                                           call it twice back to back (the second resumes): ~10 minutes
 set -uo pipefail
 source /root/gpu-env.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache MUJOCO_GL=glfw
@@ -24,7 +25,7 @@ mkdir -p "$OUT" /root/results
 python3 -c "import robolearn.registry as r; assert 'cartpole' in r.discover_tasks()" 2>/dev/null ||
   python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
 
-case ${1:?checks, bench-rough, compile, walk or rough} in
+case ${1:?checks, bench-rough, compile, walk, startup or rough} in
 checks)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c "import torch, warp, mujoco, mujoco_warp; print('torch', torch.__version__, 'warp', warp.__version__, 'mujoco', mujoco.__version__)"
@@ -78,16 +79,25 @@ print(max(60, min(300, int(110 * rate / 98304))))" 2>/dev/null || echo 200)
   last=$(ls /root/walk1/run/checkpoints | tail -1)
   (cd /root/walk1 && tar -czf "$OUT/walk1_ckpt.tgz" run/checkpoints/$last $(ls run/checkpoints/iter_$target.pt 2>/dev/null))
   ;;
-rough)
+startup)
   # where the ~15 s before the first iteration go (warm kernel cache): a profile of a 2-iteration run
   timeout 100 python3 -m cProfile -o "$OUT/startup.prof" -m robolearn.cli train task=quadruped_flat physics=warp \
     env.num_envs=4096 runner.max_iterations=2 runner.progress=false runner.export_onnx=false \
     runner.video_interval=0 hydra.run.dir=/root/startup/run > /dev/null 2>&1
   python3 -c "import pstats; pstats.Stats('$OUT/startup.prof').sort_stats('cumulative').print_stats(70)" \
     > "$OUT/startup_top.txt" 2>&1; head -30 "$OUT/startup_top.txt" | tail -22
-  timeout ${ROUGH_SECONDS:-420} python3 -m robolearn.cli train task=quadruped_rough physics=warp env.num_envs=4096 \
-    randomization=sim2real runner.max_iterations=100000 runner.save_interval=100000 runner.progress=false \
-    hydra.run.dir=/root/rough/run 2>&1 | grep -v "^Warp\|^Module" | tail -5
+  ;;
+rough)
+  # ~10 minutes of training in two calls, back to back: the first starts the run and stops it with a
+  # checkpoint (SIGTERM), the second resumes it (the machine keeps /root between calls); the metrics
+  # rows carry the terrain level per iteration and the training wall time
+  if ls /root/rough/run/checkpoints/*.pt > /dev/null 2>&1; then
+    args=(resume=/root/rough/run)
+  else
+    args=(task=quadruped_rough physics=warp env.num_envs=4096 randomization=sim2real runner.max_iterations=100000
+          runner.save_interval=100000 runner.progress=false hydra.run.dir=/root/rough/run)
+  fi
+  timeout ${ROUGH_SECONDS:-330} python3 -m robolearn.cli train "${args[@]}" 2>&1 | grep -v "^Warp\|^Module" | tail -5
   cp /root/rough/run/metrics.jsonl "$OUT/rough_metrics.jsonl"
   ;;
 esac
