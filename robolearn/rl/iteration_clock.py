@@ -33,6 +33,8 @@ class IterationClock:
 
     def phases(self) -> dict[str, float]:
         marks, self._marks = self._marks, []
+        if len(marks) < 2:
+            return {}
         if self._cuda:
             marks[-1][1].synchronize()  # already complete where the caller read results back
             return {b: a_event.elapsed_time(b_event) / 1000.0 for (_, a_event), (b, b_event) in zip(marks, marks[1:])}
