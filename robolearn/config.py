@@ -41,9 +41,10 @@ class EnvCfg:
     runs eager."""
     compile: bool = False
     """Compile the per-step term computations (rewards, terminations, observations) with
-    torch.compile: fused kernels instead of one per tensor op, for the CUDA-graph path on a GPU,
-    where ~350 small kernels per step cost more than the physics' share (docs/benchmarks.md).
-    Results equal eager up to float rounding; compiling costs seconds to tens of seconds at start."""
+    torch.compile: fused kernels instead of one per tensor op, meant for the CUDA-graph path on a
+    GPU, where the quadruped's step launches ~360 small kernels (docs/benchmarks.md; whether fusing
+    them pays is not yet measured). Results equal eager up to float rounding; compiling costs
+    seconds to tens of seconds at start."""
     stagger_timeouts: bool = True
     """Start training with every env at a random point of its time limit, so that time-outs (and
     the resets they cause) are spread over steps instead of all landing on one."""
