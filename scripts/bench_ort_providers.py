@@ -38,7 +38,7 @@ def open_session(path: Path, provider: str) -> tuple[ort.InferenceSession | None
         return None, f"not in this onnxruntime build ({', '.join(ort.get_available_providers())})"
     try:
         session = ort.InferenceSession(str(path), options, providers=[provider])
-    except Exception as exc:  # noqa: BLE001 - onnxruntime's own error types; reported, not timed
+    except Exception as exc:  # onnxruntime raises its own error types: reported, not timed
         return None, " ".join(str(exc).split())[:300]
     if session.get_providers()[0] != provider:  # ONNX Runtime falls back to the CPU silently
         return None, f"the session fell back to {session.get_providers()[0]}"
@@ -56,7 +56,7 @@ def main() -> None:
     if hasattr(ort, "preload_dlls"):  # onnxruntime-gpu: CUDA/cuDNN from the nvidia-* wheels torch brought
         try:
             ort.preload_dlls()
-        except Exception:  # noqa: BLE001 - a CPU-only machine; open_session says why CUDA is out
+        except Exception:  # a CPU-only machine: open_session says why CUDA is out
             pass
     torch.manual_seed(0)
     rows = [{"machine": platform.processor() or platform.machine(), "onnxruntime": ort.__version__,

@@ -4,10 +4,11 @@ terminations (+ the reset state), the sensor refresh, and managers + observation
     python scripts/profile_env_step.py [--task quadruped_flat] [--physics warp] [--num-envs 4096]
                                        [--steps 200] [--eager] [--compile] [--out rows.jsonl]
 
-On a GPU each phase is timed by the device's own clock (CUDA events between the phases, read once
-at the end: rl/iteration_clock.py), so the numbers are GPU time per phase, not launch time; with
-CUDA graphs (the default where the env allows them) the phases are the graph replays and the
-Warp graphs between them (envs/cuda_graph.py). On the CPU (a dry run, or the CPU backends) it is
+The env marks the end of each phase itself (BatchedEnv.step's `mark` hook). On a GPU each phase
+is timed by the device's own clock (CUDA events between the phases, read once at the end:
+rl/iteration_clock.py), so the numbers are GPU time per phase, not launch time; with CUDA graphs
+(the default where the env allows them) the phases are the graph replays and the Warp graphs
+between them (envs/cuda_graph.py). On the CPU (a dry run, or the CPU backends) it is
 host time. Random actions; per-phase medians over the steps, in microseconds, and each phase's
 share of the step.
 """
@@ -22,45 +23,9 @@ import time
 import torch
 
 from robolearn.compose import compose_train
-from robolearn.envs.batched_env import BatchedEnv
+from robolearn.envs.batched_env import STEP_PHASES, BatchedEnv
 from robolearn.registry import get_task
 from robolearn.rl.iteration_clock import IterationClock
-
-
-def phases(env: BatchedEnv, state: dict) -> list:
-    """The step's phases as (name, callable), in order, as the env itself runs them; the action
-    to apply is state["action"]."""
-    physics, graphed = env.physics, env._graphed
-    if graphed is not None:
-        def refresh():
-            if graphed.refresh:
-                physics.refresh(graphed.ended)
-
-        def finish():
-            if graphed.refresh:
-                graphed.graphs[2].replay()  # (without a refresh, graph 1 already did this part)
-
-        return [("action", lambda: (graphed.action.copy_(state["action"]), graphed.graphs[0].replay())),
-                ("physics", lambda: physics.step(env.actions.physics_ctrl, env.decimation)),
-                ("rewards+terminations+reset", lambda: graphed.graphs[1].replay()),
-                ("sensor refresh", refresh), ("managers+observations", finish)]  # fmt: skip
-
-    def end():
-        state["ended"] = env._end_step()
-
-    def refresh():
-        if state["ended"] is not None:
-            physics.refresh(state["ended"])
-
-    def finish():
-        if state["ended"] is not None:
-            env._reset_managers(state["ended"])
-        env._next_observations()
-
-    return [("action", lambda: env._apply_action(state["action"])),
-            ("physics", lambda: physics.step(env.actions.physics_ctrl, env.decimation)),
-            ("rewards+terminations+reset", end), ("sensor refresh", refresh),
-            ("managers+observations", finish)]  # fmt: skip
 
 
 def main() -> None:
@@ -86,18 +51,14 @@ def main() -> None:
     with torch.inference_mode():
         for _ in range(5):  # graphs captured, kernels compiled
             env.step(action.uniform_(-1, 1, generator=gen))
-        state = {"action": action}
-        steps = phases(env, state)
         clocks = []
         for _ in range(args.steps):  # no host read until the end: the host runs ahead as in training
             action.uniform_(-1, 1, generator=gen)
             clock = IterationClock(device)
             clock.mark("start")
-            for name, run in steps:
-                run()
-                clock.mark(name)
+            env.step(action, mark=clock.mark)  # the env marks the end of each of STEP_PHASES
             clocks.append(clock)
-        samples = {name: [] for name, _ in steps}
+        samples = {name: [] for name in STEP_PHASES}
         for clock in clocks:
             for name, seconds in clock.phases().items():
                 samples[name].append(1e6 * seconds)

@@ -51,6 +51,14 @@ def term_namespace(plugin: TaskPlugin) -> dict[str, Callable]:
     return {**mdp.TERMS, **plugin.terms}
 
 
+STEP_PHASES = ("action", "physics", "rewards+terminations+reset", "sensor refresh", "managers+observations")
+"""What `BatchedEnv.step(action, mark)` reports the end of, in order."""
+
+
+def _no_mark(phase: str) -> None:
+    pass
+
+
 class BatchedEnv:
     def __init__(
         self,
@@ -117,7 +125,11 @@ class BatchedEnv:
         """Joint velocities before the last step's physics (joint accelerations)."""
         self.health = EnvHealth(num_envs, self.device, state_limit)
 
-        self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg(), compile)
+        self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg())
+        if compile:  # the bulk of a step's tensor ops; resets and events stay eager (they call the physics)
+            self.health.exclude_host_reads_from_compile()
+            for manager in (self.rewards, self.terminations, self.observations):
+                manager.compute = torch.compile(manager.compute, dynamic=False)
         self.stats = EpisodeStats(
             episode_window,
             ["mean_episode_return", "mean_episode_length", *(f"episode_reward/{n}" for n in self.rewards.names),
@@ -131,7 +143,7 @@ class BatchedEnv:
         self._use_graphs = use_graphs(self, cuda_graph)
         self._graphed: GraphedStep | None = None
 
-    def _build_managers(self, cfg: TaskCfg, plugin: TaskPlugin, preset: RandomizationCfg, compile: bool) -> None:
+    def _build_managers(self, cfg: TaskCfg, plugin: TaskPlugin, preset: RandomizationCfg) -> None:
         """Every manager from the task's config, in the order their terms may read each other;
         the plain reward, termination and metric terms are called once here to check their output."""
         namespace = term_namespace(plugin)
@@ -147,10 +159,6 @@ class BatchedEnv:
         self.metrics = MetricManager(cfg.metrics, namespace, self)
         for manager in (self.terminations, self.rewards, self.metrics):
             manager.check_outputs()
-        if compile:  # the bulk of a step's tensor ops; resets and events stay eager (they call the physics)
-            self.health.exclude_host_reads_from_compile()
-            for manager in (self.rewards, self.terminations, self.observations):
-                manager.compute = torch.compile(manager.compute, dynamic=False)
 
     def managers(self) -> dict:
         """Every manager by name, in the order resets run (checkpoints hold each one's state)."""
@@ -204,22 +212,31 @@ class BatchedEnv:
             self.metrics.enabled = enabled
             self._graphed = None  # a captured step would replay the old choice
 
-    def step(self, action: torch.Tensor):
+    def step(self, action: torch.Tensor, mark: Callable[[str], None] = _no_mark):
+        """`mark(phase)` is called after each of STEP_PHASES (a profiler's hook:
+        scripts/profile_env_step.py); with CUDA graphs a phase is its graph replay or Warp graph."""
         if self._use_graphs:
             if self._graphed is None:
                 self._graphed = GraphedStep(self)
-            return self._graphed.step(action)
-        return self._eager_step(action)
+            return self._graphed.step(action, mark)
+        return self._eager_step(action, mark)
 
-    def _eager_step(self, action: torch.Tensor):
+    def _eager_step(self, action: torch.Tensor, mark: Callable[[str], None] = _no_mark):
         """The step's phases one after the other (GraphedStep replays the same phases)."""
         self._apply_action(action)
+        mark("action")
         self.physics.step(self.actions.physics_ctrl, self.decimation)
+        mark("physics")
         ended = self._end_step()
+        mark("rewards+terminations+reset")
         if ended is not None:
             self.physics.refresh(ended)
+        mark("sensor refresh")
+        if ended is not None:
             self._reset_managers(ended)
-        return self._next_observations()
+        out = self._next_observations()
+        mark("managers+observations")
+        return out
 
     def _apply_action(self, action: torch.Tensor) -> None:
         self.actions.process(action)

@@ -88,13 +88,20 @@ class GraphedStep:
         self.env._reset_managers(self.ended)
         return self.env._next_observations()
 
-    def step(self, action: torch.Tensor):
+    def step(self, action: torch.Tensor, mark) -> tuple:
+        """`mark`: as BatchedEnv.step's (without a refresh, graph 1 holds the last three phases)."""
         env = self.env
         self.action.copy_(action)
         self.graphs[0].replay()
+        mark("action")
         env.physics.step(env.actions.physics_ctrl, env.decimation)
+        mark("physics")
         self.graphs[1].replay()
+        mark("rewards+terminations+reset")
         if self.refresh:
             env.physics.refresh(self.ended)
+        mark("sensor refresh")
+        if self.refresh:
             self.graphs[2].replay()
+        mark("managers+observations")
         return self.outputs

@@ -4,7 +4,8 @@
 #
 #   bash scripts/isaaclab/make_gpu_bundle.sh [DEST]          (default .gpu-isaaclab; add /DEST/ to .git/info/exclude)
 #   then on the GPU machine, one device call per part, back to back:  bash DEST/partN/stage.sh
-#   and every later call:  source /root/isaaclab-env.sh && bash scripts/isaaclab/gpu_compare.sh ...
+#   and then:  bash scripts/isaaclab/gpu_compare.sh (it sets PYTHONPATH itself; /root/isaaclab-env.sh
+#   is for commands of your own)
 #
 # That machine has Python 3.12 and torch 2.11 (CUDA 13): Isaac Lab 3.0.0's own pins, so there it runs
 # as supported upstream. What it lacks is listed below: the set HOW.md found by running Isaac Lab

@@ -105,3 +105,24 @@ def test_a_physics_health_problem_stops_training_at_the_iteration_read(make_env,
     env.step(torch.zeros(4, 1))  # the step itself never reads the device
     with pytest.raises(UserError, match="raise physics.nconmax"):
         env.pop_episode_stats()
+
+
+def test_a_step_marks_the_end_of_each_phase_in_order(make_env):
+    """The profiler's hook (scripts/profile_env_step.py): every phase, once, in STEP_PHASES order,
+    with and without envs ending in the step; the step's results are those of an unmarked step."""
+    from robolearn.envs.batched_env import STEP_PHASES
+
+    marked, plain = make_env("cartpole", num_envs=8, seed=1), make_env("cartpole", num_envs=8, seed=1)
+    for env in (marked, plain):
+        env.reset()
+    action = torch.ones(8, marked.num_actions)
+    for step in range(300):  # pushed one way: the pole falls and episodes end
+        seen = []
+        out = marked.step(action, mark=seen.append)
+        assert tuple(seen) == STEP_PHASES, step
+        for a, b in zip(out, plain.step(action)):
+            if isinstance(a, dict):
+                assert all(torch.equal(a[k], b[k]) for k in a)
+            else:
+                assert torch.equal(a, b)
+    assert marked.stats.summary({})["episodes"] > 0
