@@ -226,6 +226,7 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
 
         clips = ClipRecorder(env, cfg.runner, run_dir / "videos", cfg.task.name)
     logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress, sinks, clips)
+    export = cfg.runner.export_onnx and _exportable(env)
     try:
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
         write_manifest(run_dir, describe_run(cfg.seed, cfg.task.name, backend, str(device), resumed_from,
@@ -244,7 +245,7 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
         _learn(runner, run_dir, log, clips, observer.checkpoint if observer is not None else None)
         logger.end_training()
         evaluation = None
-        if cfg.runner.export_onnx:
+        if export:
             from robolearn.export.bundle import export_bundle
 
             result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress)
@@ -261,6 +262,18 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
     finally:
         logger.close()
     return objective.value()
+
+
+def _exportable(env) -> bool:
+    """Whether the robot can become a deploy bundle; if not, say why now (one line) rather than
+    failing after the last iteration: training still runs, and keeps its checkpoints."""
+    from robolearn.export.metadata import bundle_refusal
+
+    reason = bundle_refusal(env)
+    if reason is not None:
+        print(f"note: no deploy bundle at the end of this run: {reason}; the checkpoints are kept "
+              "(runner.export_onnx=false skips this check)", flush=True)  # fmt: skip
+    return reason is None
 
 
 def _learn(runner: OnPolicyRunner, run_dir: Path, log, clips=None, saved=None) -> None:

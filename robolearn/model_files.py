@@ -1,6 +1,6 @@
 """The files a robot model is made of: what a bundle or a generated task package must carry.
 
-A model is its MJCF (or URDF), the files its `<include>` elements pull in, and the mesh,
+A model is its MJCF (or URDF), the files its `<include>` elements pull in, and the mesh, skin,
 heightfield and texture files it loads (found under the spec's meshdir / texturedir).
 """
 
@@ -16,10 +16,10 @@ from robolearn.errors import UserError
 
 
 def loaded_files(spec: mujoco.MjSpec) -> Iterator[tuple[object, str, str]]:
-    """(item, the spec attribute naming its folder, what it is) for every mesh, heightfield and
-    texture of the spec that is loaded from a file."""
-    for items, attr, what in ((spec.meshes, "meshdir", "mesh"), (spec.hfields, "meshdir", "heightfield"),
-                              (spec.textures, "texturedir", "texture")):  # fmt: skip
+    """(item, the spec attribute naming its folder, what it is) for every mesh, skin, heightfield and
+    texture of the spec that is loaded from a file (MuJoCo looks for skins under meshdir too)."""
+    for items, attr, what in ((spec.meshes, "meshdir", "mesh"), (spec.skins, "meshdir", "skin"),
+                              (spec.hfields, "meshdir", "heightfield"), (spec.textures, "texturedir", "texture")):  # fmt: skip
         for item in items:
             if item.file:
                 yield item, attr, what

@@ -161,3 +161,50 @@ def test_actuators_without_a_joint_level_equivalent_are_refused(make_env, tmp_pa
     with pytest.raises(UserError, match="actuator 'slide' has activation dynamics"):
         export_bundle(policy_for(env), env, tmp_path / "b")
     assert not (tmp_path / "b").exists()
+
+
+def write_skin(path, body: str) -> None:
+    """A one-triangle MuJoCo skin (.skn) bound to `body`: counts, vertices, faces, then the bone."""
+    import struct
+
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = struct.pack("4i", 3, 0, 1, 1) + np.array([0, 0, 0, 0.1, 0, 0, 0, 0.1, 0], np.float32).tobytes()
+    data += np.array([0, 1, 2], np.int32).tobytes() + body.encode().ljust(40, b"\0")
+    data += np.array([0, 0, 0, 1, 0, 0, 0], np.float32).tobytes() + struct.pack("i", 3)
+    data += np.array([0, 1, 2], np.int32).tobytes() + np.ones(3, np.float32).tobytes()
+    path.write_bytes(data)
+
+
+def test_bundle_carries_a_skin_file(make_env, tmp_path):
+    """Skins are loaded from meshdir like meshes (dm_control's dog has one): the bundle takes the file."""
+    from pathlib import Path
+
+    xml = (Path(__file__).parents[1] / "assets" / "cartpole.xml").read_text()
+    xml = xml.replace("<worldbody>", '<compiler meshdir="art"/><asset><skin name="s" file="pole.skn"/></asset><worldbody>')
+    (tmp_path / "robot").mkdir()
+    (tmp_path / "robot" / "cartpole.xml").write_text(xml)
+    write_skin(tmp_path / "robot" / "art" / "pole.skn", "pole")
+    env = make_env(overrides=[f"task.asset={tmp_path / 'robot' / 'cartpole.xml'}"], num_envs=4)
+    export_bundle(policy_for(env), env, tmp_path / "b")
+    assert "art/pole.skn" in yaml.safe_load((tmp_path / "b" / "robot.yaml").read_text())["files"]
+    Bundle.load(tmp_path / "b")
+
+
+def test_a_tendon_actuator_is_refused_and_training_can_tell_before_it_starts(make_env, tmp_path):
+    from pathlib import Path
+
+    from robolearn.export.metadata import bundle_refusal
+
+    assert bundle_refusal(make_env(num_envs=2)) is None
+    xml = (Path(__file__).parents[1] / "assets" / "cartpole.xml").read_text()
+    xml = xml.replace('<motor name="slide" joint="slider"', '<motor name="slide" tendon="rope"')
+    xml = xml.replace("<actuator>", '<tendon><fixed name="rope"><joint joint="slider" coef="1"/></fixed></tendon><actuator>')
+    (tmp_path / "c.xml").write_text(xml)
+    env = make_env(overrides=[f"task.asset={tmp_path / 'c.xml'}"], num_envs=4)
+    line = "actuator 'slide' drives a tendon, not a joint; deploy bundles carry joint actuators only"
+    assert line in bundle_refusal(env)
+    with pytest.raises(UserError, match=line):
+        export_bundle(policy_for(env), env, tmp_path / "b")
+    assert not (tmp_path / "b").exists()

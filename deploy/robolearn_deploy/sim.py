@@ -41,6 +41,9 @@ class MujocoRobot(RobotInterface):
             if integrator.lower() not in INTEGRATORS:
                 raise DeployError(f"unknown integrator '{integrator}'; valid: {', '.join(INTEGRATORS)}")
             self.model.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
+        # MuJoCo resets a simulation that blows up (and turns its clock back to 0, so time would never
+        # reach the next tick); a robot does not: its state stays non-finite and the watchdog trips on it
+        self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
         self.data = mujoco.MjData(self.model)
         self.realtime = realtime
         m = self.model

@@ -77,18 +77,44 @@ def model_file_name(asset: Path, edited: bool) -> str:
     return asset.name if asset.suffix.lower() == ".xml" and not edited else f"{asset.stem}.xml"
 
 
-def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
+_TRANSMISSIONS = {int(mujoco.mjtTrn.mjTRN_TENDON): "a tendon", int(mujoco.mjtTrn.mjTRN_SITE): "a site",
+                  int(mujoco.mjtTrn.mjTRN_BODY): "a body (adhesion)", int(mujoco.mjtTrn.mjTRN_SLIDERCRANK): "a slider-crank",
+                  int(mujoco.mjtTrn.mjTRN_JOINTINPARENT): "a joint in its parent's frame"}  # fmt: skip
+
+
+def _actuators(env: BatchedEnv) -> list[dict]:
+    """robot.yaml's actuators, in action order; an actuator the runtime cannot drive is a UserError."""
     model, actions = env.model, env.actions
     actuators = []
     for k, (a, name, joint) in enumerate(zip(actions.actuator_ids.tolist(), actions.actuator_names, actions.joint_names)):
         if joint is None:
-            raise UserError(f"actuator '{name}' does not drive a joint; deploy bundles need joint actuators")
+            what = _TRANSMISSIONS.get(int(model.actuator_trntype[a]), "something other than a joint")
+            raise UserError(f"actuator '{name}' drives {what}, not a joint; deploy bundles carry joint actuators "
+                            "only (the robot runtime commands joints)")  # fmt: skip
         ctrl_min, ctrl_max = _ctrl_range(model, a, float(actions.ctrl_low[k]), float(actions.ctrl_high[k]))
         actuators.append({
             "name": name, "joint": joint,
             "action_scale": float(actions.scale[k]), "action_offset": float(actions.offset[k]),
             "ctrl_min": ctrl_min, "ctrl_max": ctrl_max, **_actuator_entry(model, a, name),
         })  # fmt: skip
+    return actuators
+
+
+def bundle_refusal(env: BatchedEnv) -> str | None:
+    """Why this env's robot cannot become a deploy bundle (the line export would stop with), None
+    when it can: training checks it at the start instead of failing after the last iteration."""
+    if hasattr(env, "bundle_metadata"):  # an Isaac Lab task describes itself
+        return None
+    try:
+        _actuators(env)
+    except UserError as e:
+        return str(e)
+    return None
+
+
+def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
+    model = env.model
+    actuators = _actuators(env)
     joint_names = names(model, mujoco.mjtObj.mjOBJ_JOINT)
     one_dof = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
     return {

@@ -183,7 +183,8 @@ def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: 
     decimation = max(1, round(0.02 / timestep))
     values = dict(name=name, asset=asset, decimation=decimation, control_hz=f"{1.0 / (timestep * decimation):.3g}",
                   actuators=_names(plan.actuators), num_actions=len(plan.joints) or len(plan.actuators),
-                  use_default_offset=str(plan.position).lower(), delay_steps=min(2, decimation))  # fmt: skip
+                  use_default_offset=str(plan.position).lower(), delay_steps=min(2, decimation),
+                  sim_options=f"\nsim: {{integrator: {plan.integrator}}}  # the model's is euler: see README" if plan.integrator else "")  # fmt: skip
     pd_gains = ("\n  pd_gains:\n    func: randomize_pd_gains\n    mode: reset\n    level: default\n"
                 "    params: {kp_range: [0.85, 1.15], kd_range: [0.8, 1.2]}") if plan.position else ""  # fmt: skip
     if template == "minimal":
@@ -201,6 +202,12 @@ def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: 
             critic_feet = f"\n      feet_contact_forces: {{func: sensor, params: {{names: [{sensors}]}}, scale: 0.01, units: N}}"
             air_time = (f"\n  feet_air_time:\n    func: feet_air_time\n    weight: 0.5\n    params:\n      sensors: [{sensors}]\n"
                         "      command: base_velocity\n      target: 0.5")  # fmt: skip
+        if plan.joint_actuators:  # actuator forces are computed for joint actuators only (mdp/state.py)
+            effort = "torques: {func: joint_torques_l2, weight: -2.0e-4}"
+            energy = "\n  energy_per_meter: {func: mechanical_power, per: meter, units: J/m}"
+        else:
+            effort, energy = "effort: {func: action_l2, weight: -0.01}  # joint_torques_l2 sees joint actuators only", ""
+        values.update(effort_reward=effort, energy_metric=energy)
         values.update(base=_yaml_name(plan.base or ""), base_height=_num(plan.base_height),
                       min_height=_num(0.4 * plan.base_height), critic_feet=critic_feet, feet_air_time=air_time,
                       pd_gains=pd_gains, action_scale=0.25 if plan.position else 1.0)  # fmt: skip

@@ -29,6 +29,10 @@ class RobotPlan:
     """The policy's actuators in action order (empty: every actuator, some being unnamed)."""
     position: bool
     """Every policy actuator is a position servo (actions are joint targets)."""
+    joint_actuators: bool = True
+    """Every policy actuator drives a joint (not a tendon, site or body)."""
+    integrator: str | None = None
+    """The integrator the task YAML sets (sim.integrator), None to keep the model's."""
     lines: list[str] = field(default_factory=list)
     """The report: what was found, guessed and added."""
     steps: list[str] = field(default_factory=list)
@@ -116,6 +120,7 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
         plan = RobotPlan(joints, [a.name for a in info.actuators] if named else [], info.position_only)
         kinds = sorted({a.kind for a in info.actuators})
         plan.lines.append(f"actuators: {len(info.actuators)} ({', '.join(kinds)}): {_short([a.name or '<unnamed>' for a in info.actuators])}")
+        plan.joint_actuators = all(a.joint for a in info.actuators)
         odd = [a.name or "<unnamed>" for a in info.actuators if a.kind == "other" or not a.joint]
         if odd:
             plan.lines.append(f"actuators {_short(odd)} are neither a motor nor a position servo on a joint: "
@@ -150,6 +155,12 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     what = "slide" if kinds == {True} else "hinge" if kinds == {False} else "hinge/slide"
     plan.lines.insert(0, f"joints: {len(info.joints)} {what}: {_short([j.name for j in info.joints])}")
 
+    if plan.position and int(model.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_EULER):
+        # Euler integrates a servo's damping explicitly: unstable once kd * timestep exceeds about twice
+        # the joint's inertia, which light links (wrists, ankles, fingers) reach with robot-sized gains
+        plan.integrator = "implicitfast"
+        plan.lines.append("integrator: euler -> implicitfast in the task's sim: options (MuJoCo's choice for position "
+                          "servos: their damping is integrated implicitly, stable on light links)")  # fmt: skip
     sites = _names(model, mujoco.mjtObj.mjOBJ_SITE, model.nsite)
     sensors = _names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
     if legged:
@@ -297,6 +308,6 @@ def _workspace(info: ModelInfo, model: mujoco.MjModel, body: int, point: np.ndar
         found.append(data.xmat[ref].reshape(3, 3).T @ (world - data.xpos[ref]))
     found = np.array(found)
     low, high = np.percentile(found, 10, axis=0), np.percentile(found, 90, axis=0)
-    if info.has_floor:  # targets at least 5 cm above the ground
-        low[2] = max(low[2], 0.05 - float(data.xpos[ref, 2]))
+    if info.has_floor:  # targets at least 5 cm above the ground, where the arm reaches that high
+        low[2] = min(max(low[2], 0.05 - float(data.xpos[ref, 2])), high[2])
     return [(round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0) for lo, hi in zip(low, high)]

@@ -98,6 +98,34 @@ def test_stand_in_servo_takes_the_commanded_gains(tmp_path):
     assert abs(state.joint_vel[0]) < 1e-3 and state.joint_pos[0] == pytest.approx(0.5 + 0.3, abs=0.02)
 
 
+def test_a_stand_in_that_blows_up_stays_blown_up_and_its_clock_goes_on(tmp_path, monkeypatch):
+    """Explicit Euler with kd * dt / I = 1000 * 0.002 / 0.03 >> 2 diverges within steps. MuJoCo would
+    reset such a simulation and turn its clock back to 0 (the loop waiting for the next tick then
+    never returns); the stand-in, like a robot, keeps the non-finite state for the watchdog."""
+    import signal
+
+    from robolearn_deploy import JointCommand
+
+    monkeypatch.chdir(tmp_path)  # MuJoCo logs its warning to MUJOCO_LOG.TXT in the working folder
+    (tmp_path / "servo.xml").write_text(SERVO)
+    robot = MujocoRobot(tmp_path / "servo.xml", timestep=0.002, integrator="euler")
+    robot.write_command(JointCommand(np.array([0.5]), np.zeros(1), np.array([20.0]), np.array([1000.0]), np.zeros(1)))
+
+    def hung(*_):
+        raise AssertionError("sleep_until(0.5) did not return: the simulated clock went back")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        robot.sleep_until(0.5)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert robot.now() == pytest.approx(0.5, abs=0.002)
+    state = robot.read_state()
+    assert not (np.isfinite(state.joint_pos).all() and np.abs(state.joint_pos).max() < 1e6), state.joint_pos
+
+
 def test_motor_effort_matches_mujoco_including_its_force_limit(tmp_path):
     """Deploy effort = the joint torque MuJoCo applied in training for the same ctrl, including
     forcerange clamping (the pendulum motor limited to 0.5 N m here) and ctrlrange clamping with

@@ -163,3 +163,104 @@ def test_help_lists_the_options(capsys):
     assert cli.main(["new-task", "--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: robolearn new-task") and "--template minimal|locomotion|reach" in out and "--robot" in out
+
+
+LIGHT_ARM = """<mujoco model="light_arm">
+  <worldbody>
+    <body name="base" pos="0 0 0.5">
+      <geom type="box" size="0.2 0.2 0.1" mass="20"/>
+      <body name="upper" pos="0 0 0.1">
+        <joint name="shoulder" axis="0 1 0" range="-90 90"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.3" size="0.03" mass="1.0"/>
+        <body name="finger" pos="0 0 0.3">
+          <joint name="wrist" axis="0 1 0" range="-90 90"/>
+          <geom type="capsule" fromto="0 0 0 0 0 0.03" size="0.005" mass="0.01"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>ACTUATORS
+</mujoco>
+"""
+
+
+def _module(path: Path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_robot_{path.parent.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_servos_on_light_links_get_the_integrator_that_keeps_them_stable(tmp_path, monkeypatch):
+    """A 10 g finger on a 20 kg robot: the robot-sized placeholder gains blow up under the model's
+    explicit Euler (MuJoCo resets it within steps), and hold the commanded pose under implicitfast,
+    which the generated task sets and reports."""
+    import mujoco
+    import numpy as np
+    import yaml
+
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes its warnings to MUJOCO_LOG.TXT in the working folder
+    (tmp_path / "light.xml").write_text(LIGHT_ARM.replace("ACTUATORS", ""))
+    made = new_task("light_arm", "reach", robot=tmp_path / "light.xml", out=tmp_path / "pkg")
+    assert any(line.startswith("integrator: euler -> implicitfast") for line in made.lines), made.lines
+    package = tmp_path / "pkg" / "light_arm"
+    assert yaml.safe_load((package / "light_arm.yaml").read_text())["sim"] == {"integrator": "implicitfast"}
+    robot = _module(package / "robot.py")
+    for integrator, stable in ((mujoco.mjtIntegrator.mjINT_EULER, False), (mujoco.mjtIntegrator.mjINT_IMPLICITFAST, True)):
+        spec = mujoco.MjSpec.from_file(str(package / "light.xml"))
+        robot.apply(spec)
+        model = spec.compile()
+        model.opt.integrator = integrator
+        data = mujoco.MjData(model)
+        data.ctrl[:] = 0.5
+        for _ in range(500):
+            mujoco.mj_step(model, data)
+        assert (data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number == 0) == stable, integrator
+        if stable:
+            np.testing.assert_allclose(data.qpos, 0.5, atol=0.03)
+
+
+def test_motors_keep_the_models_integrator(tmp_path):
+    import yaml
+
+    motors = '\n  <actuator><motor joint="shoulder" gear="20"/><motor joint="wrist" gear="1"/></actuator>'
+    (tmp_path / "motors.xml").write_text(LIGHT_ARM.replace("ACTUATORS", motors))
+    made = new_task("motor_arm", "reach", robot=tmp_path / "motors.xml", out=tmp_path / "pkg")
+    assert not any(line.startswith("integrator") for line in made.lines)
+    assert "sim" not in yaml.safe_load((tmp_path / "pkg" / "motor_arm" / "motor_arm.yaml").read_text())
+
+
+def test_tendon_driven_legs_get_an_effort_penalty_they_can_compute(tmp_path):
+    """joint_torques_l2 and mechanical_power compute joint actuators' forces only: a legged robot
+    driven through tendons gets action_l2 instead, and the report says export will refuse it."""
+    import yaml
+
+    text = bare_quadruped(tmp_path / "src").read_text()
+    legs = [f"{side}_{part}_joint" for side in ("FL", "FR", "RL", "RR") for part in ("hip", "thigh", "calf")]
+    tendons = "".join(f'<fixed name="{j}_t"><joint joint="{j}" coef="1"/></fixed>' for j in legs)
+    motors = "".join(f'<motor name="{j}_m" tendon="{j}_t" gear="20"/>' for j in legs)
+    (tmp_path / "tendons.xml").write_text(text.replace("</mujoco>", f"<tendon>{tendons}</tendon><actuator>{motors}</actuator></mujoco>"))
+    made = new_task("rope_legs", "locomotion", robot=tmp_path / "tendons.xml", out=tmp_path / "pkg")
+    assert any("`robolearn export` will refuse them" in line for line in made.lines), made.lines
+    task = yaml.safe_load((tmp_path / "pkg" / "rope_legs" / "rope_legs.yaml").read_text())
+    assert task["rewards"]["effort"]["func"] == "action_l2" and "torques" not in task["rewards"]
+    assert all(term["func"] != "mechanical_power" for term in task["metrics"].values())
+
+
+def test_a_planar_arm_near_the_floor_gets_a_valid_target_range(tmp_path):
+    """gymnasium's reacher: the arm moves in a plane 1 cm above the floor, so the floor's 5 cm
+    margin cannot apply; the z range stays the plane's, low <= high."""
+    import yaml
+
+    (tmp_path / "planar.xml").write_text("""<mujoco><worldbody>
+      <geom name="floor" type="plane" size="1 1 0.1"/>
+      <body name="arm" pos="0 0 0.01"><joint name="j0" axis="0 0 1" range="-180 180"/>
+        <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01"/>
+        <body name="hand" pos="0.1 0 0"><joint name="j1" axis="0 0 1" range="-170 170"/>
+          <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01"/></body></body>
+    </worldbody><actuator><motor joint="j0"/><motor joint="j1"/></actuator></mujoco>""")
+    new_task("planar_arm", "reach", robot=tmp_path / "planar.xml", out=tmp_path / "pkg")
+    ranges = yaml.safe_load((tmp_path / "pkg" / "planar_arm" / "planar_arm.yaml").read_text())["commands"]["ee_target"]["ranges"]
+    assert ranges["z"][0] <= ranges["z"][1] and abs(ranges["z"][1]) < 0.02, ranges
+    assert ranges["x"][1] - ranges["x"][0] > 0.1, ranges
