@@ -61,9 +61,10 @@ class PhysicsCfg:
     """CPU threads for the mujoco backend; 0 uses every core. The backend still steps on the calling
     thread alone when its first steps measure that faster (small, cheap batches: rollout_schedule.py)."""
     nconmax: int = 0
-    """warp: contacts allocated per environment; 0 derives it from the model (MuJoCo Warp's default)."""
+    """warp: contacts allocated per environment; 0 derives it from the model: MuJoCo Warp's default,
+    raised where a short random-control run of the model needs more (physics/contact_budget.py)."""
     njmax: int = 0
-    """warp: constraint rows allocated per environment; 0 derives it from the model."""
+    """warp: constraint rows allocated per environment; 0 derives it from the model, as nconmax."""
     deterministic: bool = False
     """warp: MuJoCo Warp's deterministic mode (opt.deterministic: stable contact order, canonical
     constraint rows, order-invariant atomic sums), at some speed; without it, contact-rich GPU

@@ -1,10 +1,10 @@
 """Bring many third-party robot models through the documented authoring path, as a new user would.
 
-    python scripts/robot_sweep.py MODEL[:TEMPLATE] ... [--work DIR] [--iterations N]
+    python scripts/robot_sweep.py MODEL[:TEMPLATE] ... [--work DIR] [--iterations N] [--train KEY=VALUE ...]
 
 For each model: `robolearn new-task sweep_<i> --robot MODEL --template TEMPLATE` (default
 template: locomotion for a model with a free joint, reach otherwise), a regular pip install of
-the generated package, `robolearn train` for a few iterations, `robolearn export`, and
+the generated package, `robolearn train` for a few iterations (with the --train overrides, e.g. physics=warp), `robolearn export`, and
 `robolearn sim2sim` of the bundle. Prints one row per model: the stage it reached, the time each
 stage took, and the first error line where a stage failed. Nothing is shipped with it: point it
 at models you have (dm_control's suite, gymnasium's MuJoCo assets, MuJoCo Menagerie, robosuite,
@@ -28,6 +28,7 @@ FAST = ["env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1
 
 
 def default_template(model: Path) -> str:
+    mujoco.set_mju_user_warning(lambda message: None)  # the stages print the model's warnings, not this guess
     try:
         m = mujoco.MjModel.from_xml_path(str(model))
     except Exception:  # new-task reports the load error itself
@@ -55,7 +56,8 @@ def stage(args: list[str], cwd: Path, site: Path, timeout: int) -> tuple[bool, f
     return r.returncode == 0, seconds, "" if r.returncode == 0 else first_error(r.stderr + "\n" + r.stdout)
 
 
-def sweep_one(index: int, model: Path, template: str, work: Path, iterations: int, timeout: int) -> dict:
+def sweep_one(index: int, model: Path, template: str, work: Path, iterations: int, timeout: int,
+              overrides: list[str]) -> dict:  # fmt: skip
     name = f"sweep_{index}"
     folder, site, run_dir = work / name, work / f"site_{index}", work / f"run_{index}"
     py = sys.executable
@@ -65,7 +67,7 @@ def sweep_one(index: int, model: Path, template: str, work: Path, iterations: in
         ("install", [py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site),
                      str(folder)]),
         ("train", [py, "-m", "robolearn.cli", "train", f"task={name}", f"runner.max_iterations={iterations}", *FAST,
-                   f"hydra.run.dir={run_dir}"]),
+                   *overrides, f"hydra.run.dir={run_dir}"]),
         ("export", [py, "-m", "robolearn.cli", "export", f"run={run_dir}"]),
         ("sim2sim", [py, "-m", "robolearn.cli", "sim2sim", f"bundle={run_dir / 'export'}", "episodes=1"]),
     ]  # fmt: skip
@@ -92,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("robot_sweep"), help="a new folder for packages and runs")
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=600, help="seconds per stage")
+    parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE", help="a training override")
     args = parser.parse_args(argv)
     if args.work.exists():
         parser.error(f"{args.work} already exists; the sweep writes into a new folder only")
@@ -100,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     for index, spec in enumerate(args.models):
         path, _, template = spec.partition(":")
         model = Path(path).resolve()
-        row = sweep_one(index, model, template or default_template(model), args.work, args.iterations, args.timeout)
+        row = sweep_one(index, model, template or default_template(model), args.work, args.iterations, args.timeout,
+                        args.train)  # fmt: skip
         rows.append(row)
         timing = " ".join(f"{k} {v:.0f}s" for k, v in row["seconds"].items())
         status = ("ok" if row["reached"] == "sim2sim" else f"trained; no bundle ({row['error']})"

@@ -18,14 +18,16 @@
   inertias are recomputed with `set_const`.
 - Controls given per physics step are read in place: each substep of the captured loop points
   the Data's ctrl at that step's slice of one [substeps, N, nu] buffer.
-- Contact and constraint buffers are sized from the model and the number of worlds (mujoco_warp's
-  own per-world defaults, or physics.nconmax / physics.njmax). Overflows are recorded per world
-  by the engine; `health()` reads them once per iteration and names the setting to raise.
+- Contact and constraint buffers are sized per world: physics.nconmax / physics.njmax where set,
+  otherwise mujoco_warp's defaults, raised where a short native-MuJoCo probe of the model needs
+  more (contact_budget.py). Overflows are recorded per world by the engine; `health()` reads
+  them once per iteration and names the setting to raise.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import mujoco
 import mujoco_warp as mjw
@@ -34,6 +36,7 @@ import warp as wp
 
 from robolearn.errors import UserError
 from robolearn.physics.base import INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr
+from robolearn.physics.contact_budget import buffer_sizes
 
 wp.config.log_level = wp.LOG_WARNING
 wp.config.quiet = True
@@ -50,6 +53,17 @@ _BUFFER = {
     mjw.OverflowType.NARROWPHASE: "physics.nconmax",
     mjw.OverflowType.CCD: "physics.nconmax",
 }
+
+
+def _derived_sizes(model: mujoco.MjModel, nconmax: int, njmax: int) -> tuple[int, int]:
+    """The buffers not set (0): mujoco_warp's defaults (what one world of make_data gets), raised
+    where the model's probe needs more, which is said once on stderr."""
+    one = mjw.make_data(model, nworld=1)
+    sizes, why = buffer_sizes(model, {"nconmax": nconmax or int(one.naconmax), "njmax": njmax or int(one.njmax)},
+                              keep={k for k, v in (("nconmax", nconmax), ("njmax", njmax)) if v})  # fmt: skip
+    if why is not None:
+        print(f"robolearn: {why}", file=sys.stderr)
+    return sizes["nconmax"], sizes["njmax"]
 
 
 class WarpBackend(PhysicsBackend):
@@ -77,7 +91,9 @@ class WarpBackend(PhysicsBackend):
             if deterministic:  # contact order and float sums independent of thread scheduling
                 self.m.opt.deterministic = mjw.DeterminismType.ALL
             self.m.opt.gravity = wp.array([model.opt.gravity] * num_envs, dtype=wp.vec3)  # per world
-            self.d = mjw.make_data(model, nworld=num_envs, nconmax=nconmax or None, njmax=njmax or None)
+            if not (nconmax and njmax):
+                nconmax, njmax = _derived_sizes(model, nconmax, njmax)
+            self.d = mjw.make_data(model, nworld=num_envs, nconmax=nconmax, njmax=njmax)
         self.nconmax, self.njmax = int(self.d.naconmax // num_envs), int(self.d.njmax)
 
         self._ctrl = torch.zeros(num_envs, model.nu, device=self.device)
