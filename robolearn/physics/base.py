@@ -36,7 +36,7 @@ from abc import ABC, abstractmethod
 import mujoco
 import torch
 
-from robolearn.errors import UserError
+from robolearn.errors import UserError, one_line
 
 # MjModel fields a backend can vary per environment. Each is indexed by one kind of model entity.
 RANDOMIZABLE_FIELDS: dict[str, mujoco.mjtObj] = {
@@ -56,6 +56,13 @@ RANDOMIZABLE_FIELDS: dict[str, mujoco.mjtObj] = {
 # Of those, the fields MuJoCo derives other model constants from (subtree masses, inverse
 # weights, actuator acc0): writing them requires mj_setConst / mujoco_warp's set_const.
 INERTIAL_FIELDS = frozenset({"body_mass", "body_inertia", "body_ipos", "dof_armature"})
+
+
+def unsupported_model(backend: str, exc: Exception) -> UserError:
+    """A model feature an engine does not implement (it raises NotImplementedError), as one line."""
+    return UserError(f"physics={backend} cannot run this model, which uses what it does not implement "
+                     f"({one_line(exc).rstrip('.')}); physics=mujoco runs every model MuJoCo compiles (a task's sim: "
+                     "options can change the solver, integrator or cone)")  # fmt: skip
 
 
 class PhysicsBackend(ABC):

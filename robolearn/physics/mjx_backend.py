@@ -30,7 +30,7 @@ import mujoco  # noqa: E402
 import torch  # noqa: E402
 from mujoco import mjx  # noqa: E402
 
-from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr  # noqa: E402
+from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr, unsupported_model  # noqa: E402
 
 if jax.config.jax_compilation_cache_dir is None:  # JAX_COMPILATION_CACHE_DIR unset
     _cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -58,8 +58,11 @@ class MjxBackend(PhysicsBackend):
             self._jdev = jax.devices("gpu")[index]
         else:
             self._jdev = jax.devices("cpu")[0]
-        mx = mjx.put_model(model, device=self._jdev, impl="jax")
-        d0 = mjx.make_data(model, device=self._jdev, impl="jax")
+        try:
+            mx = mjx.put_model(model, device=self._jdev, impl="jax")
+            d0 = mjx.make_data(model, device=self._jdev, impl="jax")
+        except NotImplementedError as exc:
+            raise unsupported_model("mjx", exc) from None
         self._fields = {f: jnp.broadcast_to(model_attr(mx, f), (num_envs, *model_attr(mx, f).shape)) for f in RANDOMIZABLE_FIELDS}
         self._data = jax.vmap(lambda _: d0)(jnp.arange(num_envs))
 

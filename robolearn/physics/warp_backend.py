@@ -27,7 +27,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import tempfile
 
 import mujoco
 import mujoco_warp as mjw
@@ -35,11 +37,39 @@ import torch
 import warp as wp
 
 from robolearn.errors import UserError
-from robolearn.physics.base import INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr
+from robolearn.physics.base import (INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr,
+                                    unsupported_model)
 from robolearn.physics.contact_budget import buffer_sizes
 
 wp.config.log_level = wp.LOG_WARNING
 wp.config.quiet = True
+_NO_DRIVER = b"Warp CUDA warning: Could not find or load the NVIDIA CUDA driver."
+
+
+def _init_warp() -> None:
+    """wp.init(); on a machine without CUDA, without the line Warp's native code prints to stderr
+    about the missing driver (Warp's CPU device is what robolearn asked for there). Anything
+    else printed meanwhile is passed on."""
+    if torch.cuda.is_available():
+        wp.init()
+        return
+    with tempfile.TemporaryFile() as caught:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(caught.fileno(), 2)
+        try:
+            wp.init()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        caught.seek(0)
+        rest = [line for line in caught.read().splitlines(keepends=True) if not line.startswith(_NO_DRIVER)]
+    if rest:
+        sys.stderr.write(b"".join(rest).decode(errors="replace"))
+        sys.stderr.flush()
+
+
+_init_warp()
 
 # Derived model fields set_const recomputes: batched too, or only world 0 would get new values.
 _DERIVED = ("body_subtreemass", "body_invweight0", "dof_invweight0", "tendon_invweight0", "actuator_acc0")
@@ -86,7 +116,10 @@ class WarpBackend(PhysicsBackend):
             self._wp_device, self._stream = wp.get_device("cpu"), None
         with self._scope():
             batched = {f: num_envs for f in (*RANDOMIZABLE_FIELDS, *_DERIVED) if "." not in f}
-            self.m = mjw.put_model(model, batch_sizes=batched)
+            try:
+                self.m = mjw.put_model(model, batch_sizes=batched)
+            except NotImplementedError as exc:
+                raise unsupported_model("warp", exc) from None
             self.m.opt.warn_overflow = 0  # overflows are read from d.overflow instead (health())
             if deterministic:  # contact order and float sums independent of thread scheduling
                 self.m.opt.deterministic = mjw.DeterminismType.ALL

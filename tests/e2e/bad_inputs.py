@@ -307,6 +307,8 @@ CASES: list[Case] = [
     train("obs_history_zero", "task.observations.policy.terms.cart_pos.history=0", expect=("history=0 is out of range", ">= 1")),
     train("obs_history_too_long", "task.observations.policy.terms.cart_pos.history=251", expect=("longer than the episode", "1..250")),
     train("unknown_integrator", "task.sim.integrator=rk5", expect=("task.sim.integrator=rk5", "euler, rk4, implicit")),
+    train("warp_unsupported_solver", "physics=warp", "task.sim.solver=pgs",
+          expect=("physics=warp cannot run this model", "mjSOL_PGS", "physics=mujoco runs every model")),
     train("action_scale_not_a_number", "task.action.scale=fast", expect=("task.action.scale=fast", "a mapping")),
     train("action_scale_zero", "task.action.scale=0", expect=("task.action.scale=0 is out of range", "other than 0")),
     train("action_unknown_actuator", "task.action.actuators=[nope]", expect=("nope",)),
