@@ -26,7 +26,8 @@ import numpy as np
 
 from robolearn.command_script import CommandScript
 from robolearn.errors import UserError
-from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, has_free_root, set_state, tile
+from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, set_state, tile
+from robolearn.scene.floating_base import floating_base_addresses
 
 MODES = ("video", "viewer", "web")
 END_NOTE_S = 1.0
@@ -103,15 +104,18 @@ def yaw(quat: np.ndarray) -> float:
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
-def velocity_arrows(qpos: np.ndarray, qvel: np.ndarray, command: np.ndarray | None, free_root: bool) -> list[Arrow]:
+def velocity_arrows(qpos: np.ndarray, qvel: np.ndarray, command: np.ndarray | None,
+                    base: tuple[int, int] | None) -> list[Arrow]:  # fmt: skip
     """The commanded planar velocity (in the heading frame, green) and the actual one (blue),
-    from above the root; only for a floating base (render.has_free_root)."""
-    if not free_root:
+    from above the floating base, whose free joint's (qpos, dof) addresses `base` gives (None:
+    no floating base, no arrows)."""
+    if base is None:
         return []
-    start = qpos[:3] + np.array([0.0, 0.0, 0.25])
-    arrows = [Arrow(start, start + np.array([qvel[0], qvel[1], 0.0]), BLUE)]
+    q, v = base
+    start = qpos[q : q + 3] + np.array([0.0, 0.0, 0.25])
+    arrows = [Arrow(start, start + np.array([qvel[v], qvel[v + 1], 0.0]), BLUE)]
     if command is not None and len(command) >= 2:
-        c, s = math.cos(yaw(qpos[3:7])), math.sin(yaw(qpos[3:7]))
+        c, s = math.cos(yaw(qpos[q + 3 : q + 7])), math.sin(yaw(qpos[q + 3 : q + 7]))
         vx, vy = command[0] * c - command[1] * s, command[0] * s + command[1] * c
         arrows.append(Arrow(start, start + np.array([vx, vy, 0.0]), GREEN))
     return [a for a in arrows if np.linalg.norm(a.end - a.start) > 1e-3]
@@ -188,7 +192,7 @@ def _record(env, actor_critic, clip: Clip) -> None:
 
     model, n = env.model, env.num_envs
     data = mujoco.MjData(model)
-    free_root, weights = has_free_root(model), env.rewards.weights.numpy()
+    base, weights = floating_base_addresses(model), env.rewards.weights.numpy()
     commands = list(env.commands.names)
     velocity = bool(commands) and "vel" in commands[0]  # arrows for a velocity command
     returns = np.zeros(n)
@@ -220,7 +224,7 @@ def _record(env, actor_critic, clip: Clip) -> None:
                     lines.append(f"{commands[0]} {fmt(command)}")
                 if notes[i][0] and t - notes[i][1] < END_NOTE_S:
                     lines.append(notes[i][0])
-                arrows = velocity_arrows(data.qpos, data.qvel, command if velocity else None, free_root)
+                arrows = velocity_arrows(data.qpos, data.qvel, command if velocity else None, base)
                 frames.append(renderer.render(data, arrows, lines))
             clip.writer.write(frames[0] if len(frames) == 1 else tile(frames))
 
@@ -259,7 +263,7 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
             referee.close()
     out = output_path(cfg, Path.cwd() / f"{bundle_dir.resolve().name}_play.mp4")
     model = robot.model
-    free_root = has_free_root(model)
+    base = floating_base_addresses(model)
     period = policy.bundle.control_period_s
     every = max(1, round(1.0 / (cfg.fps * period)))
     ticks = max(1, round(cfg.duration / period))
@@ -289,7 +293,7 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
                 lines.append(f"{name} {fmt(command)}")
             if tripped:
                 lines.append(f"watchdog tripped: {tripped[0]}"[:100])
-            arrows = velocity_arrows(robot.data.qpos, robot.data.qvel, command if name and "vel" in name else None, free_root)
+            arrows = velocity_arrows(robot.data.qpos, robot.data.qvel, command if name and "vel" in name else None, base)
             writer.write(renderer.render(robot.data, arrows, lines))
         if cfg.command is None:
             robot.inputs = referee.advance_commands()

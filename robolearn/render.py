@@ -23,6 +23,7 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
+from robolearn.scene.floating_base import root_body
 
 CAMERAS = ("track", "fixed", "free")
 GREEN, BLUE, RED = (0.1, 0.85, 0.2, 1.0), (0.15, 0.45, 1.0, 1.0), (0.95, 0.2, 0.15, 1.0)
@@ -86,9 +87,10 @@ class FrameRenderer:
         self.camera.elevation, self.camera.azimuth = camera.elevation, camera.azimuth
         self.camera.lookat[:] = camera.lookat
         self.mode = camera.mode
-        if camera.mode == "track" and model.nbody > 1:
+        self._root = root_body(model)
+        if camera.mode == "track" and self._root > 0:
             self.camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-            self.camera.trackbodyid = 1
+            self.camera.trackbodyid = self._root
         else:
             self.camera.type = mujoco.mjtCamera.mjCAMERA_FREE
         self._placed = camera.mode == "free"
@@ -96,7 +98,7 @@ class FrameRenderer:
     def render(self, data: mujoco.MjData, arrows: list[Arrow] = (), lines: list[str] = ()) -> np.ndarray:
         """One RGB frame [height, width, 3] of `data` (its kinematics must be current)."""
         if not self._placed:  # fixed: look at where the robot starts, then stay
-            self.camera.lookat[:] = data.xpos[1] if self.model.nbody > 1 else 0.0
+            self.camera.lookat[:] = data.xpos[self._root] if self._root > 0 else 0.0
             self._placed = True
         self.renderer.update_scene(data, self.camera)
         scene = self.renderer.scene
@@ -140,10 +142,6 @@ def set_state(model: mujoco.MjModel, data: mujoco.MjData, qpos: np.ndarray, qvel
     data.qvel[:] = qvel
     mujoco.mj_forward(model, data)
 
-
-def has_free_root(model: mujoco.MjModel) -> bool:
-    """The model's first joint is a free joint: a floating base with world-frame qvel[0:3]."""
-    return model.njnt > 0 and model.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
 
 
 def overlay(image: np.ndarray, lines: list[str]) -> np.ndarray:

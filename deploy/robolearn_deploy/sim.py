@@ -22,6 +22,19 @@ from robolearn_deploy.robot import JointCommand, RobotInterface, RobotState
 INTEGRATORS = ("euler", "implicit", "implicitfast", "rk4")
 
 
+def _floating_base_joint(model, mujoco) -> int | None:
+    """The robot's free joint, by training's rule (robolearn/scene/floating_base.py; the runtime
+    does not import robolearn): of the free joints, the one whose body carries the most joints
+    below it, the first on a tie."""
+    free = [j for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
+    if not free:
+        return None
+    below = [int(n) for n in model.body_jntnum]
+    for body in range(model.nbody - 1, 0, -1):  # a child's id is larger than its parent's
+        below[int(model.body_parentid[body])] += below[body]
+    return max(free, key=lambda j: below[int(model.jnt_bodyid[j])])
+
+
 class MujocoRobot(RobotInterface):
     def __init__(self, mjcf: str | Path, timestep: float | None = None, integrator: str | None = None, realtime: bool = False):
         try:
@@ -53,8 +66,8 @@ class MujocoRobot(RobotInterface):
         self._qadr = np.array([m.jnt_qposadr[j] for j in joints], dtype=np.intp)
         self._dadr = np.array([m.jnt_dofadr[j] for j in joints], dtype=np.intp)
         self._drivers(joints)
-        free = [j for j in range(m.njnt) if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
-        self._base = (int(m.jnt_qposadr[free[0]]), int(m.jnt_dofadr[free[0]])) if free else None
+        base = _floating_base_joint(m, mujoco)
+        self._base = (int(m.jnt_qposadr[base]), int(m.jnt_dofadr[base])) if base is not None else None
         self.inputs: dict[str, np.ndarray] = {}
         """Signals from outside the robot, passed through with every reading (an operator's command)."""
         self.command = JointCommand.zeros(len(joints))

@@ -15,6 +15,7 @@ import numpy as np
 
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import model_files as shared_model_files
+from robolearn.scene.floating_base import floating_base_joint
 
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _IMU_SENSORS = (int(mujoco.mjtSensor.mjSENS_GYRO), int(mujoco.mjtSensor.mjSENS_ACCELEROMETER),
@@ -214,11 +215,11 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
         info.actuators.append(Actuator(_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, _actuator_kind(model, a)))
 
     children = _children(model)
-    free = [j for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
-    if free:
-        base = int(model.jnt_bodyid[free[0]])
+    free = floating_base_joint(model)
+    if free is not None:
+        base = int(model.jnt_bodyid[free])
         info.base = _name(model, mujoco.mjtObj.mjOBJ_BODY, base)
-        info.free_qpos = int(model.jnt_qposadr[free[0]])
+        info.free_qpos = int(model.jnt_qposadr[free])
     else:  # the largest tree under the world
         base = max(children[0], key=lambda b: len(_subtree(children, b)), default=0)
     info.root = _name(model, mujoco.mjtObj.mjOBJ_BODY, base) if base else None

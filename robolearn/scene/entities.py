@@ -80,7 +80,7 @@ class FieldRows:
 
 @dataclass(frozen=True)
 class Root:
-    """The floating base (the model's first free joint): slices of qpos and qvel."""
+    """The floating base (the robot's free joint, scene/floating_base.py): slices of qpos and qvel."""
 
     qpos_adr: int
     dof_adr: int

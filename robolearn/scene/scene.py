@@ -22,6 +22,7 @@ from robolearn.paths import assets_dir
 from robolearn.physics import load_model
 from robolearn.registry import TaskPlugin
 from robolearn.scene import lookup
+from robolearn.scene.floating_base import floating_base_joint
 from robolearn.scene.entities import Actuators, FieldRows, Joints, Root, Sensors
 from robolearn.scene.sim_options import with_sim_options
 from robolearn.terrain import Terrain, generate
@@ -151,9 +152,8 @@ class Scene:
     def root(self) -> Root:
         """The floating base; a UserError when the model has no free joint."""
         if "root" not in self._cache:
-            m = self.model
-            free = [j for j in range(m.njnt) if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
-            self._cache["root"] = Root(int(m.jnt_qposadr[free[0]]), int(m.jnt_dofadr[free[0]])) if free else None
+            m, j = self.model, floating_base_joint(self.model)
+            self._cache["root"] = Root(int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) if j is not None else None
         root = self._cache["root"]
         if root is None:
             raise UserError("this term needs a floating base (a free joint), and the model has none")

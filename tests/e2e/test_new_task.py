@@ -264,3 +264,22 @@ def test_a_planar_arm_near_the_floor_gets_a_valid_target_range(tmp_path):
     ranges = yaml.safe_load((tmp_path / "pkg" / "planar_arm" / "planar_arm.yaml").read_text())["commands"]["ee_target"]["ranges"]
     assert ranges["z"][0] <= ranges["z"][1] and abs(ranges["z"][1]) < 0.02, ranges
     assert ranges["x"][1] - ranges["x"][0] > 0.1, ranges
+
+
+def test_a_loose_object_listed_first_does_not_become_the_base(tmp_path):
+    """A ball with its own free joint before a bare quadruped: the base is the trunk, and the home
+    keyframe lifts the trunk, not the ball."""
+    import mujoco
+
+    text = bare_quadruped(tmp_path / "src").read_text()
+    start = text.index('<body name="trunk"')
+    ball = '<body name="ball" pos="1 0 0.1"><freejoint name="ball"/><geom size="0.1" mass="0.4"/></body>'
+    (tmp_path / "ball.xml").write_text(text[:start] + ball + text[start:])
+    made = new_task("ball_legs", "locomotion", robot=tmp_path / "ball.xml", out=tmp_path / "pkg")
+    assert "floating base: body trunk (free joint)" in made.lines, made.lines
+    robot = _module(tmp_path / "pkg" / "ball_legs" / "robot.py")
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "pkg" / "ball_legs" / "ball.xml"))
+    robot.apply(spec)
+    model = spec.compile()
+    home = model.key("home").qpos
+    assert home[2] == 0.1 and home[7 + 2] == robot.BASE_HEIGHT > 0.2  # the ball where it was, the trunk lifted
