@@ -2,16 +2,26 @@
 boundary, where a checkpoint is exactly as good as a periodic one. A second signal stops at once:
 checkpoints are written atomically and a metrics line cut short is dropped on resume, so nothing
 already on disk is corrupted.
+
+"At once" holds while native code holds the main thread too (a Warp kernel or XLA compile, a
+long physics call), when Python runs no signal handler until that code returns, minutes later:
+MuJoCo Warp's first step compiles for up to 80 s on a CPU. The C-level handler still writes each
+signal's number to a wakeup pipe; a thread reading it ends the process on the second signal if
+the main thread has not ended it within GRACE_S.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+GRACE_S = 5.0
+"""How long the main thread has to act on a second signal before the watcher ends the process."""
 
 
 class Interrupted(BaseException):
@@ -63,7 +73,56 @@ def stop_on_signals():
         return
     saved = {s: signal.signal(s, request._handle) for s in SIGNALS}
     try:
-        yield request
+        with _second_signal_ends_native_waits():
+            yield request
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def _second_signal_ends_native_waits():
+    """The wakeup-pipe watcher (module docstring); nothing where another wakeup fd is in use
+    (an event loop's), which stays untouched."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread of the main interpreter
+        previous = None
+    if previous is None or previous != -1:
+        if previous is not None:
+            signal.set_wakeup_fd(previous)
+        os.close(read)
+        os.close(write)
+        yield
+        return
+    left = threading.Event()
+    threading.Thread(target=_watch, args=(read, left), name="robolearn-second-signal", daemon=True).start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(-1)  # before the watcher may close its end
+        left.set()
+        os.close(write)  # the watcher reads the end of the pipe and returns
+
+
+def _watch(read: int, left: threading.Event) -> None:
+    """Count SIGINT/SIGTERM bytes on the pipe; after the second, unless the main thread has left
+    the block within GRACE_S, end the process with the signal's exit code."""
+    seen = 0
+    try:
+        while data := os.read(read, 64):
+            for signum in data:
+                if signum in SIGNALS:
+                    seen += 1
+                    if seen >= 2:
+                        if left.wait(GRACE_S):  # the main thread's own handler acted
+                            return
+                        name = signal.Signals(signum).name
+                        sys.stderr.write(f"robolearn: stopped by a second {name} while native code was running "
+                                         "(a compile or a physics call); checkpoints already written are intact\n")
+                        sys.stderr.flush()
+                        os._exit(128 + signum)
+    finally:
+        os.close(read)

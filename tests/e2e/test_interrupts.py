@@ -94,3 +94,32 @@ def test_a_signal_before_the_first_iteration_says_there_is_nothing_to_resume(tmp
     stopped = Interrupted(signal.SIGTERM, tmp_path, 0, None)
     assert stopped.exit_code == 143
     assert "no checkpoint to resume from" in stopped.line() and "resume=" not in stopped.line()
+
+
+NATIVE_WAIT = """
+import numpy as np
+from robolearn import interrupts
+interrupts.GRACE_S = 1.0
+matrix = np.random.default_rng(0).random((4000, 4000))
+with interrupts.stop_on_signals():
+    print("ready", flush=True)
+    np.linalg.eigvals(matrix)  # ~15 s in LAPACK: Python runs no signal handler until it returns
+    print("returned", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_stops_at_once_while_native_code_runs(sig):
+    """Like MuJoCo Warp's first-step kernel compile: the main thread is in native code for a long
+    time; the second signal still ends the process within the grace period (1 s here)."""
+    proc = subprocess.Popen([sys.executable, "-c", NATIVE_WAIT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    started = time.monotonic()
+    proc.send_signal(sig)
+    time.sleep(0.2)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - started < 6, "the second signal waited for the native call"
+    assert proc.returncode == 128 + sig and "returned" not in out, (proc.returncode, out, err)
+    assert f"stopped by a second {sig.name} while native code was running" in err, err
