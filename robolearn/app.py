@@ -226,8 +226,8 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
 
         clips = ClipRecorder(env, cfg.runner, run_dir / "videos", cfg.task.name)
     logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress, sinks, clips)
-    export = cfg.runner.export_onnx and _exportable(env)
     try:
+        export = cfg.runner.export_onnx and _exportable(env)
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
         write_manifest(run_dir, describe_run(cfg.seed, cfg.task.name, backend, str(device), resumed_from,
                                              runner.ranks.world_size, origin))  # fmt: skip

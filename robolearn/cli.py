@@ -8,6 +8,7 @@ errors (unknown group option, bad key or type, malformed override) are translate
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -341,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"robolearn {verb}: {exc.line()}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a further Ctrl-C must not break the exit (JAX's atexit)
         if verb == "train":
             print(f"robolearn {verb}: stopped at once (a second signal, or outside training); only checkpoints "
                   f"written before can be resumed", file=sys.stderr)  # fmt: skip
