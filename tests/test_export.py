@@ -203,7 +203,7 @@ def test_a_tendon_actuator_is_refused_and_training_can_tell_before_it_starts(mak
     xml = xml.replace("<actuator>", '<tendon><fixed name="rope"><joint joint="slider" coef="1"/></fixed></tendon><actuator>')
     (tmp_path / "c.xml").write_text(xml)
     env = make_env(overrides=[f"task.asset={tmp_path / 'c.xml'}"], num_envs=4)
-    line = "actuator 'slide' drives a tendon, not a joint; deploy bundles carry joint actuators only"
+    line = "actuator 'slide' drives a tendon, not a hinge or slide joint; deploy bundles carry joint actuators only"
     assert line in bundle_refusal(env)
     with pytest.raises(UserError, match=line):
         export_bundle(policy_for(env), env, tmp_path / "b")

@@ -65,10 +65,10 @@ class ActionManager(ManagerBase):
         self.actuator_names = [names(model, mujoco.mjtObj.mjOBJ_ACTUATOR)[i] for i in ids]
         self.joint_names = [self._joint_of(model, i) for i in ids]
         joints = [int(model.actuator_trnid[a, 0]) for a in ids]
-        on_joints = all(int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT) for a in ids)
+        on_joints = all(joint is not None for joint in self.joint_names)
         self.joint_qpos = as_index([int(model.jnt_qposadr[j]) for j in joints], device) if on_joints else None
         """qpos addresses of the joints the policy's actuators drive, in action order (None when an
-        actuator drives a tendon or a site)."""
+        actuator drives a tendon, a site or a ball joint)."""
         self.joint_dof = as_index([int(model.jnt_dofadr[j]) for j in joints], device) if on_joints else None
         """dof addresses of those joints, in action order (None as for joint_qpos)."""
         self.force_limited = torch.as_tensor(model.actuator_forcelimited[ids].astype(bool), device=device)
@@ -78,7 +78,7 @@ class ActionManager(ManagerBase):
         self.offset = torch.tensor(matched.values(cfg.offset, "offset", 0.0), dtype=torch.float32, device=device)
         if cfg.use_default_offset:
             for k, a in enumerate(ids):
-                if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT):
+                if self.joint_names[k] is not None:
                     self.offset[k] += float(default_qpos[model.jnt_qposadr[model.actuator_trnid[a, 0]]])
         low = torch.full((len(ids),), -torch.inf, device=device)
         high = torch.full((len(ids),), torch.inf, device=device)
@@ -110,9 +110,14 @@ class ActionManager(ManagerBase):
 
     @staticmethod
     def _joint_of(model: mujoco.MjModel, actuator: int) -> str | None:
+        """The hinge or slide joint an actuator drives; None for a tendon, site or body transmission
+        and for a ball or free joint (whose qpos is a quaternion, not one coordinate)."""
         if int(model.actuator_trntype[actuator]) != int(mujoco.mjtTrn.mjTRN_JOINT):
             return None
-        return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.actuator_trnid[actuator, 0]))
+        joint = int(model.actuator_trnid[actuator, 0])
+        if int(model.jnt_type[joint]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            return None
+        return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, joint)
 
     def enable_delay(self, max_steps: int) -> None:
         """Keep enough past controls to delay actions by up to max_steps physics steps (call before

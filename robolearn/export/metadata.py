@@ -89,8 +89,10 @@ def _actuators(env: BatchedEnv) -> list[dict]:
     for k, (a, name, joint) in enumerate(zip(actions.actuator_ids.tolist(), actions.actuator_names, actions.joint_names)):
         if joint is None:
             what = _TRANSMISSIONS.get(int(model.actuator_trntype[a]), "something other than a joint")
-            raise UserError(f"actuator '{name}' drives {what}, not a joint; deploy bundles carry joint actuators "
-                            "only (the robot runtime commands joints)")  # fmt: skip
+            if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT):  # a ball or free joint
+                what = f"the {mujoco.mjtJoint(int(model.jnt_type[model.actuator_trnid[a, 0]])).name[6:].lower()} joint"
+            raise UserError(f"actuator '{name}' drives {what}, not a hinge or slide joint; deploy bundles carry joint "
+                            "actuators only (the robot runtime commands hinge and slide joints)")  # fmt: skip
         ctrl_min, ctrl_max = _ctrl_range(model, a, float(actions.ctrl_low[k]), float(actions.ctrl_high[k]))
         actuators.append({
             "name": name, "joint": joint,

@@ -58,8 +58,8 @@ def actuator_force(env) -> torch.Tensor:
     if actions.joint_qpos is None:
         others = [n for n, joint in zip(actions.actuator_names, actions.joint_names) if joint is None]
         listed = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-        raise UserError(f"this term needs every policy actuator to drive a joint, and {listed} drive a tendon, site or "
-                        "body; penalize effort with action_l2 instead")  # fmt: skip
+        raise UserError(f"this term needs every policy actuator to drive a hinge or slide joint, and {listed} drive a "
+                        "tendon, site, body or ball joint; penalize effort with action_l2 instead")  # fmt: skip
     ids = actions.actuator_ids
     forcerange = env.physics.model_field("actuator_forcerange")[:, ids].float()
     lo = torch.where(actions.force_limited, forcerange[..., 0], -torch.inf)

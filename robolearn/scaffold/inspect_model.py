@@ -36,7 +36,7 @@ class Joint:
 class Actuator:
     name: str
     joint: str | None
-    """The joint it drives, None for a tendon or site transmission."""
+    """The hinge or slide joint it drives, None for a ball joint or a tendon, site or body transmission."""
     kind: str
     """position, motor or other (what an exported bundle can carry: position servos and motors)."""
 
@@ -210,8 +210,9 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
                                  tuple(float(v) for v in model.jnt_range[j]) if limited else None, effort))  # fmt: skip
     for a in range(model.nu):
         joint = None
-        if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT):
-            joint = _name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.actuator_trnid[a, 0]))
+        target = int(model.actuator_trnid[a, 0])
+        if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT) and int(model.jnt_type[target]) in _ONE_DOF:
+            joint = _name(model, mujoco.mjtObj.mjOBJ_JOINT, target)
         info.actuators.append(Actuator(_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, _actuator_kind(model, a)))
 
     children = _children(model)

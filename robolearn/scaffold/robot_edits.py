@@ -123,8 +123,8 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
         plan.joint_actuators = all(a.joint for a in info.actuators)
         odd = [a.name or "<unnamed>" for a in info.actuators if a.kind == "other" or not a.joint]
         if odd:
-            plan.lines.append(f"actuators {_short(odd)} are neither a motor nor a position servo on a joint: "
-                              "`robolearn export` will refuse them (deploy bundles carry those two kinds)")  # fmt: skip
+            plan.lines.append(f"actuators {_short(odd)} are neither a motor nor a position servo on a hinge or slide "
+                              "joint: `robolearn export` will refuse them (deploy bundles carry those two kinds)")  # fmt: skip
         if not named:
             plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
     else:

@@ -283,3 +283,23 @@ def test_a_loose_object_listed_first_does_not_become_the_base(tmp_path):
     model = spec.compile()
     home = model.key("home").qpos
     assert home[2] == 0.1 and home[7 + 2] == robot.BASE_HEIGHT > 0.2  # the ball where it was, the trunk lifted
+
+
+def test_actuators_on_a_ball_joint_train_but_are_not_mistaken_for_hinges(tmp_path):
+    """Two motors on a shoulder ball joint and one on an elbow hinge: the task drives all three, the
+    hinge alone gets a joint target and range, and the report says export will refuse the ball's."""
+    import yaml
+
+    (tmp_path / "ball.xml").write_text("""<mujoco><worldbody><body name="base" pos="0 0 0.5">
+      <geom type="box" size="0.1 0.1 0.1" mass="5"/>
+      <body name="upper" pos="0 0 0.1"><joint name="shoulder" type="ball" range="0 90"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.3" size="0.03" mass="1"/>
+        <body name="lower" pos="0 0 0.3"><joint name="elbow" axis="0 1 0" range="-120 120"/>
+          <geom type="capsule" fromto="0 0 0 0 0 0.3" size="0.025" mass="0.5"/></body></body></body></worldbody>
+      <actuator><motor name="sh_x" joint="shoulder" gear="20 0 0"/><motor name="sh_y" joint="shoulder" gear="0 20 0"/>
+        <motor name="elbow" joint="elbow" gear="10"/></actuator></mujoco>""")
+    made = new_task("ball_arm", "minimal", robot=tmp_path / "ball.xml", out=tmp_path / "pkg")
+    assert any(line.startswith("actuators sh_x, sh_y are neither") for line in made.lines), made.lines
+    task = yaml.safe_load((tmp_path / "pkg" / "ball_arm" / "ball_arm.yaml").read_text())
+    assert task["action"]["actuators"] == ["sh_x", "sh_y", "elbow"]
+    assert "elbow" in yaml.dump(task["commands"]) and "shoulder" not in yaml.dump(task["commands"])
