@@ -20,9 +20,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# JAX reports at INFO each accelerator it does not find ("Unable to initialize backend 'tpu'"),
+# which Hydra's INFO-level logging would print on every run
+logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
