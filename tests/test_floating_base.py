@@ -7,7 +7,7 @@ import torch
 from robolearn.paths import assets_dir
 from robolearn.scene.floating_base import floating_base_addresses, floating_base_joint, root_body
 from robolearn.scene.scene import Scene
-from robolearn_deploy.sim import MujocoRobot, _floating_base_joint
+from robolearn_deploy.sim import MujocoRobot
 
 BALL = '<body name="ball" pos="1 0 0.1"><freejoint name="ball"/><geom size="0.1" mass="0.4"/></body>'
 
@@ -24,7 +24,7 @@ def ball_first(folder):
 def test_the_robots_free_joint_is_the_base_wherever_it_is_listed(tmp_path):
     model = mujoco.MjModel.from_xml_path(str(ball_first(tmp_path)))
     assert model.joint(0).name == "ball" and model.jnt_type[1] == mujoco.mjtJoint.mjJNT_FREE
-    assert floating_base_joint(model) == 1 and _floating_base_joint(model, mujoco) == 1
+    assert floating_base_joint(model) == 1
     assert floating_base_addresses(model) == (7, 6)  # after the ball's 7 qpos / 6 dofs
     assert model.body(root_body(model)).name == "trunk"
     assert (Scene(model, torch.device("cpu")).root.qpos_adr, Scene(model, torch.device("cpu")).root.dof_adr) == (7, 6)

@@ -22,10 +22,10 @@ from robolearn_deploy.robot import JointCommand, RobotInterface, RobotState
 INTEGRATORS = ("euler", "implicit", "implicitfast", "rk4")
 
 
-def _floating_base_joint(model, mujoco) -> int | None:
-    """The robot's free joint, by training's rule (robolearn/scene/floating_base.py; the runtime
-    does not import robolearn): of the free joints, the one whose body carries the most joints
-    below it, the first on a tie."""
+def floating_base_joint(model, mujoco) -> int | None:
+    """The robot's free joint: of the model's free joints (a floating base, loose objects), the one
+    whose body carries the most joints below it, the first on a tie; None without a free joint.
+    Training uses this rule too (robolearn/scene/floating_base.py), so both agree on the base."""
     free = [j for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
     if not free:
         return None
@@ -66,7 +66,7 @@ class MujocoRobot(RobotInterface):
         self._qadr = np.array([m.jnt_qposadr[j] for j in joints], dtype=np.intp)
         self._dadr = np.array([m.jnt_dofadr[j] for j in joints], dtype=np.intp)
         self._drivers(joints)
-        base = _floating_base_joint(m, mujoco)
+        base = floating_base_joint(m, mujoco)
         self._base = (int(m.jnt_qposadr[base]), int(m.jnt_dofadr[base])) if base is not None else None
         self.inputs: dict[str, np.ndarray] = {}
         """Signals from outside the robot, passed through with every reading (an operator's command)."""

@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import mujoco
 
+from robolearn_deploy.sim import floating_base_joint as _deploy_rule
+
 
 def floating_base_joint(model: mujoco.MjModel) -> int | None:
-    """The robot's free joint: of the model's free joints (a floating base, loose objects), the one
-    whose body carries the most joints below it, the first on a tie; None without a free joint.
-    (robolearn_deploy/sim.py applies the same rule to a bundle's model.)"""
-    free = [j for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
-    if not free:
-        return None
-    below = [int(n) for n in model.body_jntnum]
-    for body in range(model.nbody - 1, 0, -1):  # a child's id is larger than its parent's
-        below[int(model.body_parentid[body])] += below[body]
-    return max(free, key=lambda j: below[int(model.jnt_bodyid[j])])
+    """The robot's free joint (the deploy stand-in's rule, robolearn_deploy.sim.floating_base_joint):
+    of the free joints, the one whose body carries the most joints below it; None without one."""
+    return _deploy_rule(model, mujoco)
 
 
 def floating_base_addresses(model: mujoco.MjModel) -> tuple[int, int] | None:
