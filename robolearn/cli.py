@@ -124,7 +124,7 @@ def _eval(args: list[str]) -> int:
 def _sim2sim(args: list[str]) -> int:
     from robolearn.compose import register_configs
     from robolearn.errors import UserError
-    from robolearn.sim2sim import print_report, sim2sim, write_report
+    from robolearn.sim2sim import prepare_outputs, print_report, sim2sim, write_report
 
     valid = {"bundle": None, "episodes": "10", "realtime": "false", "timestep": None, "integrator": None,
              "engine": "auto", "seed": "0", "report": None, "log": None}  # fmt: skip
@@ -133,6 +133,7 @@ def _sim2sim(args: list[str]) -> int:
         raise UserError("sim2sim needs bundle=<bundle dir> (a run's export/ folder)")
     register_configs()
     bundle = _bundle_path(opts["bundle"])
+    prepare_outputs(_path(opts["report"]), _path(opts["log"]))
     result = sim2sim(
         bundle, episodes=_number("episodes", opts["episodes"], int), realtime=_flag("realtime", opts["realtime"]),
         timestep=_number("timestep", opts["timestep"], float) if opts["timestep"] else None,
@@ -160,7 +161,8 @@ def _play(args: list[str]) -> int:
     if bool(opts["run"]) == bool(opts["bundle"]):
         raise UserError("play needs run=<run dir> or bundle=<bundle dir> (one of them)")
     command = CommandScript.parse(opts["command"]) if opts["command"] else None
-    camera = CameraCfg(opts["camera"], _number("distance", opts["distance"], float) if opts["distance"] else None,
+    distance = opts["distance"] if opts["distance"] not in (None, "", "auto") else None
+    camera = CameraCfg(opts["camera"], _number("distance", distance, float) if distance is not None else None,
                        _number("elevation", opts["elevation"], float), _number("azimuth", opts["azimuth"], float))  # fmt: skip
     cfg = PlayCfg(opts["mode"], _path(opts["out"]), _number("duration", opts["duration"], float),
                   _number("fps", opts["fps"], float), _number("num_envs", opts["num_envs"], int), camera, command,

@@ -62,7 +62,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "physics.num_threads": (_non_negative, ">= 0 (0: every core)"),
     "physics.nconmax": (_non_negative, ">= 0 (0: derived from the model)"),
     "physics.njmax": (_non_negative, ">= 0 (0: derived from the model)"),
-    "algo.learning_rate": (_positive, "> 0"),
+    "algo.learning_rate": (lambda v: 0 < v <= 1, "0 < learning_rate <= 1"),
     "algo.schedule": (lambda v: v in SCHEDULES, " or ".join(SCHEDULES)),
     "algo.desired_kl": (_positive, "> 0"),
     "algo.clip_param": (_positive, "> 0"),
@@ -93,7 +93,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "runner.keep_checkpoints": (_at_least_one, "an integer >= 1"),
     "runner.episode_window": (_at_least_one, "an integer >= 1"),
     "runner.video_interval": (_non_negative, "an integer >= 0 (0: no clips)"),
-    "runner.video_length_s": (_positive, "> 0 (seconds)"),
+    "runner.video_length_s": (lambda v: 0 < v <= 600, "0 < video_length_s <= 600 (seconds)"),
     "runner.video_width": (lambda v: 16 <= v <= 3840, "16..3840 (pixels)"),
     "runner.video_height": (lambda v: 16 <= v <= 2160, "16..2160 (pixels)"),
     "objective.mode": (lambda v: v in OBJECTIVE_MODES, ", ".join(OBJECTIVE_MODES)),
@@ -109,6 +109,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "task.observations.*.terms.*.noise.scale": (_non_negative, ">= 0"),
     "task.observations.*.terms.*.history": (_at_least_one, "an integer >= 1 (1: the current value only)"),
     "task.commands.*.standing_probability": (_unit, "0 <= p <= 1"),
+    "task.events.*.interval_s": (lambda v: len(v) == 2 and 0 < v[0] <= v[1], "[low, high] (seconds) with 0 < low <= high"),
     "task.sim.timestep": (_positive, "> 0 (seconds), or null for the model's own"),
     "task.sim.iterations": (_at_least_one, "an integer >= 1"),
     "task.sim.ls_iterations": (_at_least_one, "an integer >= 1"),
@@ -207,7 +208,10 @@ def check_action_cfg(action: DictConfig) -> None:
     for key, (ok, valid) in _PER_ACTUATOR.items():
         value = action.get(key)
         if value is None:
-            continue
+            if key == "clip" or key not in action:
+                continue  # null: no clip besides ctrlrange
+            raise UserError(f"task.action.{key}=null is out of range; valid: {valid}, or a mapping "
+                            f"{{joint or actuator name or pattern: {valid}}}")  # fmt: skip
         plain = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
         if not isinstance(plain, dict):
             if key == "clip" or not ok(plain):

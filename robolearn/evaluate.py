@@ -15,6 +15,8 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.progress import EvalProgress
 
 
+ALL_ENDED_EVERY = 16
+"""Control steps between the checks whether every episode has ended (each check reads the GPU)."""
 SUMMARY_KEYS = ("episodes", "return_mean", "return_std", "episode_length_mean", "episode_length_s", "terminated_fraction")
 
 
@@ -62,6 +64,10 @@ def evaluate(
             fired += env.terminations.fired * done
             ended |= done
             shown.update(step + 1, ended)
+            if (step + 1) % ALL_ENDED_EVERY == 0 and step + 1 >= record_steps and bool(ended.all()):
+                if step + 1 < env.max_episode_length:
+                    shown.all_ended(step + 1)
+                break  # nothing accumulates any more (an episode may be set far longer than it lasts)
     env.track_metrics(False)
     metrics = {
         "episodes": n,

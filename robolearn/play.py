@@ -30,6 +30,8 @@ from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Wr
 from robolearn.scene.floating_base import floating_base_addresses
 
 MODES = ("video", "viewer", "web")
+MAX_DURATION_S = 3600.0
+MAX_FPS = 240.0
 END_NOTE_S = 1.0
 """How long an 'episode ended' line stays on the overlay."""
 
@@ -52,9 +54,19 @@ class PlayCfg:
     def check(self) -> None:
         if self.mode not in MODES:
             raise UserError(f"mode={self.mode} is not a play mode; valid: {', '.join(MODES)}")
-        for name in ("duration", "fps"):
-            if not getattr(self, name) > 0:
-                raise UserError(f"{name}={getattr(self, name)} is out of range; valid: > 0")
+        if not 0 < self.duration <= MAX_DURATION_S:  # also refuses nan
+            raise UserError(f"duration={self.duration} is out of range; valid: 0 < duration <= {MAX_DURATION_S:g} (seconds)")
+        if not 1 <= self.fps <= MAX_FPS:
+            raise UserError(f"fps={self.fps} is out of range; valid: 1..{MAX_FPS:g} (frames a second)")
+        if self.seed < 0:
+            raise UserError(f"seed={self.seed} is out of range; valid: an integer >= 0")
+        cam = self.camera
+        if cam.distance is not None and not 0 < cam.distance < math.inf:
+            raise UserError(f"distance={cam.distance} is out of range; valid: > 0 (metres), or auto")
+        if not -90 <= cam.elevation <= 90:
+            raise UserError(f"elevation={cam.elevation} is out of range; valid: -90..90 (degrees)")
+        if not math.isfinite(cam.azimuth):
+            raise UserError(f"azimuth={cam.azimuth} is out of range; valid: a finite angle (degrees)")
         if not 1 <= self.num_envs <= 16:
             raise UserError(f"num_envs={self.num_envs} is out of range; valid: 1..16 (tiled side by side)")
         if not (16 <= self.width <= 3840 and 16 <= self.height <= 2160):

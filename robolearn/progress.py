@@ -5,6 +5,8 @@ pipe at most four plain lines, at each quarter of the steps:
 
     evaluating: 25% (250/1000 steps), 12/64 episodes ended, 0:00:15 elapsed
 
+and, when every episode ended before the episode length, a last line saying so (`all_ended`).
+
 The number of episodes that ended lives on the device; it is read only at those checkpoints
 (on a terminal at most four times a second), never every step.
 """
@@ -62,3 +64,14 @@ class EvalProgress:
                 f"{self.label}: {100 * steps // self.total}% ({steps}/{self.total} steps), "
                 f"{int(ended.sum())}/{self.episodes} episodes ended, {elapsed} elapsed", highlight=False, soft_wrap=True,
             )  # fmt: skip
+
+    def all_ended(self, steps: int) -> None:
+        """Every episode ended after `steps` steps, before the episode length: the evaluation stops."""
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(self._task, total=steps, completed=steps, ended=self.episodes)
+        else:
+            elapsed = datetime.timedelta(seconds=int(time.monotonic() - self._start))
+            self._console.print(f"{self.label}: all {self.episodes} episodes ended after {steps} of {self.total} steps, "
+                                f"{elapsed} elapsed", highlight=False, soft_wrap=True)  # fmt: skip

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -263,6 +264,33 @@ def print_report(result: dict) -> None:
     print(f"  episodes ended by the watchdog: {result['ended_by_watchdog']} of {result['episodes']}{reasons}")
     lat = result["control_step_ms"]
     print(f"  control step (observe + infer + map): median {lat['median'] * 1e3:.0f} us, p99 {lat['p99'] * 1e3:.0f} us")
+
+
+def prepare_outputs(report: Path | None, log: Path | None) -> None:
+    """Before anything runs: report= is a new file or an earlier sim2sim report (which it replaces;
+    any other file is the user's and stays), log= a file to append to; neither a folder. Their
+    folders are made here, so that a path that cannot be written fails now, not after the episodes."""
+    for name, path in (("report", report), ("log", log)):
+        if path is None:
+            continue
+        if path.is_dir():
+            raise UserError(f"{name}={path} is a folder; valid: a file path (e.g. {name}=sim2sim.{'json' if name == 'report' else 'jsonl'})")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"{name}={path}: cannot make its folder ({exc.strerror})") from None
+        if not os.access(path.parent, os.W_OK):
+            raise UserError(f"{name}={path}: {path.parent} is not writable")
+    if report is not None and report.exists() and not _is_report(report):
+        raise UserError(f"report={report} exists and is not a sim2sim report; choose a new file (sim2sim replaces only its own reports)")
+
+
+def _is_report(path: Path) -> bool:
+    try:
+        earlier = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(earlier, dict) and {"physics", "return_comparison", "episodes"} <= set(earlier)
 
 
 def write_report(result: dict, path: Path) -> None:

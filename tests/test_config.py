@@ -129,7 +129,7 @@ def test_the_quadruped_ships_its_locomotion_recipe():
 
 @pytest.mark.parametrize(("override", "expected"), [
     ("algo.gamma=1.5", "algo.gamma=1.5 is out of range; valid: 0 <= gamma <= 1"),
-    ("algo.learning_rate=-0.001", "algo.learning_rate=-0.001 is out of range; valid: > 0"),
+    ("algo.learning_rate=-0.001", "algo.learning_rate=-0.001 is out of range; valid: 0 < learning_rate <= 1"),
     ("algo.num_mini_batches=0", "algo.num_mini_batches=0 is out of range; valid: an integer >= 1"),
     ("algo.num_mini_batches=7", "algo.num_mini_batches=7 does not divide env.num_envs * runner.num_steps_per_env"),
     ("runner.save_interval=0", "runner.save_interval=0 is out of range; valid: an integer >= 1"),

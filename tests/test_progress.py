@@ -7,10 +7,10 @@ import re
 import torch
 from rich.console import Console
 
-from robolearn.evaluate import evaluate
+from robolearn.evaluate import ALL_ENDED_EVERY, evaluate
 from robolearn.progress import EvalProgress
 
-LINE = re.compile(r"^evaluating: (\d+)% \((\d+)/250 steps\), (\d+)/4 episodes ended, \d+:\d\d:\d\d elapsed$")
+LINE = re.compile(r"^evaluating: (\d+)% \((\d+)/500 steps\), (\d+)/4 episodes ended, \d+:\d\d:\d\d elapsed$")
 
 
 def zero_policy(env):
@@ -18,17 +18,31 @@ def zero_policy(env):
 
 
 def test_piped_evaluation_prints_a_few_lines(make_env, capsys):
-    env = make_env("cartpole", num_envs=4)  # 250 steps of 0.02 s
+    env = make_env("pendulum", num_envs=4)  # 500 steps of 0.02 s, no terminations: every episode times out
     metrics, _ = evaluate(env, zero_policy(env))
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert captured.out == "" and 1 <= len(lines) <= 5, captured.err
     found = [LINE.match(line) for line in lines]
     assert all(found), lines
-    assert [(int(m.group(1)), int(m.group(2))) for m in found] == [(25, 63), (50, 125), (75, 188), (100, 250)]
-    assert int(found[-1].group(3)) == 4 and metrics["episodes"] == 4  # every episode ended by the last step
-    ended = [int(m.group(3)) for m in found]
-    assert ended == sorted(ended)
+    assert [(int(m.group(1)), int(m.group(2))) for m in found] == [(25, 125), (50, 250), (75, 375), (100, 500)]
+    assert [int(m.group(3)) for m in found] == [0, 0, 0, 4] and metrics["episodes"] == 4
+
+
+def test_the_evaluation_stops_once_every_episode_ended(make_env, capsys, monkeypatch):
+    """cartpole's pole falls within ~50 steps of a zero action: the evaluation stops at the next
+    check after the last episode ended, with the metrics of running the whole episode length."""
+    env = make_env("cartpole", num_envs=4, seed=5)  # 250 steps
+    early, _ = evaluate(env, zero_policy(env))
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    stop = re.match(r"^evaluating: all 4 episodes ended after (\d+) of 250 steps, \d+:\d\d:\d\d elapsed$", lines[0])
+    assert stop and int(stop.group(1)) % ALL_ENDED_EVERY == 0 and int(stop.group(1)) < 100, lines
+    assert early["episode_length_mean"] < int(stop.group(1))
+    monkeypatch.setattr("robolearn.evaluate.ALL_ENDED_EVERY", 10**9)  # never checked: all 250 steps
+    full, _ = evaluate(make_env("cartpole", num_envs=4, seed=5), zero_policy(env))
+    assert "100% (250/250 steps), 4/4 episodes ended" in capsys.readouterr().err
+    assert early == full
 
 
 def test_no_progress_when_asked_for_none(make_env, capsys):

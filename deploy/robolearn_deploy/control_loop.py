@@ -88,7 +88,10 @@ class ControlLoop:
                               f"(it provides: {', '.join(provided) or 'none'}); needed: {', '.join(self.observations.signals)}")  # fmt: skip
         self.actions = ActionMapper(bundle, robot.joint_names, self.safety.damping_kd)
         self._limits = self._joint_limits(bundle.joint_limits, list(robot.joint_names))
-        self._log = open(log, "a") if log is not None else None
+        try:
+            self._log = open(log, "a") if log is not None else None
+        except OSError as exc:
+            raise DeployError(f"cannot open the log {log} ({exc.strerror})") from None
         self.reset()
 
     def _joint_limits(self, limits: dict, joints: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from robolearn.errors import UserError
 from robolearn.rl.models import InferencePolicy
 from robolearn_deploy.engines import SEQUENCE_TOLERANCE, TOLERANCE
 
@@ -180,6 +181,9 @@ def check_parity(policy: InferencePolicy, engine, recorded: torch.Tensor, precis
 
     def compare(expected: np.ndarray, got: np.ndarray) -> float:
         nonlocal largest
+        if not np.isfinite(expected).all():
+            raise UserError("the policy's actions are not finite for some observations (its weights diverged in "
+                            "training, e.g. with too large a learning rate); there is nothing to export")  # fmt: skip
         largest = max(largest, float(np.abs(expected).max()))
         return float(np.abs(got - expected).max())
 

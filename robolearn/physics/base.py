@@ -168,6 +168,6 @@ def model_attr(model, field: str):
 
 
 def check_field(field: str) -> None:
-    if field not in RANDOMIZABLE_FIELDS:
+    if not isinstance(field, str) or field not in RANDOMIZABLE_FIELDS:
         valid = ", ".join(RANDOMIZABLE_FIELDS)
         raise UserError(f"model field '{field}' cannot be randomized per environment; valid: {valid}")

@@ -40,6 +40,8 @@ TEMPLATE_NAMES = ("minimal", "locomotion", "reach")
 BUILTIN_MODELS = {"locomotion": "quadruped.xml", "reach": "arm.xml"}
 """Without --robot: the template's model, copied from robolearn's assets (minimal ships its own)."""
 NAME = re.compile(r"[a-z][a-z0-9_]*")
+MAX_NAME = 64
+"""A task name's most characters (it names a folder, a package and a distribution)."""
 SUMMARY = {
     "minimal": "Drive a robot's joints to a commanded target pose.",
     "locomotion": "A legged robot tracks a commanded base velocity (forward, lateral, yaw rate).",
@@ -58,9 +60,10 @@ class NewTask:
 
 def check_request(name: str, template: str, robot: Path | None, out: Path) -> None:
     """Every mistake new-task can see before writing anything: one UserError line each."""
-    if not NAME.fullmatch(name) or keyword.iskeyword(name):
-        raise UserError(f"invalid task name '{name}'; valid: lowercase letters, digits and '_', starting with a letter "
-                        "(it is the task's name and its Python package's), e.g. my_robot_walk")  # fmt: skip
+    if not NAME.fullmatch(name) or keyword.iskeyword(name) or len(name) > MAX_NAME:
+        shown = f"'{name}'" if len(name) <= MAX_NAME else f"'{name[:20]}...' ({len(name)} characters)"
+        raise UserError(f"invalid task name {shown}; valid: up to {MAX_NAME} lowercase letters, digits and '_', starting "
+                        "with a letter (it is the task's name and its Python package's), e.g. my_robot_walk")  # fmt: skip
     if template not in TEMPLATE_NAMES:
         raise UserError(f"unknown template '{template}'; valid: {', '.join(TEMPLATE_NAMES)}")
     if out.exists() or out.is_symlink():

@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from robolearn.errors import UserError
+
 Index = slice | torch.Tensor
 
 
@@ -105,6 +107,18 @@ class Root:
 ENTITY_TYPES = (Joints, Sensors, Actuators, FieldRows)
 
 
+def entity_names(value) -> tuple[str, ...] | None:
+    """Names as a term's YAML gives them, as a tuple: a list of names, or one name on its own;
+    None stays None (all of them). Anything else is a UserError."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(n, str) for n in value):
+        raise UserError(f"expected a list of names (or null for all), got {list(value) if isinstance(value, (list, tuple)) else value!r}")
+    return tuple(value)
+
+
 def _entity_type(hint: Any) -> type | None:
     if hint in ENTITY_TYPES:
         return hint
@@ -147,5 +161,10 @@ def resolve_entities(func: Callable, params: dict, env) -> dict:
         value = params.get(name, default)
         if value is inspect.Parameter.empty:
             continue  # a required param left out: check_params reports it
+        if not isinstance(value, ENTITY_TYPES):  # names from the YAML (a resolved value passes as it is)
+            try:
+                entity_names(value)
+            except UserError as exc:
+                raise UserError(f"{name}: {exc}") from None
         resolved[name] = kind.resolve(env, value, params)
     return resolved

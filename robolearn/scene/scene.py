@@ -23,7 +23,7 @@ from robolearn.physics import load_model
 from robolearn.registry import TaskPlugin
 from robolearn.scene import lookup
 from robolearn.scene.floating_base import floating_base_joint
-from robolearn.scene.entities import Actuators, FieldRows, Joints, Root, Sensors
+from robolearn.scene.entities import Actuators, FieldRows, Joints, Root, Sensors, entity_names
 from robolearn.scene.sim_options import with_sim_options
 from robolearn.terrain import Terrain, generate
 from robolearn.terrain.mjcf import add_terrain
@@ -62,10 +62,6 @@ def with_terrain(edit: Callable | None, terrain: Terrain) -> Callable:
                             f"section makes {terrain.heights.shape[0]}x{terrain.heights.shape[1]}; export it again")
 
     return edit_with_terrain
-
-
-def _key(names: Sequence[str] | None) -> tuple[str, ...] | None:
-    return None if names is None else tuple(names)
 
 
 class Scene:
@@ -112,6 +108,8 @@ class Scene:
         if isinstance(names, Joints):
             return names
 
+        names = entity_names(names)
+
         def make() -> Joints:
             ids = lookup.single_dof_joint_ids(self.model, names)
             all_names = lookup.names(self.model, mujoco.mjtObj.mjOBJ_JOINT)
@@ -119,14 +117,15 @@ class Scene:
             dof = [int(self.model.jnt_dofadr[j]) for j in ids]
             return Joints(tuple(all_names[j] for j in ids), self.index(qpos), self.index(dof))
 
-        return self._cached(("joints", _key(names)), make)
+        return self._cached(("joints", names), make)
 
     def sensors(self, names: Sequence[str] | Sensors) -> Sensors:
         if isinstance(names, Sensors):
             return names
         if names is None:
             raise UserError("a sensor term needs the names of its sensors")
-        return self._cached(("sensors", _key(names)),
+        names = entity_names(names)
+        return self._cached(("sensors", names),
                             lambda: Sensors(tuple(names), self.index(lookup.sensor_columns(self.model, names))))
 
     def actuators(self, names: Sequence[str] | Actuators | None) -> Actuators:
@@ -134,19 +133,23 @@ class Scene:
         if isinstance(names, Actuators):
             return names
 
+        names = entity_names(names)
+
         def make() -> Actuators:
             ids = lookup.entity_ids(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, names)
             all_names = lookup.names(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR)
             return Actuators(tuple(all_names[i] for i in ids), self.index(ids))
 
-        return self._cached(("actuators", _key(names)), make)
+        return self._cached(("actuators", names), make)
 
     def field_rows(self, field: str, names: Sequence[str] | FieldRows | None) -> FieldRows:
         """Rows of a randomizable model field belonging to the named entities (None: all rows)."""
         if isinstance(names, FieldRows):
             return names
-        return self._cached(("field", field, _key(names)),
-                            lambda: FieldRows(field, _key(names), self.index(lookup.field_rows(self.model, field, names))))
+        lookup.check_field(field)
+        names = entity_names(names)
+        return self._cached(("field", field, names),
+                            lambda: FieldRows(field, names, self.index(lookup.field_rows(self.model, field, names))))
 
     @property
     def root(self) -> Root:

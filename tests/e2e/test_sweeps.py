@@ -89,7 +89,7 @@ def test_a_failing_job_fails_the_sweep_and_the_summary_says_which(tmp_path, laun
                        *SMALL, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1] == \
-        "robolearn train: error: algo.learning_rate=-1.0 is out of range; valid: > 0"  # fmt: skip
+        "robolearn train: error: algo.learning_rate=-1.0 is out of range; valid: 0 < learning_rate <= 1"  # fmt: skip
     (sweep,) = (tmp_path / "runs" / "multirun").iterdir()
     rows = {r["overrides"].split()[0]: r for r in csv.DictReader(open(sweep / "summary.csv"))}
     assert rows["algo.learning_rate=0.001"]["status"] == "finished"  # the other job ran to its end
