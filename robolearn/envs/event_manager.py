@@ -39,7 +39,8 @@ class EventManager(ManagerBase):
         allowed = LEVELS.index(preset.level)
         for name, t in terms.items():
             func, params = resolve_term("event", name, t.func, namespace), plain(t.params)  # a typo fails in any preset
-            if LEVELS.index(t.level) > allowed:
+            if LEVELS.index(t.level) > allowed:  # not built in this preset; its params are checked all the same
+                check_params("event", name, func, env, *(() if inspect.isclass(func) else (None,)), **params)
                 continue
             build_params = params
             if t.adaptive is not None and preset.adaptive:

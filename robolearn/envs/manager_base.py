@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from robolearn.envs.param_types import check_param_types
 from robolearn.errors import UserError, one_line
 from robolearn.scene.entities import resolve_entities
 
@@ -44,6 +45,7 @@ def check_params(kind: str, name: str, func: Callable, /, *args: Any, **params: 
         inspect.signature(func).bind(*args, **params)
     except TypeError as exc:
         raise UserError(f"{kind} term '{name}' ({func.__name__}): {exc}") from None
+    check_param_types(kind, name, func, params)
 
 
 def resolved(kind: str, name: str, func: Callable, params: dict, env) -> dict:

@@ -67,6 +67,9 @@ class command_ranges:  # noqa: N801
         self.command = command
         self.ranges: dict[int, AdaptiveRange] = {}
         for name, limit in limits.items():
+            if not (isinstance(limit, (list, tuple)) and len(limit) == 2 and all(isinstance(v, (int, float)) for v in limit)):
+                raise UserError(f"curriculum command_ranges: limits.{name}={limit!r} is not valid; valid: [low, high] "
+                                "(the widest range the curriculum may reach)")  # fmt: skip
             k = components.index(name)
             cfg = AdaptiveRangeCfg(param=name, limits=list(limit), step=step, metric=reward, widen_above=threshold,
                                    narrow_below=float("-inf"), num_groups=1, min_episodes=min_episodes)  # fmt: skip

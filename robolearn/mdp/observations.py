@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from robolearn.errors import UserError
 from robolearn.mdp import state
 from robolearn.scene.entities import FieldRows, Joints, Sensors
 
@@ -67,6 +68,10 @@ def sensor(env, names: Sensors) -> torch.Tensor:
     return env.physics.sensordata[:, env.scene.sensors(names).columns]
 
 
+MAX_SCAN_POINTS = 10_000
+"""The most points a height scan may have (the default 1.6 x 1.0 m at 0.1 m has 187)."""
+
+
 class height_scan:  # noqa: N801 (term names are snake_case, like the functions)
     """Base height above the ground at a grid of points around the base [m] (privileged).
 
@@ -75,6 +80,12 @@ class height_scan:  # noqa: N801 (term names are snake_case, like the functions)
     ground is the task's terrain (exact, from its heightfield), else the plane z = 0."""
 
     def __init__(self, env, size: list[float] = (1.6, 1.0), resolution: float = 0.1, offset: float = 0.5):
+        if len(size) != 2 or min(size) < 0 or not resolution > 0:
+            raise UserError(f"height_scan needs size [x, y] >= 0 (metres) and resolution > 0, got size={list(size)} "
+                            f"resolution={resolution}")  # fmt: skip
+        if (size[0] / resolution + 1) * (size[1] / resolution + 1) > MAX_SCAN_POINTS:
+            raise UserError(f"height_scan of size={list(size)} at resolution={resolution} has more than "
+                            f"{MAX_SCAN_POINTS} points; use a coarser resolution")  # fmt: skip
         xs = torch.arange(-size[0] / 2, size[0] / 2 + 1e-6, resolution, device=env.device)
         ys = torch.arange(-size[1] / 2, size[1] / 2 + 1e-6, resolution, device=env.device)
         gx, gy = torch.meshgrid(xs, ys, indexing="ij")

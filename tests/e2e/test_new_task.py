@@ -133,6 +133,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 @pytest.mark.parametrize(("args", "expected"), [
     (["My-Task"], "invalid task name 'My-Task'"),
     (["class"], "invalid task name 'class'"),
+    (["x" * 300], "invalid task name 'xxxxxxxxxxxxxxxxxxxx...' (300 characters); valid: up to 64"),
     (["ok_name", "--template", "humanoid"], "unknown template 'humanoid'; valid: minimal, locomotion, reach"),
     (["ok_name", "--robot", "missing.xml"], "robot model not found: missing.xml"),
     (["ok_name", "--robot", "notes.txt"], "expected an MJCF file (.xml) or a URDF (.urdf)"),
