@@ -109,6 +109,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "task.observations.*.terms.*.noise.scale": (_non_negative, ">= 0"),
     "task.observations.*.terms.*.history": (_at_least_one, "an integer >= 1 (1: the current value only)"),
     "task.commands.*.standing_probability": (_unit, "0 <= p <= 1"),
+    "task.metrics.*.window_s": (_positive, "> 0 (seconds)"),
     "task.events.*.interval_s": (lambda v: len(v) == 2 and 0 < v[0] <= v[1], "[low, high] (seconds) with 0 < low <= high"),
     "task.sim.timestep": (_positive, "> 0 (seconds), or null for the model's own"),
     "task.sim.iterations": (_at_least_one, "an integer >= 1"),

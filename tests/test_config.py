@@ -146,10 +146,15 @@ def test_the_quadruped_ships_its_locomotion_recipe():
     ("wandb.mode=sometimes", "wandb.mode=sometimes is out of range; valid: online, offline, disabled, or empty"),
     ("runner.video_interval=-1", "runner.video_interval=-1 is out of range; valid: an integer >= 0 (0: no clips)"),
     ("runner.video_width=8", "runner.video_width=8 is out of range; valid: 16..3840 (pixels)"),
+    ("runner.video_length_s=1e12", "runner.video_length_s=1000000000000.0 is out of range; valid: 0 < video_length_s <= 600"),
+    ("task.action.scale=null", "task.action.scale=null is out of range; valid: a number other than 0, or a mapping"),
+    ("task.events.pole_mass.interval_s=[2,1]", "task.events.pole_mass.interval_s=[2.0,1.0] is out of range; valid: [low, high]"),
+    ("task=arm_reach task.metrics.ee_position_error_all_steps.window_s=-1",
+     "task.metrics.ee_position_error_all_steps.window_s=-1.0 is out of range; valid: > 0 (seconds)"),
 ])
 def test_values_out_of_range_fail_at_compose_time_naming_the_field(override, expected):
     from robolearn.errors import UserError
 
     with pytest.raises(UserError) as info:
-        compose_train([override])
+        compose_train(override.split(" "))
     assert expected in str(info.value) and "\n" not in str(info.value)

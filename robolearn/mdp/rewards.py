@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from robolearn.errors import UserError
 from robolearn.mdp import state
 from robolearn.mdp.observations import joint_pos, joint_vel
 from robolearn.scene.entities import Joints, Sensors
@@ -96,6 +97,9 @@ class joint_pos_limits:  # noqa: N801 (term names are snake_case, like the funct
     Every limited hinge/slide joint, or the named ones; the limits are read from the model once."""
 
     def __init__(self, env, soft_ratio: float = 0.9, joints: Joints | None = None):
+        if not 0 < soft_ratio <= 1:
+            raise UserError(f"joint_pos_limits: soft_ratio={soft_ratio} is out of range; valid: 0 < soft_ratio <= 1 "
+                            "(the share of each joint's range that costs nothing)")  # fmt: skip
         m = env.scene.model
         joints = env.scene.joints(joints)
         limited = [j for j in range(m.njnt) if m.jnt_limited[j] and m.jnt_qposadr[j] in _addresses(joints.qpos)]

@@ -323,6 +323,8 @@ CASES: list[Case] = [
     train("action_offset_null", "task.action.offset=null", expect=("task.action.offset=null is out of range", "a number")),
     train("term_param_wrong_kind", "task.terminations.pole_fell.params.bounds=[low,high]",
           expect=("termination term 'pole_fell' (joint_pos_out_of_bounds): bounds=['low', 'high'] is not valid", "a list of numbers")),
+    train("term_param_out_of_range", "task=quadruped_flat", "task.rewards.joint_limits.params.soft_ratio=-1",
+          expect=("joint_pos_limits: soft_ratio=-1 is out of range", "0 < soft_ratio <= 1")),
     train("term_param_null", "task.events.reset_state.params.position_range=null",
           expect=("event term 'reset_state' (reset_joints_uniform): position_range=null is not valid", "a list of numbers")),
     train("joints_not_names", "task.observations.policy.terms.cart_pos.params.joints=[1,2]",
