@@ -55,7 +55,7 @@ def test_final_window_mean_with_early_terminations(make_env, with_metrics):
 
 
 def test_a_bad_window_or_per_is_one_line(make_env, with_metrics):
-    with pytest.raises(UserError, match="metric 'final_angle': window_s=0.0 is out of range; valid: > 0"):
+    with pytest.raises(UserError, match=r"task.metrics.final_angle.window_s=0.0 is out of range; valid: > 0"):
         make_env(with_metrics(METRICS.replace("window_s: 0.1", "window_s: 0.0")))
     with pytest.raises(UserError, match="per must be one of step, meter, final, got 'last'"):
         make_env(with_metrics(METRICS.replace("per: final", "per: last")))
