@@ -163,7 +163,7 @@ def resolve_entities(func: Callable, params: dict, env) -> dict:
             continue  # a required param left out: check_params reports it
         if not isinstance(value, ENTITY_TYPES):  # names from the YAML (a resolved value passes as it is)
             try:
-                entity_names(value)
+                value = entity_names(value)
             except UserError as exc:
                 raise UserError(f"{name}: {exc}") from None
         resolved[name] = kind.resolve(env, value, params)
