@@ -83,9 +83,9 @@ def sweep_one(index: int, model: Path, template: str, work: Path, iterations: in
 
 
 def refused(row: dict) -> bool:
-    """Trained, and export refused in its one line because an actuator is not on a joint (a tendon,
-    a site, ...): what robolearn promises for such robots, not a failure."""
-    return row["reached"] == "train" and row["error"].startswith("export:") and "deploy bundles" in row["error"]
+    """Trained, and export refused in its one line because an actuator a bundle hands over by its
+    ctrl has no name: what robolearn promises for such robots, not a failure."""
+    return row["reached"] == "train" and row["error"].startswith("export:") and "has no name; the robot driver" in row["error"]
 
 
 def main(argv: list[str] | None = None) -> int:

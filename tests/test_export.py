@@ -1,5 +1,7 @@
 """Export: each artifact checked against torch, robot.yaml complete, a failed export changes nothing."""
 
+import re
+
 import onnx
 import onnxruntime as ort
 import pytest
@@ -152,15 +154,26 @@ def test_bundle_carries_the_model_and_its_included_files(make_env, tmp_path):
     Bundle.load(tmp_path / "b")
 
 
-def test_actuators_without_a_joint_level_equivalent_are_refused(make_env, tmp_path):
+@pytest.mark.parametrize("actuator,kind,drives,safe", [
+    ('<position name="slide" joint="slider" kp="20" kv="2"', "position", None, None),
+    ('<general name="slide" joint="slider" gear="10" dyntype="filter" dynprm="0.05"', "actuator",
+     "slide joint 'slider', filter dynamics, gear 10", "zero"),
+    ('<velocity name="slide" joint="slider" kv="5"', "actuator", "slide joint 'slider'", "zero"),
+    ('<position name="slide" joint="slider" kp="20" gear="2"', "actuator", "slide joint 'slider', gear 2", "hold"),
+    ('<position name="slide" joint="slider" kp="20" timeconst="0.05"', "actuator", "slide joint 'slider', filterexact dynamics", "hold"),
+    ('<intvelocity name="slide" joint="slider" kp="20" actrange="-1 1"', "actuator", "slide joint 'slider', integrator dynamics", "zero"),
+])  # fmt: skip
+def test_actuators_without_a_joint_level_equivalent_go_by_their_ctrl(make_env, tmp_path, actuator, kind, drives, safe):
+    """Only motors and gear-1 position servos are joint commands; any other actuator is handed to
+    the driver by its ctrl, holding its last ctrl on a trip where its ctrl sets a position target."""
     from pathlib import Path
 
     xml = (Path(__file__).parents[1] / "assets" / "cartpole.xml").read_text()
-    (tmp_path / "c.xml").write_text(xml.replace('<motor name="slide"', '<general name="slide" dyntype="filter" dynprm="0.05"'))
-    env = make_env(overrides=[f"task.asset={tmp_path / 'c.xml'}"], num_envs=4)
-    with pytest.raises(UserError, match="actuator 'slide' has activation dynamics"):
-        export_bundle(policy_for(env), env, tmp_path / "b")
-    assert not (tmp_path / "b").exists()
+    (tmp_path / "c.xml").write_text(xml.replace('<motor name="slide" joint="slider" gear="10"', actuator))
+    env = make_env(overrides=[f"task.asset={tmp_path / 'c.xml'}", "~task.events.actuator_gain"], num_envs=4)
+    export_bundle(policy_for(env), env, tmp_path / "b")
+    (entry,) = yaml.safe_load((tmp_path / "b" / "robot.yaml").read_text())["actuators"]
+    assert (entry["kind"], entry.get("drives"), entry.get("safe_ctrl")) == (kind, drives, safe)
 
 
 def write_skin(path, body: str) -> None:
@@ -192,19 +205,37 @@ def test_bundle_carries_a_skin_file(make_env, tmp_path):
     Bundle.load(tmp_path / "b")
 
 
-def test_a_tendon_actuator_is_refused_and_training_can_tell_before_it_starts(make_env, tmp_path):
+def _rope_cartpole(tmp_path, name: str = 'name="slide" ') -> str:
+    """The cartpole with its motor on a tendon over the slider (named as given, or unnamed)."""
     from pathlib import Path
 
+    xml = (Path(__file__).parents[1] / "assets" / "cartpole.xml").read_text()
+    xml = xml.replace('<motor name="slide" joint="slider"', f'<motor {name}tendon="rope"')
+    xml = xml.replace("<actuator>", '<tendon><fixed name="rope"><joint joint="slider" coef="1"/></fixed></tendon><actuator>')
+    (tmp_path / "c.xml").write_text(xml)
+    return f"task.asset={tmp_path / 'c.xml'}"
+
+
+def test_a_tendon_actuator_goes_into_the_bundle_by_its_ctrl(make_env, tmp_path):
+    from robolearn_deploy.bundle import Bundle
+
+    env = make_env(overrides=[_rope_cartpole(tmp_path)], num_envs=4)
+    export_bundle(policy_for(env), env, tmp_path / "b")
+    (entry,) = yaml.safe_load((tmp_path / "b" / "robot.yaml").read_text())["actuators"]
+    assert entry["kind"] == "actuator" and entry["joint"] is None and entry["drives"] == "tendon 'rope', gear 10"
+    assert entry["safe_ctrl"] == "zero" and (entry["ctrl_min"], entry["ctrl_max"]) == (-1.0, 1.0)
+    (actuator,) = Bundle.load(tmp_path / "b").actuators
+    assert (actuator.kind, actuator.joint, actuator.name) == ("actuator", None, "slide")
+
+
+def test_an_unnamed_ctrl_actuator_is_refused_and_training_can_tell_before_it_starts(make_env, tmp_path):
     from robolearn.export.metadata import bundle_refusal
 
     assert bundle_refusal(make_env(num_envs=2)) is None
-    xml = (Path(__file__).parents[1] / "assets" / "cartpole.xml").read_text()
-    xml = xml.replace('<motor name="slide" joint="slider"', '<motor name="slide" tendon="rope"')
-    xml = xml.replace("<actuator>", '<tendon><fixed name="rope"><joint joint="slider" coef="1"/></fixed></tendon><actuator>')
-    (tmp_path / "c.xml").write_text(xml)
-    env = make_env(overrides=[f"task.asset={tmp_path / 'c.xml'}"], num_envs=4)
-    line = "actuator 'slide' drives a tendon, not a hinge or slide joint; deploy bundles carry joint actuators only"
+    env = make_env(overrides=[_rope_cartpole(tmp_path, name=""), "task.action.actuators=[]", "~task.events.actuator_gain"],
+                   num_envs=4)
+    line = "actuator 0 (tendon 'rope', gear 10) has no name; the robot driver receives its ctrl by the actuator's name"
     assert line in bundle_refusal(env)
-    with pytest.raises(UserError, match=line):
+    with pytest.raises(UserError, match=re.escape(line)):
         export_bundle(policy_for(env), env, tmp_path / "b")
     assert not (tmp_path / "b").exists()

@@ -24,7 +24,9 @@ RECURRENT_BUNDLE_FORMAT = 2
 predates it refuses such a bundle by its format instead of running the policy without its state."""
 READ_FORMATS = (BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT)
 
-ACTUATOR_KINDS = ("position", "motor")
+ACTUATOR_KINDS = ("position", "motor", "actuator")
+SAFE_CTRL = ("hold", "zero")
+"""What a kind-'actuator' entry gets when the watchdog trips: its last ctrl, or ctrl 0."""
 
 
 def sha256(path: Path) -> str:
@@ -46,10 +48,14 @@ def metadata_digest(meta: dict[str, Any]) -> str:
 class Actuator:
     """One policy output: ctrl = clip(offset + scale * action, ctrl_min, ctrl_max).
     kind 'position': ctrl is the joint's target position, tracked with joint-space gains kp, kd.
-    kind 'motor': ctrl times effort_per_ctrl is the joint effort [N m or N]."""
+    kind 'motor': ctrl times effort_per_ctrl is the joint effort [N m or N].
+    kind 'actuator': ctrl goes to the robot's actuator `name` as is (a tendon, activation
+    dynamics, ...: see actuator_kinds.py); `joint` is None, `drives` says what it moves and
+    `safe_ctrl` what it gets when the watchdog trips ('hold': its last ctrl; 'zero': ctrl 0,
+    clipped to [ctrl_min, ctrl_max])."""
 
     name: str
-    joint: str
+    joint: str | None
     kind: str
     action_scale: float
     action_offset: float
@@ -60,6 +66,8 @@ class Actuator:
     effort_per_ctrl: float = 1.0
     effort_range: tuple[float, float] | None = None
     """[min, max] joint effort the actuator could apply in training (MuJoCo's forcerange x gear)."""
+    drives: str = ""
+    safe_ctrl: str = "zero"
 
 
 @dataclass(frozen=True)
@@ -268,7 +276,12 @@ def _actuator(entry: dict) -> Actuator:
     floats = ("action_scale", "action_offset", "ctrl_min", "ctrl_max", "kp", "kd", "effort_per_ctrl")
     values = {k: float(entry[k]) for k in floats if k in entry}
     effort = entry.get("effort_range")
+    safe = entry.get("safe_ctrl", "zero")
+    if kind == "actuator" and safe not in SAFE_CTRL:
+        raise DeployError(f"actuator '{entry.get('name')}' has safe_ctrl {safe!r}; valid: {', '.join(SAFE_CTRL)} "
+                          "(re-export the bundle)")  # fmt: skip
     return Actuator(
-        name=str(entry["name"]), joint=str(entry["joint"]), kind=kind, **values,
+        name=str(entry["name"]), joint=None if kind == "actuator" else str(entry["joint"]), kind=kind, **values,
         effort_range=None if effort is None else (float(effort[0]), float(effort[1])),
+        drives=str(entry.get("drives", "")), safe_ctrl=str(safe),
     )  # fmt: skip

@@ -86,7 +86,7 @@ class ControlLoop:
         if missing:
             raise DeployError(f"the policy needs signal {missing[0]!r}, which {type(robot).__name__} does not provide "
                               f"(it provides: {', '.join(provided) or 'none'}); needed: {', '.join(self.observations.signals)}")  # fmt: skip
-        self.actions = ActionMapper(bundle, robot.joint_names, self.safety.damping_kd)
+        self.actions = ActionMapper(bundle, robot.joint_names, self.safety.damping_kd, getattr(robot, "actuator_names", ()))
         self._limits = self._joint_limits(bundle.joint_limits, list(robot.joint_names))
         try:
             self._log = open(log, "a") if log is not None else None
@@ -211,7 +211,7 @@ class ControlLoop:
             "joint_pos": s.state.joint_pos.tolist(), "joint_vel": s.state.joint_vel.tolist(),
             "obs": self.observations.obs.tolist() if s.action is not None else None,
             "action": None if s.action is None else s.action.tolist(),
-            "command": {k: getattr(c, k).tolist() for k in ("position", "velocity", "kp", "kd", "effort")},
+            "command": {k: getattr(c, k).tolist() for k in ("position", "velocity", "kp", "kd", "effort", "ctrl")},
             "tripped": s.tripped, "safe": self.tripped is not None,
         }  # fmt: skip
         self._log.write(json.dumps(row) + "\n")

@@ -13,6 +13,9 @@ training uses). The first `build` after `reset()` fills every slot with that tic
 training episode starts; the ControlLoop resets the builder when it starts or is reset (also to
 clear a watchdog trip), so a trip always restarts the history.
 
+The robot's own sensors (the `sensor` term: accelerometers, touch pads, force/torque cells, ...)
+are read from `state.signals[<sensor name>]`, each as wide as robot.yaml's `sensors` describes.
+
 A robot-specific source (a foot contact switch, a joystick command, ...) is added with
 `register_source`; a layout that names a source this runtime lacks is refused when the builder
 is made, never at run time.
@@ -44,6 +47,13 @@ class SourceContext:
         self._index = {name: i for i, name in enumerate(self.joint_names)}
         self.signals: dict[str, int] = {}
         """The signals the layout reads from `state.signals`, with their widths."""
+
+    def need_signal(self, term: ObsTerm, name: str, width: int) -> None:
+        """The layout reads `state.signals[name]`, `width` values; two terms that need it at two
+        widths cannot both be right."""
+        if self.signals.setdefault(name, width) != width:
+            raise DeployError(f"observation '{term.name}' reads signal {name!r} as {width} values, another term as "
+                              f"{self.signals[name]}: robot.yaml is inconsistent; re-export the bundle")  # fmt: skip
 
     def joint_indices(self, term: ObsTerm) -> np.ndarray:
         joints = term.params.get("joints")
@@ -137,7 +147,7 @@ def _signal(name: str | None, size: int | None = None) -> SourceFactory:
             width = len(commands[key]["components"])
         if width is not None:
             ctx.expect_width(term, width)
-        ctx.signals[key] = term.width
+        ctx.need_signal(term, key, term.width)
 
         def write(state, last_action, out):
             out[:] = state.signals[key]
@@ -145,6 +155,37 @@ def _signal(name: str | None, size: int | None = None) -> SourceFactory:
         return write
 
     return factory
+
+
+def _sensor(term: ObsTerm, ctx: SourceContext) -> Writer:
+    """MJCF sensors (the `sensor` term): the robot supplies each named sensor's reading as the
+    signal of its name, as wide as robot.yaml's `sensors` says; the term is their concatenation."""
+    names = term.params.get("names")
+    names = [names] if isinstance(names, str) else list(names or [])
+    described = ctx.bundle.meta.get("sensors") or {}
+    unknown = [n for n in names if not isinstance(described.get(n), dict) or "dim" not in described[n]]
+    if not names or unknown:
+        what = f"sensor {unknown[0]!r}, which robot.yaml's sensors do not describe" if names else "no sensors"
+        raise DeployError(f"observation '{term.name}' (sensor) reads {what}; re-export the bundle")
+    widths = [int(described[n]["dim"]) for n in names]
+    ctx.expect_width(term, sum(widths))
+    for name, width in zip(names, widths):
+        ctx.need_signal(term, name, width)
+    if len(names) == 1:
+        (key,) = names
+
+        def write(state, last_action, out):
+            out[:] = state.signals[key]
+
+        return write
+    bounds = np.cumsum([0, *widths])
+    parts = [(name, slice(int(a), int(b))) for name, a, b in zip(names, bounds[:-1], bounds[1:])]
+
+    def write_all(state, last_action, out):
+        for key, columns in parts:
+            out[columns] = state.signals[key]
+
+    return write_all
 
 
 SOURCES: dict[str, SourceFactory] = {
@@ -157,6 +198,7 @@ SOURCES: dict[str, SourceFactory] = {
     "projected_gravity": _signal("projected_gravity", 3),  # unit gravity direction
     "base_lin_vel": _signal("base_lin_vel", 3),  # [m/s], from an estimator
     "command": _signal(None),  # an operator command, e.g. signals["base_velocity"] = (vx, vy, yaw rate)
+    "sensor": _sensor,  # MJCF sensors by name, e.g. signals["imu_acc"] = accelerometer (3 values)
 }
 
 

@@ -29,20 +29,26 @@ class RobotState:
 class JointCommand:
     """Per joint, in the driver's order: effort = kp (position - q) + kd (velocity - qdot) + effort.
     This is the command most joint-level motor drivers take; a driver without built-in PD
-    evaluates it itself at its own rate. Unactuated joints carry kp = kd = effort = 0."""
+    evaluates it itself at its own rate. Unactuated joints carry kp = kd = effort = 0.
+
+    `ctrl`: one value per actuator the driver commands directly, in its `actuator_names` order
+    (empty for a driver that lists none): the MuJoCo ctrl of actuators that have no joint-level
+    equivalent (tendons, activation dynamics, ...; robot.yaml kind 'actuator')."""
 
     position: np.ndarray
     velocity: np.ndarray
     kp: np.ndarray
     kd: np.ndarray
     effort: np.ndarray
+    ctrl: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
-    def zeros(cls, num_joints: int) -> JointCommand:
-        return cls(*(np.zeros(num_joints) for _ in range(5)))
+    def zeros(cls, num_joints: int, num_actuators: int = 0) -> JointCommand:
+        return cls(*(np.zeros(num_joints) for _ in range(5)), np.zeros(num_actuators))
 
     def copy(self) -> JointCommand:
-        return JointCommand(self.position.copy(), self.velocity.copy(), self.kp.copy(), self.kd.copy(), self.effort.copy())
+        return JointCommand(self.position.copy(), self.velocity.copy(), self.kp.copy(), self.kd.copy(),
+                            self.effort.copy(), self.ctrl.copy())  # fmt: skip
 
 
 class RobotInterface(ABC):
@@ -50,6 +56,9 @@ class RobotInterface(ABC):
     hardware; a simulator may run its own clock instead (see sim.MujocoRobot)."""
 
     joint_names: Sequence[str]
+    actuator_names: Sequence[str] = ()
+    """The actuators this driver commands by their ctrl (JointCommand.ctrl, in this order): needed
+    when the bundle has actuators of kind 'actuator' (robot.yaml), which no joint command can drive."""
     signals: Sequence[str] | None = None
     """The names of the `RobotState.signals` this driver provides. Declared, they are checked
     against what the bundle needs when the ControlLoop is built; undeclared, a reading without a

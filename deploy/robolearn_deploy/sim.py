@@ -2,7 +2,9 @@
 
 The stand-in behaves like a robot, not like the training environment: it steps physics at its
 own rate (any timestep or integrator), its joint drivers apply the JointCommand's PD law at every
-physics step, and with realtime=True its clock is the wall clock, so a slow policy step lets the
+physics step, the actuators no joint command can drive (a tendon, activation dynamics, ...:
+actuator_kinds.py) take JointCommand.ctrl as their MuJoCo ctrl, every named MJCF sensor is a
+signal of its readings (`signals[name]`), and with realtime=True its clock is the wall clock, so a slow policy step lets the
 world move on without it. With realtime=False the clock is simulated time and the loop runs as
 fast as the CPU allows (the same code path, deterministically).
 
@@ -66,25 +68,33 @@ class MujocoRobot(RobotInterface):
         self._qadr = np.array([m.jnt_qposadr[j] for j in joints], dtype=np.intp)
         self._dadr = np.array([m.jnt_dofadr[j] for j in joints], dtype=np.intp)
         self._drivers(joints)
+        self._sensors = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SENSOR, s): slice(int(m.sensor_adr[s]), int(m.sensor_adr[s] + m.sensor_dim[s]))
+                         for s in range(m.nsensor) if mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SENSOR, s)}  # fmt: skip
+        """Named sensors -> their columns of sensordata (what each reading's signals carry)."""
         base = floating_base_joint(m, mujoco)
         self._base = (int(m.jnt_qposadr[base]), int(m.jnt_dofadr[base])) if base is not None else None
         self.inputs: dict[str, np.ndarray] = {}
         """Signals from outside the robot, passed through with every reading (an operator's command)."""
-        self.command = JointCommand.zeros(len(joints))
+        self.command = JointCommand.zeros(len(joints), len(self.actuator_names))
         self.reset()
 
     def _drivers(self, joints: list[int]) -> None:
         """Which actuator drives which joint, and how: position servos get the command's gains
-        written into their gain/bias parameters; motors get the PD effort as their control."""
+        written into their gain/bias parameters; motors get the PD effort as their control.
+        Every other actuator is commanded by its ctrl (`actuator_names`, JointCommand.ctrl)."""
+        from robolearn_deploy.actuator_kinds import joint_level_kind
+
         mj, m = self._mj, self.model
-        by_joint = {int(m.actuator_trnid[a, 0]): a for a in range(m.nu) if int(m.actuator_trntype[a]) == int(mj.mjtTrn.mjTRN_JOINT)}
+        kinds = [joint_level_kind(m, a) for a in range(m.nu)]
+        by_joint = {int(m.actuator_trnid[a, 0]): a for a in range(m.nu) if kinds[a] is not None}
         servo, motor = [], []
         for i, j in enumerate(joints):
             a = by_joint.get(j)
             if a is None:
-                continue  # passive joint: commands for it are ignored
-            affine = int(m.actuator_biastype[a]) == int(mj.mjtBias.mjBIAS_AFFINE) and m.actuator_biasprm[a, 1] != 0
-            (servo if affine else motor).append((i, a))
+                continue  # passive joint (or one an actuator of its own drives): its commands are ignored
+            (servo if kinds[a] == "position" else motor).append((i, a))
+        self._ctrl_act = np.array([a for a in range(m.nu) if kinds[a] is None], dtype=np.intp)
+        self.actuator_names = [mj.mj_id2name(m, mj.mjtObj.mjOBJ_ACTUATOR, int(a)) or f"actuator {a}" for a in self._ctrl_act]
         self._servo_rows = np.array([i for i, _ in servo], dtype=np.intp)
         self._servo_act = np.array([a for _, a in servo], dtype=np.intp)
         self._motor_rows = np.array([i for i, _ in motor], dtype=np.intp)
@@ -101,7 +111,7 @@ class MujocoRobot(RobotInterface):
         if qvel is not None:
             self.data.qvel[:] = qvel
         mj.mj_forward(self.model, self.data)
-        self.command = JointCommand.zeros(len(self.joint_names))
+        self.command = JointCommand.zeros(len(self.joint_names), len(self.actuator_names))
         self._apply_servo_gains()
         self._wall_start = time.monotonic()
 
@@ -141,7 +151,8 @@ class MujocoRobot(RobotInterface):
         if self.realtime:
             self._advance_to(self.now())
         d = self.data
-        return RobotState(d.qpos[self._qadr].copy(), d.qvel[self._dadr].copy(), {**self._base_signals(), **self.inputs})
+        sensors = {name: d.sensordata[columns].copy() for name, columns in self._sensors.items()}
+        return RobotState(d.qpos[self._qadr].copy(), d.qvel[self._dadr].copy(), {**sensors, **self._base_signals(), **self.inputs})
 
     def _base_signals(self) -> dict[str, np.ndarray]:
         """What an IMU and a state estimator on the floating base report, in the base frame."""
@@ -158,7 +169,11 @@ class MujocoRobot(RobotInterface):
     def write_command(self, command: JointCommand) -> None:
         if self.realtime:
             self._advance_to(self.now())  # the old command acted until now
+        if len(command.ctrl) not in (0, len(self._ctrl_act)):  # none: those actuators get ctrl 0
+            raise DeployError(f"the command carries {len(command.ctrl)} actuator ctrl values; this robot commands "
+                              f"{len(self._ctrl_act)} actuators by ctrl ({', '.join(self.actuator_names) or 'none'})")  # fmt: skip
         self.command = command.copy()
+        self.data.ctrl[self._ctrl_act] = self.command.ctrl if len(command.ctrl) else 0.0
         self._apply_servo_gains()
 
     def _apply_servo_gains(self) -> None:

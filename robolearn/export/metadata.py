@@ -1,9 +1,11 @@
 """robot.yaml: the contract between the trained policy and the robot.
 
-Joint order, action scaling and gains, control period, the observation layout (each term's slice,
-scale, clip, units, source and history: a term with `history: K` spans K steps of its width in
-start:stop, oldest first), a recurrent policy's state tensors (`policy_state`), versions, the training evaluation, and a sha256 for every file
-and for robot.yaml's own content. The deploy runtime (robolearn_deploy.bundle) reads exactly this.
+Joint order, action scaling and gains (or, for an actuator no joint command can drive, its ctrl:
+kind 'actuator'), control period, the observation layout (each term's slice, scale, clip, units,
+source and history: a term with `history: K` spans K steps of its width in start:stop, oldest
+first), the MJCF sensors the policy reads (`sensors`: width and type, supplied by the robot as
+signals of their names), a recurrent policy's state tensors (`policy_state`), versions, the
+training evaluation, and a sha256 for every file and for robot.yaml's own content. The deploy runtime (robolearn_deploy.bundle) reads exactly this.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import yaml
 
 import robolearn
 from robolearn.envs.batched_env import BatchedEnv
+from robolearn.scene.entities import Sensors, entity_names, entity_params
 from robolearn.scene.lookup import names, single_dof_joints
 from robolearn.errors import UserError
 from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, state_input, state_output
 from robolearn.rl.models import InferencePolicy
+from robolearn_deploy.actuator_kinds import holds_a_target, joint_level_kind
 from robolearn_deploy.bundle import BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT, metadata_digest, sha256
 
 
@@ -30,27 +34,49 @@ CTRL = "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"
 """How robot.yaml's actuators turn an action into a joint command (its `action.ctrl` entry)."""
 
 
-def _actuator_entry(model: mujoco.MjModel, a: int, name: str) -> dict:
-    """How the robot realizes one policy output: a position servo (joint-space kp, kd) or a motor
-    (effort per unit of ctrl). Anything else (actuator dynamics, velocity servos, ...) has no
-    joint-level equivalent to hand a driver, and is refused."""
+def _actuator_entry(model: mujoco.MjModel, a: int) -> dict:
+    """How the robot realizes one policy output: at the joint level as a position servo (joint-space
+    kp, kd) or a motor (effort per unit of ctrl); any other actuator (a tendon, activation dynamics,
+    a velocity servo, ...) by its ctrl, as MuJoCo applies it (robolearn_deploy/actuator_kinds.py)."""
     gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
     gear = float(model.actuator_gear[a, 0])
-    fixed_gain = int(model.actuator_gaintype[a]) == int(mujoco.mjtGain.mjGAIN_FIXED)
-    biastype = int(model.actuator_biastype[a])
-    if int(model.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
-        raise UserError(f"actuator '{name}' has activation dynamics (dyntype); deploy bundles support motors and "
-                        "position servos without dynamics")  # fmt: skip
+    kind = joint_level_kind(model, a)
+    if kind is None:
+        if not mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a):
+            raise UserError(f"actuator {a} ({_drives(model, a)}) has no name; the robot driver receives its ctrl by "
+                            "the actuator's name, so give it one in the MJCF (<general name=...>)")  # fmt: skip
+        return {"joint": None, "kind": "actuator", "drives": _drives(model, a),
+                "safe_ctrl": "hold" if holds_a_target(model, a) else "zero"}  # fmt: skip
     entry: dict = {}
     if model.actuator_forcelimited[a]:  # MuJoCo clamps the actuator force, then applies gear
         entry["effort_range"] = sorted(float(f) * gear for f in model.actuator_forcerange[a])
-    if fixed_gain and biastype == int(mujoco.mjtBias.mjBIAS_NONE):
+    if kind == "motor":
         return {"kind": "motor", "effort_per_ctrl": float(gain[0]) * gear, **entry}
-    if fixed_gain and biastype == int(mujoco.mjtBias.mjBIAS_AFFINE) and bias[1] != 0 and bias[1] == -gain[0]:
-        if gear != 1.0:
-            raise UserError(f"position actuator '{name}' has gear {gear}; deploy bundles need gear 1 for position actuators")
-        return {"kind": "position", "kp": float(gain[0]), "kd": float(-bias[2]), **entry}
-    raise UserError(f"actuator '{name}' is neither a motor nor a position servo; deploy bundles support those two kinds")
+    return {"kind": "position", "kp": float(gain[0]), "kd": float(-bias[2]), **entry}
+
+
+_TRANSMISSIONS = {int(mujoco.mjtTrn.mjTRN_JOINT): "joint", int(mujoco.mjtTrn.mjTRN_JOINTINPARENT): "joint",
+                  int(mujoco.mjtTrn.mjTRN_TENDON): "tendon", int(mujoco.mjtTrn.mjTRN_SITE): "site",
+                  int(mujoco.mjtTrn.mjTRN_BODY): "body", int(mujoco.mjtTrn.mjTRN_SLIDERCRANK): "slider-crank"}  # fmt: skip
+_OBJECTS = {"joint": mujoco.mjtObj.mjOBJ_JOINT, "tendon": mujoco.mjtObj.mjOBJ_TENDON, "site": mujoco.mjtObj.mjOBJ_SITE,
+            "body": mujoco.mjtObj.mjOBJ_BODY, "slider-crank": mujoco.mjtObj.mjOBJ_SITE}  # fmt: skip
+
+
+def _drives(model: mujoco.MjModel, a: int) -> str:
+    """What an actuator commanded by its ctrl moves, and how, in words: "tendon 'rope', filter
+    dynamics, gain 2" (for a person reading robot.yaml; the bundle's MJCF has the details)."""
+    trn = _TRANSMISSIONS.get(int(model.actuator_trntype[a]), "transmission")
+    target = mujoco.mj_id2name(model, _OBJECTS.get(trn, mujoco.mjtObj.mjOBJ_UNKNOWN), int(model.actuator_trnid[a, 0]))
+    words = [f"{trn} '{target}'" if target else trn]
+    if trn == "joint":
+        words[0] = f"{mujoco.mjtJoint(int(model.jnt_type[model.actuator_trnid[a, 0]])).name[6:].lower()} {words[0]}"
+    dyn = int(model.actuator_dyntype[a])
+    if dyn != int(mujoco.mjtDyn.mjDYN_NONE):
+        words.append(f"{mujoco.mjtDyn(dyn).name[6:].lower()} dynamics")
+    gear = float(model.actuator_gear[a, 0])
+    if gear != 1.0:
+        words.append(f"gear {gear:g}")
+    return ", ".join(words)
 
 
 def _ctrl_range(model: mujoco.MjModel, a: int, low: float, high: float) -> list[float]:
@@ -77,27 +103,16 @@ def model_file_name(asset: Path, edited: bool) -> str:
     return asset.name if asset.suffix.lower() == ".xml" and not edited else f"{asset.stem}.xml"
 
 
-_TRANSMISSIONS = {int(mujoco.mjtTrn.mjTRN_TENDON): "a tendon", int(mujoco.mjtTrn.mjTRN_SITE): "a site",
-                  int(mujoco.mjtTrn.mjTRN_BODY): "a body (adhesion)", int(mujoco.mjtTrn.mjTRN_SLIDERCRANK): "a slider-crank",
-                  int(mujoco.mjtTrn.mjTRN_JOINTINPARENT): "a joint in its parent's frame"}  # fmt: skip
-
-
 def _actuators(env: BatchedEnv) -> list[dict]:
     """robot.yaml's actuators, in action order; an actuator the runtime cannot drive is a UserError."""
     model, actions = env.model, env.actions
     actuators = []
     for k, (a, name, joint) in enumerate(zip(actions.actuator_ids.tolist(), actions.actuator_names, actions.joint_names)):
-        if joint is None:
-            what = _TRANSMISSIONS.get(int(model.actuator_trntype[a]), "something other than a joint")
-            if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT):  # a ball or free joint
-                what = f"the {mujoco.mjtJoint(int(model.jnt_type[model.actuator_trnid[a, 0]])).name[6:].lower()} joint"
-            raise UserError(f"actuator '{name}' drives {what}, not a hinge or slide joint; deploy bundles carry joint "
-                            "actuators only (the robot runtime commands hinge and slide joints)")  # fmt: skip
         ctrl_min, ctrl_max = _ctrl_range(model, a, float(actions.ctrl_low[k]), float(actions.ctrl_high[k]))
         actuators.append({
             "name": name, "joint": joint,
             "action_scale": float(actions.scale[k]), "action_offset": float(actions.offset[k]),
-            "ctrl_min": ctrl_min, "ctrl_max": ctrl_max, **_actuator_entry(model, a, name),
+            "ctrl_min": ctrl_min, "ctrl_max": ctrl_max, **_actuator_entry(model, a),
         })  # fmt: skip
     return actuators
 
@@ -114,9 +129,30 @@ def bundle_refusal(env: BatchedEnv) -> str | None:
     return None
 
 
+def _sensors(model: mujoco.MjModel, terms: list) -> dict:
+    """robot.yaml's `sensors`: each MJCF sensor a policy observation term reads (a param declared
+    `Sensors`, as the `sensor` term's `names`), with its width, type and what it is attached to.
+    The robot supplies each as the signal of the sensor's name (sim.MujocoRobot: every named sensor)."""
+    found = {}
+    for spec, func in terms:
+        for param, (kind, default) in entity_params(func).items():
+            if kind is not Sensors:
+                continue
+            for name in entity_names(spec.params.get(param, default)) or ():
+                s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, name)
+                entry = {"dim": int(model.sensor_dim[s]), "type": mujoco.mjtSensor(int(model.sensor_type[s])).name[7:].lower()}
+                obj = mujoco.mj_id2name(model, int(model.sensor_objtype[s]), int(model.sensor_objid[s]))
+                if obj:
+                    entry["object"] = f"{mujoco.mjtObj(int(model.sensor_objtype[s])).name[6:].lower()} '{obj}'"
+                found[name] = entry
+    return found
+
+
 def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
     model = env.model
     actuators = _actuators(env)
+    terms = list(env.observations.functions("policy"))
+    sensors = _sensors(model, terms)
     joint_names = names(model, mujoco.mjtObj.mjOBJ_JOINT)
     one_dof = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
     return {
@@ -135,9 +171,10 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
             "terms": [
                 {"name": s.name, "start": s.start, "stop": s.stop, "scale": s.scale, "clip": s.clip, "units": s.units,
                  "source": s.func, "params": _term_params(func, s.params, model), "history": s.history}
-                for s, func in env.observations.functions("policy")
+                for s, func in terms
             ],
         },
+        **({"sensors": sensors} if sensors else {}),
         "action": {"output": OUTPUT_NAME, "size": env.num_actions, "ctrl": CTRL},
         "commands": {
             name: {"components": comps, "ranges": {c: [float(v) for v in r] for c, r in zip(comps, env.commands.ranges[name].tolist())}}

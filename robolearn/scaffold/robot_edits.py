@@ -124,7 +124,8 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
         odd = [a.name or "<unnamed>" for a in info.actuators if a.kind == "other" or not a.joint]
         if odd:
             plan.lines.append(f"actuators {_short(odd)} are neither a motor nor a position servo on a hinge or slide "
-                              "joint: `robolearn export` will refuse them (deploy bundles carry those two kinds)")  # fmt: skip
+                              "joint: a deploy bundle hands the robot driver their MuJoCo ctrl (robot.yaml kind "
+                              "'actuator'), which it must apply as the MJCF does")  # fmt: skip
         if not named:
             plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
     else:

@@ -33,7 +33,9 @@ def entity_ids(model: mujoco.MjModel, objtype: mujoco.mjtObj, wanted: Sequence[s
     for name in wanted:
         i = mujoco.mj_name2id(model, objtype, name)
         if i < 0:
-            raise UserError(f"no {kind} named '{name}' in the model; valid: {', '.join(names(model, objtype))}")
+            valid = names(model, objtype)
+            raise UserError(f"no {kind} named '{name}' in the model; "
+                            + (f"valid: {', '.join(valid)}" if valid else f"it has no {kind}s"))  # fmt: skip
         ids.append(i)
     return ids
 

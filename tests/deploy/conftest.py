@@ -59,3 +59,29 @@ def servo_pendulum(tmp_path):
     path = tmp_path / "servo_pendulum.xml"
     path.write_text(SERVO_PENDULUM)
     return [f"task.asset={path}"]
+
+
+TENDON_PENDULUM = """<mujoco model="tendon_pendulum">
+  <option timestep="0.01" integrator="implicitfast"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="pole"><joint name="hinge" type="hinge" axis="0 1 0" damping="0.05"/>
+      <geom name="pole" type="capsule" fromto="0 0 0 0 0 0.5" size="0.03" mass="1.0"/><site name="tip" pos="0 0 0.5"/></body>
+  </worldbody>
+  <tendon><fixed name="rope"><joint joint="hinge" coef="0.5"/></fixed></tendon>
+  <actuator>
+    <motor name="torque" joint="hinge" ctrlrange="-1 1"/>
+    <general name="assist" tendon="rope" dyntype="filter" dynprm="0.05" gainprm="1.5" ctrlrange="-1 1"/>
+  </actuator>
+  <sensor><framepos name="tip_pos" objtype="site" objname="tip"/><actuatorfrc name="assist_force" actuator="assist"/></sensor>
+</mujoco>"""
+
+
+@pytest.fixture
+def tendon_pendulum(tmp_path):
+    """The pendulum task driven by its motor and by a tendon actuator with activation dynamics
+    (which only its ctrl can command), with the policy also reading two MJCF sensors."""
+    path = tmp_path / "tendon_pendulum.xml"
+    path.write_text(TENDON_PENDULUM)
+    return [f"task.asset={path}", "task.action.actuators=[torque,assist]",
+            "++task.observations.policy.terms={tip:{func:sensor,params:{names:[tip_pos,assist_force]}}}"]  # fmt: skip

@@ -4,10 +4,11 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 import yaml
 
-from robolearn_deploy import DeployError, Policy
+from robolearn_deploy import DeployError, Policy, RobotState
 from robolearn_deploy.bundle import metadata_digest
 
 
@@ -146,3 +147,26 @@ def test_term_width_must_match_its_source(cartpole_bundle):
     rewrite(cartpole_bundle, lambda m: m["observation"]["terms"][0]["params"].update(joints=["slider", "hinge"]))
     with pytest.raises(DeployError, match="'cart_pos' .* has 1 values in robot.yaml but its source gives 2"):
         ObservationBuilder(Policy(cartpole_bundle).bundle, ["slider", "hinge"])
+
+
+def test_a_ctrl_actuator_needs_a_known_safe_ctrl(cartpole_bundle):
+    rewrite(cartpole_bundle, lambda m: m["actuators"][0].update(kind="actuator", joint=None, safe_ctrl="freeze"))
+    refused(cartpole_bundle, "actuator 'slide' has safe_ctrl 'freeze'; valid: hold, zero")
+
+
+def test_a_sensor_term_needs_its_sensors_described(cartpole_bundle):
+    from robolearn_deploy import ObservationBuilder
+
+    sensor = {"source": "sensor", "params": {"names": ["cart_sensor"]}}
+    rewrite(cartpole_bundle, lambda m: m["observation"]["terms"][0].update(sensor))
+    with pytest.raises(DeployError, match="^observation 'cart_pos' \\(sensor\\) reads sensor 'cart_sensor', which robot.yaml's "
+                                          "sensors do not describe; re-export the bundle$"):  # fmt: skip
+        ObservationBuilder(Policy(cartpole_bundle).bundle, ["slider", "hinge"])
+    rewrite(cartpole_bundle, lambda m: m.update(sensors={"cart_sensor": {"dim": 2, "type": "framepos"}}))
+    with pytest.raises(DeployError, match="'cart_pos' \\(sensor\\) has 1 values in robot.yaml but its source gives 2"):
+        ObservationBuilder(Policy(cartpole_bundle).bundle, ["slider", "hinge"])
+    rewrite(cartpole_bundle, lambda m: m.update(sensors={"cart_sensor": {"dim": 1, "type": "framepos"}}))
+    builder = ObservationBuilder(Policy(cartpole_bundle).bundle, ["slider", "hinge"])
+    assert builder.signals == {"cart_sensor": 1}
+    state = RobotState(np.zeros(2), np.zeros(2), {"cart_sensor": np.array([0.25])})
+    assert builder.build(state)[0] == 0.25

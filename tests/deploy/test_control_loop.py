@@ -255,3 +255,55 @@ def test_a_signal_the_policy_needs_is_checked_when_the_loop_is_built_or_trips_on
     report = ControlLoop(policy, undeclared).run(2)
     assert report.trip_step == 0 and "reading lacks signal 'base_velocity'" in report.tripped
     assert len(undeclared.commands) == 2
+
+
+class TendonRobot(ScriptedRobot):
+    """The tendon pendulum's driver: one joint, the actuators it commands by ctrl in an order of
+    its own (one the policy does not drive), and the two sensors the policy reads."""
+
+    joint_names = ["hinge"]
+    actuator_names = ["brake", "assist"]
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.qd = np.array([0.3]), np.array([0.0])
+
+    def read_state(self):
+        state = super().read_state()
+        state.signals = {"tip_pos": np.array([0.1, 0.0, 0.4]), "assist_force": np.array([0.2])}
+        return state
+
+
+@pytest.mark.parametrize("safe_ctrl,held", [("zero", 0.0), ("hold", 0.7)])
+def test_ctrl_actuators_reach_the_driver_by_name_and_let_go_or_hold_on_a_trip(tendon_pendulum, tmp_path, safe_ctrl, held):
+    from .conftest import make_bundle
+    from .test_bundle import rewrite
+
+    make_bundle(tmp_path / "b", "pendulum", tendon_pendulum)
+    assert Policy(tmp_path / "b").bundle.actuators[1].safe_ctrl == "zero"  # a filtered motor lets go
+    rewrite(tmp_path / "b", lambda meta: meta["actuators"][1].update(safe_ctrl=safe_ctrl))
+    robot = TendonRobot()
+    loop = ControlLoop(Policy(tmp_path / "b"), robot, log=tmp_path / "steps.jsonl")
+    loop.policy.act = lambda obs=None: np.array([0.4, 0.7], np.float32)
+    robot.step_delay = {1: 1.0}  # the second step is late: the watchdog trips
+    report = loop.run(3)
+    loop.close()
+    assert report.trip_step == 1
+    first, safe = robot.commands[0], robot.commands[-1]
+    assert first.effort[0] == pytest.approx(0.4) and first.ctrl.tolist() == pytest.approx([0.0, 0.7])
+    assert safe.ctrl.tolist() == [0.0, pytest.approx(held)] and safe.effort[0] == 0.0
+    rows = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    assert rows[0]["command"]["ctrl"] == pytest.approx([0.0, 0.7]) and rows[0]["obs"][3:7] == pytest.approx([0.1, 0.0, 0.4, 0.2])
+
+
+def test_a_driver_that_does_not_list_a_ctrl_actuator_is_refused_when_the_loop_is_built(tendon_pendulum, tmp_path):
+    from robolearn_deploy import DeployError
+
+    from .conftest import make_bundle
+
+    make_bundle(tmp_path / "b", "pendulum", tendon_pendulum)
+    robot = TendonRobot()
+    robot.actuator_names = []
+    with pytest.raises(DeployError, match=r"^the policy drives actuator 'assist' \(tendon 'rope', filter dynamics\) by its "
+                                          r"ctrl, which the robot does not list in its actuator_names \(it lists: none\)$"):
+        ControlLoop(Policy(tmp_path / "b"), robot)

@@ -45,12 +45,15 @@ def test_observations_and_controls_match_the_training_env(make_env, tmp_path, ta
                 assert effort[robot_joints.index(a.joint)] == pytest.approx(ctrl * a.effort_per_ctrl, rel=1e-6)
 
 
-@pytest.mark.parametrize("task,variant", [("cartpole", None), ("pendulum", None), ("pendulum", "servo")])
+@pytest.mark.parametrize("task,variant", [("cartpole", None), ("pendulum", None), ("pendulum", "servo_pendulum"),
+                                          ("pendulum", "tendon_pendulum")])  # fmt: skip
 def test_stand_in_robot_follows_the_training_physics(make_env, tmp_path, task, variant, request):
     """Same start, same policy, same timestep and integrator: the deploy loop against MujocoRobot
     visits the states the training env visits (float32 observations are the only difference).
-    The servo variant drives the pendulum with a force-limited position servo."""
-    asset = request.getfixturevalue("servo_pendulum") if variant else []
+    The servo variant drives the pendulum with a force-limited position servo; the tendon variant
+    adds a tendon actuator with activation dynamics (commanded by its ctrl) and sensor readings
+    in the observation."""
+    asset = request.getfixturevalue(variant) if variant else []
     make_bundle(tmp_path / "b", task, NO_NOISE + asset, seed=3)
     policy = Policy(tmp_path / "b")
     env = make_env(task, NO_NOISE + NOMINAL[task] + asset, num_envs=1)

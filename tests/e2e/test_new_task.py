@@ -234,7 +234,7 @@ def test_motors_keep_the_models_integrator(tmp_path):
 
 def test_tendon_driven_legs_get_an_effort_penalty_they_can_compute(tmp_path):
     """joint_torques_l2 and mechanical_power compute joint actuators' forces only: a legged robot
-    driven through tendons gets action_l2 instead, and the report says export will refuse it."""
+    driven through tendons gets action_l2 instead, and the report says its bundle carries their ctrl."""
     import yaml
 
     text = bare_quadruped(tmp_path / "src").read_text()
@@ -243,7 +243,7 @@ def test_tendon_driven_legs_get_an_effort_penalty_they_can_compute(tmp_path):
     motors = "".join(f'<motor name="{j}_m" tendon="{j}_t" gear="20"/>' for j in legs)
     (tmp_path / "tendons.xml").write_text(text.replace("</mujoco>", f"<tendon>{tendons}</tendon><actuator>{motors}</actuator></mujoco>"))
     made = new_task("rope_legs", "locomotion", robot=tmp_path / "tendons.xml", out=tmp_path / "pkg")
-    assert any("`robolearn export` will refuse them" in line for line in made.lines), made.lines
+    assert any("a deploy bundle hands the robot driver their MuJoCo ctrl" in line for line in made.lines), made.lines
     task = yaml.safe_load((tmp_path / "pkg" / "rope_legs" / "rope_legs.yaml").read_text())
     assert task["rewards"]["effort"]["func"] == "action_l2" and "torques" not in task["rewards"]
     assert all(term["func"] != "mechanical_power" for term in task["metrics"].values())

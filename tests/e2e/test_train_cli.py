@@ -189,17 +189,19 @@ def test_rough_quadruped_with_sim2real_randomization_trains_exports_and_runs_sim
 
 
 def test_a_robot_no_bundle_can_carry_trains_and_says_so_at_the_start(tmp_path):
-    """A tendon-driven actuator has no joint-level equivalent for the robot runtime: training says
-    so before the first iteration, trains, keeps its checkpoints and exits 0 without a bundle."""
+    """An unnamed tendon-driven actuator cannot be handed to a robot driver (which gets its ctrl by
+    name): training says so before the first iteration, trains, keeps its checkpoints and exits 0
+    without a bundle."""
     xml = (Path(__file__).parents[2] / "assets" / "cartpole.xml").read_text()
-    xml = xml.replace('<motor name="slide" joint="slider"', '<motor name="slide" tendon="rope"')
+    xml = xml.replace('<motor name="slide" joint="slider"', '<motor tendon="rope"')
     xml = xml.replace("<actuator>", '<tendon><fixed name="rope"><joint joint="slider" coef="1"/></fixed></tendon><actuator>')
     (tmp_path / "rope.xml").write_text(xml)
     run_dir = tmp_path / "run"
-    result = robolearn("train", f"task.asset={tmp_path / 'rope.xml'}", "runner.max_iterations=2", *SMALL[:3],
+    result = robolearn("train", f"task.asset={tmp_path / 'rope.xml'}", "task.action.actuators=[]", "~task.events.actuator_gain",
+                       "runner.max_iterations=2", *SMALL[:3],
                        "runner.export_onnx=true", "runner.progress=false", f"hydra.run.dir={run_dir}", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     note = [line for line in result.stdout.splitlines() if line.startswith("note: no deploy bundle")]
-    assert len(note) == 1 and "actuator 'slide' drives a tendon, not a hinge or slide joint" in note[0], result.stdout
+    assert len(note) == 1 and "actuator 0 (tendon 'rope', gear 10) has no name" in note[0], result.stdout
     assert result.stdout.index(note[0]) < result.stdout.index("training cartpole into")  # before any iteration
     assert (run_dir / "checkpoints" / "iter_000002.pt").is_file() and not (run_dir / "export").exists()
