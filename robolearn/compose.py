@@ -19,6 +19,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
 from robolearn.config import AlgoCfg, EnvCfg, RunnerCfg, register_schemas
+from robolearn.config_additions import as_merges
 from robolearn.config_checks import check_train_cfg
 from robolearn.errors import UserError
 from robolearn.isaaclab import isaaclab_task
@@ -91,7 +92,7 @@ def compose_train(overrides: list[str] | None = None) -> DictConfig:
     register_configs()
     refuse_broken_task(list(overrides or []))
     with _own_hydra(), initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=list(overrides or []))
+        cfg = compose(config_name="train", overrides=as_merges(list(overrides or [])))
     check_train_cfg(cfg)
     return cfg
 

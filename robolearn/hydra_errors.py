@@ -22,6 +22,9 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = ()) -> str | 
         return f"unknown {noun} '{name}'; valid: {', '.join(options)}"
     if isinstance(exc, (HydraException, OmegaConfBaseException)):
         message = one_line(exc)
+        merged = _merged_addition(message, one_line(exc.__cause__ or ""))
+        if merged:
+            return merged
         unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""), overrides)
         if unknown:
             return unknown
@@ -30,6 +33,28 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = ()) -> str | 
             message += f" ({one_line(cause).split(' full_key:')[0]})"
         return message
     return None
+
+
+def _merged_addition(message: str, cause: str) -> str | None:
+    """A new entry added with `+` (handed to Hydra as a merge, config_additions.py) that sets a key
+    its schema lacks: 'task.rewards.alive.wieght is not a setting of task.rewards.alive; valid: ...'."""
+    import dataclasses
+    import re
+
+    from robolearn import config_task
+    from robolearn.config_additions import ORIGINAL
+    from robolearn.config_checks import not_a_setting
+
+    merge = re.search(r"Error merging override (\+\+\S+=.*?)(?: \(|$)", message)
+    missing = re.search(r"Key '([^']+)' not in '(\w+)'", cause or message)
+    original = ORIGINAL.get(merge.group(1)) if merge else None
+    kind = getattr(config_task, missing.group(2), None) if missing else None
+    if original is None or not dataclasses.is_dataclass(kind):
+        return None
+    parts = original.lstrip("+").split("=", 1)[0].split(".")
+    key = missing.group(1)
+    path = parts[: parts.index(key) + 1] if key in parts else [*parts, key]
+    return not_a_setting(".".join(path), kind)
 
 
 def _unknown_key_message(message: str, cause: str, overrides: list[str] = ()) -> str | None:
@@ -62,7 +87,7 @@ def _not_a_key(key: str, missing: str, overrides: list[str]) -> str:
     from robolearn.compose import compose_train
 
     parts = key.split(".")
-    parent = ".".join(parts[: parts.index(missing)]) if missing in parts else key.rpartition(".")[0]
+    parent = ".".join(parts[: parts.index(missing)]) if missing in parts else key  # else: a key of the value
     line = f"{key}: '{missing}' is not in {parent or 'the training config'}"
     choices = [a for a in overrides if "=" in a and "." not in a.split("=", 1)[0] and not a.startswith(("+", "~"))]
     try:  # the config with only the group choices (task=..., physics=...) shows what is there
@@ -70,5 +95,11 @@ def _not_a_key(key: str, missing: str, overrides: list[str]) -> str:
     except Exception:
         node = None
     if isinstance(node, DictConfig):
-        return f"{line}; valid: {', '.join(str(k) for k in node.keys())}"
+        line = f"{line}; valid: {', '.join(str(k) for k in node.keys())}"
+        if parent.startswith("task.") and parent.rpartition(".")[2] in _ADDABLE:
+            line += f" (a new one: +{parent}.{missing}=...)"
     return line
+
+
+_ADDABLE = {"observations", "terms", "rewards", "terminations", "events", "commands", "metrics", "curriculum"}
+"""The dicts of a task whose entries a command line may add (robolearn/config_additions.py)."""

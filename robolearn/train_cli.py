@@ -75,6 +75,7 @@ def _lead(overrides: list[str], handover: Handover) -> int:
 
     from robolearn import app, sweeps
     from robolearn.compose import refuse_broken_task, register_configs
+    from robolearn.config_additions import as_merges
     from robolearn.paths import configs_dir
 
     completion = [a for a in overrides if _is_completion_flag(a)]
@@ -95,7 +96,7 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),
                        [a for a in overrides if not a.startswith("resume=")], handover)  # fmt: skip
     sweeps.check_plugins(overrides)
-    overrides = sweeps.sweeper_direction(overrides)
+    overrides = as_merges(sweeps.sweeper_direction(overrides))
     if not multirun:
         _claim_run_dir(overrides)
     failures: list[UserError] = []

@@ -158,3 +158,46 @@ def test_values_out_of_range_fail_at_compose_time_naming_the_field(override, exp
     with pytest.raises(UserError) as info:
         compose_train(override.split(" "))
     assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_new_term_can_be_added_from_the_command_line():
+    """OmegaConf refuses a plain mapping for a new key of a dict of schema entries; robolearn hands
+    such an addition to Hydra as a merge (config_additions.py), which builds the entry from its schema."""
+    from robolearn.config_task import ObsTermCfg, RewardTermCfg
+
+    cfg = compose_train(["task=pendulum", "+task.rewards.alive={func: is_alive, weight: 0.5}",
+                         "+task.observations.policy.terms.speed.func=joint_vel", "+task.rewards.hold.weight=3"])  # fmt: skip
+    alive = cfg.task.rewards.alive
+    assert OmegaConf.get_type(alive) is RewardTermCfg and (alive.func, alive.weight, alive.params) == ("is_alive", 0.5, {})
+    speed = cfg.task.observations.policy.terms.speed
+    assert OmegaConf.get_type(speed) is ObsTermCfg and speed.func == "joint_vel" and speed.scale == 1.0
+    assert list(cfg.task.observations.policy.terms) == ["angle", "angular_vel", "speed"]
+    assert cfg.task.rewards.hold.weight == 3 and cfg.task.rewards.hold.func == "upright_bonus"  # an existing one: updated
+
+
+def test_only_plain_additions_become_merges():
+    from robolearn.config_additions import as_merges
+
+    assert as_merges(["+task.rewards.a.weight=2", "++task.events.push.params.range=[1, 2]"]) == [
+        "++task.rewards={a:{weight:2}}", "++task.events={push:{params:{range:[1, 2]}}}"]  # fmt: skip
+    untouched = ["+task.rewards.a.weight=1,2", "+task.rewards.a.weight=choice(1, 2)", "+algo.foo=1",
+                 "task.rewards.a.weight=1", "+task.terrain.size=1", "+task.rewards=x"]  # fmt: skip
+    assert as_merges(untouched) == untouched
+
+
+def test_a_term_added_without_plus_says_how_to_add_it():
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_train(["task=pendulum", "task.rewards={alive: {func: is_alive}}"])
+    assert hydra_error_message(info.value, ["task=pendulum"]) == (
+        "task.rewards: 'alive' is not in task.rewards; valid: upright, hold, velocity, effort "
+        "(a new one: +task.rewards.alive=...)")  # fmt: skip
+
+
+@pytest.mark.parametrize("override,line", [
+    ("+task.rewards.alive={func: is_alive, wieght: 1}", "task.rewards.alive.wieght is not a setting of task.rewards.alive"),
+    ("+task.rewards.upright.wieght=1", "task.rewards.upright.wieght is not a setting of task.rewards.upright"),
+])  # fmt: skip
+def test_a_misspelt_setting_in_an_added_term_is_named_as_written(override, line):
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_train(["task=pendulum", override])
+    assert hydra_error_message(info.value, ["task=pendulum", override]) == f"{line}; valid: func, weight, params"
