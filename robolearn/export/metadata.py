@@ -31,7 +31,8 @@ from robolearn_deploy.bundle import BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT, meta
 
 
 CTRL = "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"
-"""How robot.yaml's actuators turn an action into a joint command (its `action.ctrl` entry)."""
+"""How robot.yaml's actuators turn an action into ctrl (its `action.ctrl` entry): then a joint command
+(kinds motor and position), or the actuator's own ctrl for the driver (kind actuator)."""
 
 
 def _actuator_entry(model: mujoco.MjModel, a: int) -> dict:
