@@ -44,7 +44,7 @@ def test_catalog_covers_exactly_the_generic_terms():
 def test_entries_render_params_with_annotations_and_defaults():
     entries = catalog()
     assert find(entries, "joint_pos").params == ("joints: Joints | None = None", "relative: bool = False")
-    assert find(entries, "reset_root_state").params[1] == "yaw_range: list[float] = [-3.14159, 3.14159]"
+    assert find(entries, "reset_root_state").params[1] == "yaw_range: tuple[float, float] = [-3.14159, 3.14159]"
     air = find(entries, "feet_air_time")  # a class term: its __init__'s params after env
     assert air.stateful and air.params[0] == "sensors: Sensors" and air.required == ("sensors", "command")
     assert find(entries, "randomize_model_field").kinds == ("event",)  # mask is not a YAML param

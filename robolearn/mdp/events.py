@@ -44,8 +44,8 @@ def _log(value):
 def reset_joints_uniform(
     env,
     mask: torch.Tensor,
-    position_range: list[float],
-    velocity_range: list[float] = (0.0, 0.0),
+    position_range: tuple[float, float],
+    velocity_range: tuple[float, float] = (0.0, 0.0),
     joints: Joints | None = None,
 ) -> None:
     """Initial joint positions = default + U(position_range), velocities = U(velocity_range)."""
@@ -61,7 +61,7 @@ def randomize_model_field(
     env,
     mask: torch.Tensor,
     field: str,
-    range: list[float],
+    range: tuple[float, float],
     names: FieldRows | None = None,
     element: int | None = None,
     operation: str = "scale",
@@ -110,9 +110,9 @@ def randomize_model_field(
 def reset_root_state(
     env,
     mask: torch.Tensor,
-    xy_range: list[float] = (0.0, 0.0),
-    yaw_range: list[float] = (-math.pi, math.pi),
-    velocity_range: list[float] = (0.0, 0.0),
+    xy_range: tuple[float, float] = (0.0, 0.0),
+    yaw_range: tuple[float, float] = (-math.pi, math.pi),
+    velocity_range: tuple[float, float] = (0.0, 0.0),
 ) -> None:
     """Floating base at its default pose on the env's tile, shifted, turned and moving at random.
 
@@ -137,8 +137,8 @@ def reset_root_state(
 def randomize_pd_gains(
     env,
     mask: torch.Tensor,
-    kp_range: list[float],
-    kd_range: list[float],
+    kp_range: tuple[float, float],
+    kd_range: tuple[float, float],
     actuators: Actuators | None = None,
 ) -> None:
     """Scale each position servo's stiffness and damping by U(kp_range) and U(kd_range).
@@ -163,8 +163,8 @@ def randomize_pd_gains(
 def push_by_setting_velocity(
     env,
     mask: torch.Tensor,
-    velocity_range: list[float],
-    angular_range: list[float] = (0.0, 0.0),
+    velocity_range: tuple[float, float],
+    angular_range: tuple[float, float] = (0.0, 0.0),
 ) -> None:
     """A push: add a random velocity to the floating base, mid-episode (an interval event).
 
@@ -183,7 +183,7 @@ class randomize_gravity:  # noqa: N801 (a term name, like the functions)
     The tilt is from the model's gravity direction, toward a uniformly drawn azimuth; the
     magnitude is kept."""
 
-    def __init__(self, env, tilt_range: list[float]):
+    def __init__(self, env, tilt_range: tuple[float, float]):
         # The nominal direction, two unit vectors across it and the magnitude, computed once on
         # the host (the nominal gravity never changes), so the event itself never syncs.
         g = np.asarray(env.scene.model.opt.gravity, dtype=np.float64)

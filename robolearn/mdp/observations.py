@@ -79,7 +79,7 @@ class height_scan:  # noqa: N801 (term names are snake_case, like the functions)
     `resolution` apart, turned with the base's yaw; each value is base z - ground z - offset. The
     ground is the task's terrain (exact, from its heightfield), else the plane z = 0."""
 
-    def __init__(self, env, size: list[float] = (1.6, 1.0), resolution: float = 0.1, offset: float = 0.5):
+    def __init__(self, env, size: tuple[float, float] = (1.6, 1.0), resolution: float = 0.1, offset: float = 0.5):
         if len(size) != 2 or min(size) < 0 or not resolution > 0:
             raise UserError(f"height_scan needs size [x, y] >= 0 (metres) and resolution > 0, got size={list(size)} "
                             f"resolution={resolution}")  # fmt: skip

@@ -14,7 +14,7 @@ TERM_KIND = "termination"
 """Every term in this module is a termination term (robolearn/mdp/kinds.py)."""
 
 
-def joint_pos_out_of_bounds(env, joints: Joints, bounds: list[float]) -> torch.Tensor:
+def joint_pos_out_of_bounds(env, joints: Joints, bounds: tuple[float, float]) -> torch.Tensor:
     """Any named joint outside [low, high] (positions in rad or m)."""
     low, high = bounds
     q = joint_pos(env, joints)

@@ -166,5 +166,8 @@ def resolve_entities(func: Callable, params: dict, env) -> dict:
                 value = entity_names(value)
             except UserError as exc:
                 raise UserError(f"{name}: {exc}") from None
+            if value == ():  # a term over nothing: an observation of no values, a reward of 0
+                every = ", or null for every one" if default is None else ""
+                raise UserError(f"{name}: [] names none; valid: a list of one or more names{every}")
         resolved[name] = kind.resolve(env, value, params)
     return resolved
