@@ -51,6 +51,13 @@ def _schema_dict(parts: list[str]) -> int | None:
     return None
 
 
+def takes_new_entries(path: str) -> bool:
+    """Whether `path` (task.rewards, task.observations.policy.terms, ...) is a dict of schema entries,
+    to which `+<path>.<name>=...` adds one."""
+    parts = path.split(".")
+    return _schema_dict([*parts, "entry", "setting"]) == len(parts) - 1
+
+
 def _is_sweep(value: str) -> bool:
     """A Hydra sweep: a top-level comma (outside brackets and quotes) or a sweep function."""
     if value.strip().startswith(_SWEEP_FUNCTIONS):

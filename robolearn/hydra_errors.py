@@ -38,18 +38,16 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = ()) -> str | 
 def _merged_addition(message: str, cause: str) -> str | None:
     """A new entry added with `+` (handed to Hydra as a merge, config_additions.py) that sets a key
     its schema lacks: 'task.rewards.alive.wieght is not a setting of task.rewards.alive; valid: ...'."""
-    import dataclasses
     import re
 
-    from robolearn import config_task
     from robolearn.config_additions import ORIGINAL
     from robolearn.config_checks import not_a_setting
 
     merge = re.search(r"Error merging override (\+\+\S+=.*?)(?: \(|$)", message)
     missing = re.search(r"Key '([^']+)' not in '(\w+)'", cause or message)
     original = ORIGINAL.get(merge.group(1)) if merge else None
-    kind = getattr(config_task, missing.group(2), None) if missing else None
-    if original is None or not dataclasses.is_dataclass(kind):
+    kind = _schema_named(missing.group(2)) if missing else None
+    if original is None or kind is None:
         return None
     parts = original.lstrip("+").split("=", 1)[0].split(".")
     key = missing.group(1)
@@ -60,19 +58,16 @@ def _merged_addition(message: str, cause: str) -> str | None:
 def _unknown_key_message(message: str, cause: str, overrides: list[str] = ()) -> str | None:
     """'algo.learnin_rate is not a setting of algo; valid: ...' for Hydra's "Could not override"
     (which would suggest adding the key with +, which the schema then refuses anyway)."""
-    import dataclasses
     import re
 
-    from robolearn import config, config_scale, config_task
     from robolearn.config_checks import not_a_setting
 
     key = re.search(r"Could not override '([^']+)'", message)
     if key is None:
         return None
     schema = re.search(r"not in '(\w+)'", cause or message)
-    schemas = (config, config_task, config_scale)
-    kind = next((getattr(m, schema.group(1)) for m in schemas if hasattr(m, schema.group(1))), None) if schema else None
-    if dataclasses.is_dataclass(kind):
+    kind = _schema_named(schema.group(1)) if schema else None
+    if kind is not None:
         return not_a_setting(key.group(1), kind)
     missing = re.search(r"Key '([^']+)' is not in struct", cause or message)
     if missing is None:
@@ -85,6 +80,7 @@ def _not_a_key(key: str, missing: str, overrides: list[str]) -> str:
     from omegaconf import DictConfig, OmegaConf
 
     from robolearn.compose import compose_train
+    from robolearn.config_additions import takes_new_entries
 
     parts = key.split(".")
     parent = ".".join(parts[: parts.index(missing)]) if missing in parts else key  # else: a key of the value
@@ -96,10 +92,16 @@ def _not_a_key(key: str, missing: str, overrides: list[str]) -> str:
         node = None
     if isinstance(node, DictConfig):
         line = f"{line}; valid: {', '.join(str(k) for k in node.keys())}"
-        if parent.startswith("task.") and parent.rpartition(".")[2] in _ADDABLE:
+        if takes_new_entries(parent):
             line += f" (a new one: +{parent}.{missing}=...)"
     return line
 
 
-_ADDABLE = {"observations", "terms", "rewards", "terminations", "events", "commands", "metrics", "curriculum"}
-"""The dicts of a task whose entries a command line may add (robolearn/config_additions.py)."""
+def _schema_named(name: str) -> type | None:
+    """The config schema (dataclass) of that class name, as OmegaConf's messages name it."""
+    import dataclasses
+
+    from robolearn import config, config_scale, config_task
+
+    kind = next((getattr(m, name) for m in (config, config_task, config_scale) if hasattr(m, name)), None)
+    return kind if dataclasses.is_dataclass(kind) else None

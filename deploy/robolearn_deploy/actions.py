@@ -49,7 +49,7 @@ class ActionMapper:
         self._pos_joints, self._motor_joints = joint_of[position], joint_of[motor]
         self._pos_rows, self._motor_rows = np.flatnonzero(position), np.flatnonzero(motor)
         self._own_rows = np.flatnonzero(own)
-        self._own_index = np.array([direct[a.name] for a in acts if a.kind == "actuator"], dtype=np.intp)
+        self._own_index = np.array([direct[acts[k].name] for k in self._own_rows], dtype=np.intp)
         self._effort_per_ctrl = np.array([a.effort_per_ctrl for a in acts])[motor]
         motors = [a for a in acts if a.kind == "motor"]
         self._effort_low = np.array([a.effort_range[0] if a.effort_range else -np.inf for a in motors])
@@ -70,8 +70,7 @@ class ActionMapper:
         self.damping_kd[self._pos_joints] = np.where(own_kd > 0, own_kd, damping_kd)
         # Actuators commanded by ctrl: until the policy acts, their ctrl is that of a zero action.
         self.command.ctrl[self._own_index] = np.clip(self.offset, self.low, self.high)[self._own_rows]
-        own_acts = [a for a in acts if a.kind == "actuator"]
-        self._hold_ctrl = np.array([a.safe_ctrl == "hold" for a in own_acts], dtype=bool)
+        self._hold_ctrl = np.array([acts[k].safe_ctrl == "hold" for k in self._own_rows], dtype=bool)
         self._zero_ctrl = np.clip(0.0, self.low, self.high)[self._own_rows]
 
     def map(self, action: np.ndarray) -> JointCommand:

@@ -68,8 +68,9 @@ class MujocoRobot(RobotInterface):
         self._qadr = np.array([m.jnt_qposadr[j] for j in joints], dtype=np.intp)
         self._dadr = np.array([m.jnt_dofadr[j] for j in joints], dtype=np.intp)
         self._drivers(joints)
-        self._sensors = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SENSOR, s): slice(int(m.sensor_adr[s]), int(m.sensor_adr[s] + m.sensor_dim[s]))
-                         for s in range(m.nsensor) if mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SENSOR, s)}  # fmt: skip
+        sensor_names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SENSOR, s) for s in range(m.nsensor)]
+        self._sensors = {name: slice(int(m.sensor_adr[s]), int(m.sensor_adr[s] + m.sensor_dim[s]))
+                         for s, name in enumerate(sensor_names) if name}  # fmt: skip
         """Named sensors -> their columns of sensordata (what each reading's signals carry)."""
         base = floating_base_joint(m, mujoco)
         self._base = (int(m.jnt_qposadr[base]), int(m.jnt_dofadr[base])) if base is not None else None
