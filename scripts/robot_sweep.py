@@ -3,7 +3,7 @@
     python scripts/robot_sweep.py MODEL[:TEMPLATE] ... [--work DIR] [--iterations N] [--train KEY=VALUE ...]
 
 For each model: `robolearn new-task sweep_<i> --robot MODEL --template TEMPLATE` (default
-template: locomotion for a model with a free joint, reach otherwise), a regular pip install of
+template: locomotion for a model with a free joint or a planar base, reach otherwise), a regular pip install of
 the generated package, `robolearn train` for a few iterations (with the --train overrides, e.g. physics=warp), `robolearn export`, and
 `robolearn sim2sim` of the bundle. Prints one row per model: the stage it reached, the time each
 stage took, and the first error line where a stage failed. Nothing is shipped with it: point it
@@ -23,6 +23,9 @@ from pathlib import Path
 
 import mujoco
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from robolearn.scaffold.inspect_model import inspect_model  # noqa: E402
+
 FAST = ["env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1", "runner.video_interval=0",
         "runner.progress=false", "logger=none", "task.episode_length_s=1.0"]  # fmt: skip
 
@@ -34,7 +37,7 @@ def default_template(model: Path) -> str:
     except Exception:  # new-task reports the load error itself
         return "minimal"
     free = any(m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE for j in range(m.njnt))
-    return "locomotion" if free else "reach"
+    return "locomotion" if free or inspect_model(model, m).planar else "reach"
 
 
 def first_error(text: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from robolearn.mdp import state
+from robolearn.scene.entities import Joints
 
 TERM_KIND = "metric"
 """Every term in this module is a metric term (robolearn/mdp/kinds.py)."""
@@ -19,6 +20,11 @@ def lin_vel_error_xy(env, command: str) -> torch.Tensor:
 def ang_vel_error_z(env, command: str) -> torch.Tensor:
     """|commanded - actual| yaw rate [rad/s]."""
     return (env.commands.get(command)[:, 2] - state.root_ang_vel_b(env)[:, 2]).abs()
+
+
+def joint_vel_error(env, command: str, joints: Joints) -> torch.Tensor:
+    """|commanded - actual| velocity of the named joints [m/s or rad/s] (the norm over them)."""
+    return state.joint_vel_command_error(env, command, joints).norm(dim=1)
 
 
 def mechanical_power(env) -> torch.Tensor:

@@ -56,6 +56,12 @@ def track_lin_vel_xy_exp(env, command: str, std: float) -> torch.Tensor:
     return torch.exp(-error / std**2)
 
 
+def track_joint_vel_exp(env, command: str, joints: Joints, std: float) -> torch.Tensor:
+    """exp(-|qdot - command|^2 / std^2): 1 at the commanded joint velocities (a wheel's speed, a planar
+    base's forward slide); the command has one component per named joint, in their order."""
+    return torch.exp(-state.joint_vel_command_error(env, command, joints).square().sum(dim=1) / std**2)
+
+
 def track_ang_vel_z_exp(env, command: str, std: float) -> torch.Tensor:
     """exp(-(w_z - command_yaw_rate)^2 / std^2), the yaw rate being the command's third component."""
     error = (env.commands.get(command)[:, 2] - state.root_ang_vel_b(env)[:, 2]).square()

@@ -50,6 +50,17 @@ def gravity_b(env) -> torch.Tensor:
     return torch.stack([2 * (w * y - x * z), -2 * (y * z + w * x), 2 * (x * x + y * y) - 1], dim=1)
 
 
+def joint_vel_command_error(env, command: str, joints) -> torch.Tensor:
+    """Commanded minus actual velocity of the named joints [N, k], the command having one component
+    per joint in their order (a wheel's speed, a planar base's forward slide)."""
+    target = env.commands.get(command)
+    qd = env.physics.qvel[:, env.scene.joints(joints).dof]
+    if target.shape[1] != qd.shape[1]:
+        raise UserError(f"command '{command}' has {target.shape[1]} components and joints names {qd.shape[1]}; "
+                        "valid: one component per joint")  # fmt: skip
+    return target - qd
+
+
 def actuator_force(env) -> torch.Tensor:
     """Force of every policy actuator [N, A] as MuJoCo computes it for a fixed-gain, affine-bias
     actuator on a joint: clamp(gain * ctrl + b0 + b1 * q + b2 * qdot, forcerange), with each

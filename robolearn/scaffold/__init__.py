@@ -46,6 +46,7 @@ SUMMARY = {
     "minimal": "Drive a robot's joints to a commanded target pose.",
     "locomotion": "A legged robot tracks a commanded base velocity (forward, lateral, yaw rate).",
     "reach": "An arm brings its end effector to a commanded position.",
+    "planar": "A planar legged robot tracks a commanded forward speed.",
 }
 
 
@@ -198,13 +199,10 @@ def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: 
             ranges.append(f"{_yaml_name(joint)}: [{_num(low + margin)}, {_num(high - margin)}]")
         values.update(joints=_names(plan.joints), num_joints=len(plan.joints), command_ranges=", ".join(ranges),
                       action_scale=0.5 if plan.position else 1.0)  # fmt: skip
+    elif template == "locomotion" and plan.planar:
+        return _render(TEMPLATES / template / "planar.yaml.tmpl", **values, **_planar_values(plan, pd_gains))
     elif template == "locomotion":
-        sensors = _names(plan.foot_sensors)
-        critic_feet = air_time = ""
-        if plan.foot_sensors:
-            critic_feet = f"\n      feet_contact_forces: {{func: sensor, params: {{names: [{sensors}]}}, scale: 0.01, units: N}}"
-            air_time = (f"\n  feet_air_time:\n    func: feet_air_time\n    weight: 0.5\n    params:\n      sensors: [{sensors}]\n"
-                        "      command: base_velocity\n      target: 0.5")  # fmt: skip
+        critic_feet, air_time = _feet_terms(plan, "base_velocity")
         if plan.joint_actuators:  # actuator forces are computed for joint actuators only (mdp/state.py)
             effort = "torques: {func: joint_torques_l2, weight: -2.0e-4}"
             energy = "\n  energy_per_meter: {func: mechanical_power, per: meter, units: J/m}"
@@ -221,6 +219,54 @@ def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: 
                       range_z=f"[{_num(z[0])}, {_num(z[1])}]", action_scale=0.5 if plan.position else 1.0,
                       workspace_note="middle 80 % of reachable")  # fmt: skip
     return _render(TEMPLATES / template / "task.yaml.tmpl", **values)
+
+
+def _feet_terms(plan: RobotPlan, command: str) -> tuple[str, str]:
+    """The critic's foot contact observation and the feet_air_time reward, where the robot has foot sensors."""
+    if not plan.foot_sensors:
+        return "", ""
+    sensors = _names(plan.foot_sensors)
+    critic = f"\n      feet_contact_forces: {{func: sensor, params: {{names: [{sensors}]}}, scale: 0.01, units: N}}"
+    air_time = (f"\n  feet_air_time:\n    func: feet_air_time\n    weight: 0.5\n    params:\n      sensors: [{sensors}]\n"
+                f"      command: {command}\n      target: 0.5")  # fmt: skip
+    return critic, air_time
+
+
+def _planar_values(plan: RobotPlan, pd_gains: str) -> dict[str, str]:
+    """What templates/locomotion/planar.yaml.tmpl needs: the base's joints by role, and the terms that
+    exist only for some roles (a height slide ends the episode when the base sinks to half its
+    standing height; a pitch hinge when the base tilts more than 1 rad from its home angle)."""
+    role = lambda *roles: [b for b in plan.planar if b.role in roles]  # noqa: E731
+    pose = role("height", "pitch", "yaw")
+    base_pose = {"policy": "", "critic": ""}
+    if pose:
+        joints = _names([b.name for b in pose])
+        base_pose["policy"] = (f"\n      base_pose: {{func: joint_pos, params: {{joints: [{joints}], relative: true}}, "
+                               'units: "m, rad", noise: {scale: 0.01}}')  # fmt: skip
+        base_pose["critic"] = f"\n      base_pose: {{func: joint_pos, params: {{joints: [{joints}], relative: true}}}}"
+    terminations = []
+    for b in role("height"):
+        home, drop = plan.default_pose[b.name], 0.5 * plan.base_height / b.axis[2]
+        bounds = f"[{_num(home - drop)}, 1000.0]" if drop > 0 else f"[-1000.0, {_num(home - drop)}]"
+        terminations.append(f"  base_too_low: {{func: joint_pos_out_of_bounds, params: {{joints: [{_yaml_name(b.name)}], "
+                            f"bounds: {bounds}}}}}  # {plan.base} below {_num(0.5 * plan.base_height)} m")  # fmt: skip
+    tilt = role("pitch")
+    for b in tilt:
+        home = plan.default_pose[b.name]
+        terminations.append(f"  {b.name}_too_far: {{func: joint_pos_out_of_bounds, params: {{joints: [{_yaml_name(b.name)}], "
+                            f"bounds: [{_num(home - 1.0)}, {_num(home + 1.0)}]}}}}")  # fmt: skip
+    tilt_rewards = ""
+    if tilt:
+        joints = _names([b.name for b in tilt])
+        tilt_rewards = (f"\n  pitch_rate: {{func: joint_vel_l2, weight: -0.05, params: {{joints: [{joints}]}}}}"
+                        f"\n  pitch: {{func: joint_pos_l2, weight: -1.0, params: {{joints: [{joints}], relative: true}}}}")  # fmt: skip
+    critic_feet, air_time = _feet_terms(plan, "forward_velocity")
+    joints = plan.joints or [j for j in plan.default_pose if j not in {b.name for b in plan.planar}]
+    return dict(base_joints=_names([b.name for b in plan.planar]), forward=_yaml_name(role("forward")[0].name),
+                base_pose_policy=base_pose["policy"], base_pose_critic=base_pose["critic"], joints=_names(joints),
+                tilt_rewards=tilt_rewards, terminations="\n" + "\n".join(terminations) if terminations else " {}",
+                critic_feet=critic_feet, feet_air_time=air_time, base=_yaml_name(plan.base or ""), pd_gains=pd_gains,
+                action_scale=str(0.25 if plan.position else 1.0))  # fmt: skip
 
 
 def _verify_edit(robot_py: Path, model: Path) -> None:
@@ -269,8 +315,9 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
         _verify_edit(package / "robot.py", model_path)
     asset = model_path.relative_to(package).as_posix()
     (package / f"{name}.yaml").write_text(_task_yaml(template, name, asset, plan, info.timestep))
-    (package / "terms.py").write_text(_render(TEMPLATES / template / "terms.py.tmpl", name=name))
-    summary = SUMMARY[template]
+    terms = "planar_terms.py.tmpl" if plan.planar else "terms.py.tmpl"
+    (package / "terms.py").write_text(_render(TEMPLATES / template / terms, name=name))
+    summary = SUMMARY["planar"] if plan.planar else SUMMARY[template]
     (package / "__init__.py").write_text(_render(
         TEMPLATES / "common" / "__init__.py.tmpl", name=name, summary=summary,
         robot_note="\nThe robot's constants and model edits: robot.py." if robot_py else "",

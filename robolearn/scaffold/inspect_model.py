@@ -52,6 +52,20 @@ class Foot:
     """An existing touch sensor on the foot, None if it has none."""
 
 
+@dataclass(frozen=True)
+class BaseJoint:
+    """A joint between the world and a planar robot's root body (gymnasium's and dm_control's hopper,
+    walker and cheetah move on rootx, rootz and rooty)."""
+
+    name: str
+    role: str
+    """forward (the first horizontal slide), lateral (another), height (a vertical slide), pitch (a hinge
+    about a horizontal axis: the body tilts) or yaw (a hinge about the vertical)."""
+    axis: tuple[float, float, float]
+    """The joint's axis in the world frame at the model's default pose."""
+    qpos0: float
+
+
 @dataclass
 class ModelInfo:
     path: Path
@@ -62,6 +76,11 @@ class ModelInfo:
     """The body of the free joint (the floating base), None for a fixed-base model."""
     root: str | None = None
     """The top body of the robot's tree (the floating base, or where one would go)."""
+    root_joints: list[str] = field(default_factory=list)
+    """Joints of the root body itself when it has no free joint (a planar base's, or a fixed-base
+    arm's first joint)."""
+    planar: list[BaseJoint] = field(default_factory=list)
+    """The root body's joints when they include a horizontal slide (a planar robot), else empty."""
     imu_site: str | None = None
     """A site of the base carrying a gyro, accelerometer or framequat sensor."""
     feet: list[Foot] = field(default_factory=list)
@@ -193,6 +212,32 @@ def lowest_point(model: mujoco.MjModel, data: mujoco.MjData, base: int) -> float
     return float(min((_geom_corners(model, data, g)[:, 2].min() for g in geoms), default=data.xpos[base, 2]))
 
 
+def _planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[list[str], list[BaseJoint]]:
+    """The root body's own joints, and their roles when one of them is a horizontal slide (a planar
+    robot: it moves along the floor on that slide)."""
+    joints = range(int(model.body_jntadr[body]), int(model.body_jntadr[body] + model.body_jntnum[body]))
+    names = [_name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in joints]
+    axes = {}
+    for j in joints:
+        if int(model.jnt_type[j]) not in _ONE_DOF:
+            return names, []
+        axes[j] = data.xmat[body].reshape(3, 3) @ model.jnt_axis[j]
+    slide = {j for j in joints if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE)}
+    horizontal = [j for j in slide if abs(axes[j][2]) <= 0.7]
+    if not horizontal:
+        return names, []
+    forward = max(horizontal, key=lambda j: (abs(axes[j][0]), -j))  # the slide closest to the world's x
+    found = []
+    for j, name in zip(joints, names):
+        vertical = abs(axes[j][2]) > 0.7
+        if j in slide:
+            role = "forward" if j == forward else "height" if vertical else "lateral"
+        else:
+            role = "yaw" if vertical else "pitch"
+        found.append(BaseJoint(name, role, tuple(round(float(v), 4) for v in axes[j]), float(model.qpos0[model.jnt_qposadr[j]])))
+    return names, found
+
+
 def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> ModelInfo:
     """What the compiled `model` (of file `path`) has; joints without names are refused (a task
     names what it drives)."""
@@ -233,6 +278,8 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
 
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
+    if free is None and base:
+        info.root_joints, info.planar = _planar_base(model, data, base)
     geoms = _collision_geoms(model, robot)
     low = {g: _geom_corners(model, data, g)[:, 2].min() for g in geoms}
     info.lowest = float(min(low.values(), default=0.0))

@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
-from robolearn.scaffold.inspect_model import ModelInfo, lowest_point
+from robolearn.scaffold.inspect_model import BaseJoint, ModelInfo, lowest_point
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -43,6 +43,8 @@ class RobotPlan:
     default_pose: dict[str, float] = field(default_factory=dict)
     base: str | None = None
     base_height: float = 0.0
+    planar: list[BaseJoint] = field(default_factory=list)
+    """A planar robot's base joints (locomotion on a planar base: no free joint), else empty."""
     foot_sensors: list[str] = field(default_factory=list)
     ee_sensor: str | None = None
     """The end effector's position sensor (framepos, base frame), read by the reach terms."""
@@ -131,7 +133,11 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     else:
         if not info.joints:
             raise UserError(f"{info.path.name} has no hinge or slide joint and no actuator: nothing for a policy to drive")
-        joints = [j.name for j in info.joints]
+        base_joints = {b.name for b in info.planar}  # a planar base's slides and hinge are not the robot's to drive
+        joints = [j.name for j in info.joints if j.name not in base_joints]
+        if not joints:
+            raise UserError(f"{info.path.name} has no joint but its base's ({', '.join(sorted(base_joints))}) and no "
+                            "actuator: nothing for a policy to drive")  # fmt: skip
         plan = RobotPlan(joints, list(joints), True)
         kp = float(max(5, round(2 * info.mass)))
         kd = round(kp / 40, 3)
@@ -173,8 +179,19 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
 
 def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:
     plan.base = info.base or info.root
-    if info.base:
+    if info.planar:
+        plan.planar = list(info.planar)
+        roles = ", ".join(f"{b.name} ({b.role})" for b in info.planar)
+        forward = next(b.name for b in info.planar if b.role == "forward")
+        plan.lines.append(f"planar base: body {info.root} moves on {roles}: no free joint is added; the task tracks a "
+                          f"forward speed along {forward} and observes these joints (on a robot: a boom's encoders)")  # fmt: skip
+    elif info.base:
         plan.lines.append(f"floating base: body {info.base} (free joint)")
+    elif info.root_joints:
+        raise UserError(f"the locomotion template needs a robot that moves freely or on a planar base (a horizontal "
+                        f"slide joint); {info.path.name}'s root body {info.root} is held by "
+                        f"{', '.join(n or '<unnamed>' for n in info.root_joints)} with none: use --template minimal "
+                        "or reach")  # fmt: skip
     elif info.root:
         plan.steps.append("add_free_joint")
         plan.lines.append(f"floating base: missing -> added a free joint on the root body {info.root}")
@@ -187,7 +204,7 @@ def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
             plan.steps.append("add_light")
     if info.imu_site:
         plan.lines.append(f"IMU: site {info.imu_site} on the base")
-    elif plan.base:
+    elif plan.base and not plan.planar:
         imu = _unique("imu", sites)
         plan.steps.append("add_imu")
         plan.constants.append(_const("IMU_SITE", _q(imu), f"The IMU's site on the base (its sensors: {imu}_gyro, _acc, _quat)."))
@@ -224,6 +241,11 @@ def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
         data.qpos[:] = model.key_qpos[key]
         mujoco.mj_kinematics(model, data)
         plan.base_height = float(data.xpos[base_id, 2]) if base_id >= 0 else 0.0
+        for b in plan.planar:
+            plan.default_pose[b.name] = float(data.qpos[model.joint(b.name).qposadr[0]])
+        return
+    if plan.planar:
+        _planar_home(info, model, plan)
         return
     height = _base_height(info, model, plan)
     plan.base_height = height
@@ -248,6 +270,38 @@ def _base_height(info: ModelInfo, model: mujoco.MjModel, plan: RobotPlan) -> flo
     base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, plan.base)
     lowest = lowest_point(model, data, base)
     return round(float(data.xpos[base, 2]) - lowest + 0.005, 4)
+
+
+def _planar_home(info: ModelInfo, model: mujoco.MjModel, plan: RobotPlan) -> None:
+    """A planar robot's `home` keyframe: the joints at their guessed pose, the base joints at the
+    model's own values except the height slide, which lifts the lowest point 5 mm above the ground."""
+    for b in plan.planar:
+        plan.default_pose[b.name] = b.qpos0
+    data = mujoco.MjData(model)
+    data.qpos[:] = model.qpos0
+    for name, value in plan.default_pose.items():
+        data.qpos[model.joint(name).qposadr[0]] = value
+    mujoco.mj_kinematics(model, data)
+    base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, plan.base)
+    lift = 0.005 - lowest_point(model, data, base)
+    height = next((b for b in plan.planar if b.role == "height"), None)
+    if height is not None:
+        plan.default_pose[height.name] = round(height.qpos0 + lift / height.axis[2], 4)
+        lift_note = f"{height.name} at {plan.default_pose[height.name]:.3f} (the lowest point 5 mm above the ground)"
+    else:
+        lift_note = "the base at the model's height (it has no height slide)"
+        lift = 0.0
+    plan.base_height = round(float(data.xpos[base, 2]) + lift, 4)
+    plan.steps.append("add_home_keyframe")
+    pose = _mapping({name: _fmt(v) for name, v in plan.default_pose.items()})
+    plan.constants.append(_const("DEFAULT_POSE", pose, "The standing pose [rad or m], the planar base's joints included: "
+                                 "the `home` keyframe, the action offset and the reference of relative joint "
+                                 "observations. new-task's guess: each joint at 0 within its limits. TODO: set your "
+                                 "robot's standing pose (and the height slide with it)."))  # fmt: skip
+    plan.constants.append(_const("BASE_HEIGHT", _fmt(plan.base_height), f"Height of {plan.base} above the ground in the "
+                                 "home pose [m] (the planar base sets it through its height slide in DEFAULT_POSE)."))  # fmt: skip
+    plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0 within its limits, {lift_note}; set "
+                      "DEFAULT_POSE in robot.py")  # fmt: skip
 
 
 def _plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:

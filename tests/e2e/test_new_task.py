@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from robolearn import cli
+from robolearn.errors import UserError
 from robolearn.paths import assets_dir
 from robolearn.scaffold import new_task
 
@@ -51,6 +52,13 @@ def ros_urdf(folder: Path) -> Path:
     return package / "urdf" / "robot.urdf"
 
 
+def gym_hopper() -> Path:
+    """gymnasium's Hopper: a planar robot (rootx, rootz, rooty between the world and its torso)."""
+    import gymnasium
+
+    return Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "hopper.xml"
+
+
 def run(*args: str, cwd: Path, site: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     if site is not None:
@@ -74,6 +82,7 @@ def installed(tmp_path_factory):
     report = ok(run(sys.executable, "-m", "robolearn.cli", "new-task", "nt_bare_legs", "--template", "locomotion",
                     "--robot", str(bare), cwd=ws))  # fmt: skip
     folders.append(ws / "nt_bare_legs")
+    folders.append(new_task("nt_planar", "locomotion", robot=gym_hopper(), out=ws / "nt_planar").folder)
     site = ws / "site"
     ok(run(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site),
            *map(str, folders), cwd=ws))  # fmt: skip
@@ -109,6 +118,54 @@ def test_a_bare_legged_robot_gets_what_locomotion_needs_and_trains(installed):
     ok(run(sys.executable, "-m", "robolearn.cli", "train", "task=nt_bare_legs", *FAST, "runner.export_onnx=false",
            f"hydra.run.dir={run_dir}", cwd=work, site=site))  # fmt: skip
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_planar_robot_walks_on_its_base_joints_through_train_export_and_sim2sim(installed):
+    """gymnasium's hopper moves on slides and a hinge, not a free joint: no free joint is added (the
+    model would not compile), the task tracks a forward speed on rootx, ends an episode on rootz and
+    rooty, and the bundle reads those joints (on a robot: a boom's encoders)."""
+    import yaml
+
+    ws, site, work, _ = installed
+    readme = (ws / "nt_planar" / "README.md").read_text()
+    assert "planar base: body torso moves on rootx (forward), rootz (height), rooty (pitch): no free joint is added" in readme
+    task = yaml.safe_load((ws / "nt_planar" / "nt_planar" / "nt_planar.yaml").read_text())
+    assert task["rewards"]["track_forward_velocity"]["params"] == {"command": "forward_velocity", "joints": ["rootx"], "std": 0.5}
+    # the torso starts 1.215 m up (the foot 5 mm above the floor) and a fall ends at half that height
+    assert task["terminations"]["base_too_low"]["params"] == {"joints": ["rootz"], "bounds": [0.6075, 1000.0]}
+    assert task["terminations"]["rooty_too_far"]["params"] == {"joints": ["rooty"], "bounds": [-1.0, 1.0]}
+    assert task["observations"]["policy"]["terms"]["base_pose"]["params"]["joints"] == ["rootz", "rooty"]
+    run_dir = work / "run_planar"
+    ok(run(sys.executable, "-m", "robolearn.cli", "train", "task=nt_planar", *FAST, f"hydra.run.dir={run_dir}", cwd=work, site=site))
+    robot = yaml.safe_load((run_dir / "export" / "robot.yaml").read_text())
+    assert robot["default_pose"]["rootz"] == pytest.approx(1.215)
+    out = ok(run(sys.executable, "-m", "robolearn.cli", "sim2sim", f"bundle={run_dir / 'export'}", "episodes=1", cwd=work, site=site))
+    assert "sim2sim nt_planar" in out
+
+
+def test_a_planar_robot_without_actuators_gets_servos_on_its_legs_only(tmp_path):
+    """The base's slides and hinge are not the robot's to drive: servos go on the leg joints."""
+    import re
+
+    text = re.sub(r"<actuator>.*</actuator>", "", gym_hopper().read_text(), flags=re.S)
+    (tmp_path / "hopper.xml").write_text(text)
+    made = new_task("bare_hop", "locomotion", robot=tmp_path / "hopper.xml", out=tmp_path / "pkg")
+    assert "actuators: none -> added a position servo on each of the 3 joints" in " ".join(made.lines), made.lines
+    robot = _module(tmp_path / "pkg" / "bare_hop" / "robot.py")
+    assert robot.JOINTS == ("thigh_joint", "leg_joint", "foot_joint")
+
+
+def test_the_locomotion_template_refuses_a_robot_held_by_a_hinge(tmp_path):
+    """A root body on a hinge (no free joint, no horizontal slide) cannot walk anywhere: one line."""
+    (tmp_path / "pendulum.xml").write_text("""<mujoco><worldbody><body name="link" pos="0 0 1">
+      <joint name="swing" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05"/>
+      <body name="tip" pos="0 0 -0.5"><joint name="knee" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.04"/>
+      </body></body></worldbody><actuator><motor joint="knee"/></actuator></mujoco>""")
+    with pytest.raises(UserError, match="the locomotion template needs a robot that moves freely or on a planar base "
+                       r"\(a horizontal slide joint\); pendulum.xml's root body link is held by swing with none: "
+                       "use --template minimal or reach"):  # fmt: skip
+        new_task("swinging", "locomotion", robot=tmp_path / "pendulum.xml", out=tmp_path / "pkg")
+    assert not (tmp_path / "pkg").exists()
 
 
 def test_a_urdf_robot_with_meshes_trains(installed):

@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from robolearn.mdp import rewards, state, terminations
+from robolearn.errors import UserError
+from robolearn.mdp import metrics, rewards, state, terminations
 
 FLAT = "quadruped_flat"
 
@@ -116,3 +117,20 @@ def test_evaluation_reports_the_quadruped_metrics(make_env):
     assert metrics["lin_vel_error"] == pytest.approx(0.6, abs=0.15) and metrics["yaw_rate_error"] < 0.3
     assert metrics["energy_per_meter"] > 0 and metrics["episodes"] == 4
     assert not env.metrics.enabled  # back off for training
+
+
+def test_joint_velocity_tracking(make_env):
+    """track_joint_vel_exp / joint_vel_error: a command with one component per named joint (a planar
+    base's forward slide, wheels); here three joints of a leg against the 3-component velocity command."""
+    env = make_env(FLAT, num_envs=1)
+    env.reset()
+    env.commands.get("base_velocity")[:] = torch.tensor([1.0, 0.0, 0.5])
+    leg = ["FL_hip_joint", "FL_thigh_joint", "FL_calf_joint"]
+    qvel = torch.zeros_like(env.default_qvel)
+    qvel[0, 6:9] = torch.tensor([1.0, 0.5, 0.0])  # the free joint's 6 dofs, then FL hip, thigh, calf
+    env.physics.reset(torch.ones(1, dtype=torch.bool), env.default_qpos.clone(), qvel)
+    # errors (0, -0.5, 0.5): squared sum 0.5
+    assert rewards.track_joint_vel_exp(env, "base_velocity", leg, 0.5).item() == pytest.approx(math.exp(-2.0), rel=1e-5)
+    assert metrics.joint_vel_error(env, "base_velocity", leg).item() == pytest.approx(math.sqrt(0.5), rel=1e-5)
+    with pytest.raises(UserError, match="command 'base_velocity' has 3 components and joints names 2; valid: one component per joint"):
+        rewards.track_joint_vel_exp(env, "base_velocity", leg[:2], 0.5)
