@@ -239,3 +239,22 @@ def test_an_unnamed_ctrl_actuator_is_refused_and_training_can_tell_before_it_sta
     with pytest.raises(UserError, match=re.escape(line)):
         export_bundle(policy_for(env), env, tmp_path / "b")
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("name,what", [("projected_gravity", "floating base's"), ("target", "command's")])
+def test_a_sensor_named_like_another_signal_is_refused(make_env, tmp_path, name, what):
+    """The robot supplies each sensor the policy reads under the sensor's name; one named like a base
+    signal or a command would be two values under one name (the stand-in robot silently gave the other)."""
+    from pathlib import Path
+
+    from robolearn.export.metadata import bundle_refusal
+
+    xml = (Path(__file__).parents[1] / "assets" / "cartpole.xml").read_text()
+    (tmp_path / "c.xml").write_text(xml.replace("</worldbody>", f'</worldbody><sensor><jointpos name="{name}" joint="hinge"/></sensor>'))
+    reads = f"++task.observations.policy.terms={{s:{{func:sensor,params:{{names:[{name}]}}}}}}"
+    command = "++task.commands={target:{ranges:{x:[0.0,1.0]}}}"
+    env = make_env(overrides=[f"task.asset={tmp_path / 'c.xml'}", reads, command], num_envs=2)
+    line = f"sensor '{name}' (observation 's') has the name of the {what} signal '{name}'; the robot supplies each sensor"
+    assert line in bundle_refusal(env)
+    with pytest.raises(UserError, match=re.escape(line)):
+        export_bundle(policy_for(env), env, tmp_path / "b")

@@ -188,15 +188,17 @@ def _sensor(term: ObsTerm, ctx: SourceContext) -> Writer:
     return write_all
 
 
+BASE_SIGNALS = ("base_ang_vel", "projected_gravity", "base_lin_vel")
+"""The floating base's signals, as the robot's IMU/state estimator reports them in the base frame: gyro
+[rad/s], unit gravity direction, linear velocity [m/s] (from an estimator). A sensor or a command of
+one of these names would be ambiguous: export refuses it."""
+
 SOURCES: dict[str, SourceFactory] = {
     "joint_pos": _joint_pos,
     "joint_vel": _joint_vel,
     "joint_pos_cos_sin": _joint_pos_cos_sin,
     "last_action": _last_action,
-    # The floating base, as the robot's IMU/state estimator reports it, in the base frame:
-    "base_ang_vel": _signal("base_ang_vel", 3),  # gyro [rad/s]
-    "projected_gravity": _signal("projected_gravity", 3),  # unit gravity direction
-    "base_lin_vel": _signal("base_lin_vel", 3),  # [m/s], from an estimator
+    **{name: _signal(name, 3) for name in BASE_SIGNALS},
     "command": _signal(None),  # an operator command, e.g. signals["base_velocity"] = (vx, vy, yaw rate)
     "sensor": _sensor,  # MJCF sensors by name, e.g. signals["imu_acc"] = accelerometer (3 values)
 }

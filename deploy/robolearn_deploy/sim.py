@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from robolearn_deploy.errors import DeployError
+from robolearn_deploy.observations import BASE_SIGNALS
 from robolearn_deploy.robot import JointCommand, RobotInterface, RobotState
 
 INTEGRATORS = ("euler", "implicit", "implicitfast", "rk4")
@@ -165,7 +166,7 @@ class MujocoRobot(RobotInterface):
         gravity, lin_vel = np.empty(3), np.empty(3)
         self._mj.mju_rotVecQuat(gravity, np.array([0.0, 0.0, -1.0]), inverse)
         self._mj.mju_rotVecQuat(lin_vel, self.data.qvel[v : v + 3], inverse)
-        return {"base_ang_vel": self.data.qvel[v + 3 : v + 6].copy(), "projected_gravity": gravity, "base_lin_vel": lin_vel}
+        return dict(zip(BASE_SIGNALS, (self.data.qvel[v + 3 : v + 6].copy(), gravity, lin_vel)))
 
     def write_command(self, command: JointCommand) -> None:
         if self.realtime:

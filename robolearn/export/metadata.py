@@ -28,6 +28,7 @@ from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, state_input, state_ou
 from robolearn.rl.models import InferencePolicy
 from robolearn_deploy.actuator_kinds import holds_a_target, joint_level_kind
 from robolearn_deploy.bundle import BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT, metadata_digest, sha256
+from robolearn_deploy.observations import BASE_SIGNALS
 
 
 CTRL = "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"
@@ -125,21 +126,28 @@ def bundle_refusal(env: BatchedEnv) -> str | None:
         return None
     try:
         _actuators(env)
+        _sensors(env.model, list(env.observations.functions("policy")), env.commands.names)
     except UserError as e:
         return str(e)
     return None
 
 
-def _sensors(model: mujoco.MjModel, terms: list) -> dict:
+def _sensors(model: mujoco.MjModel, terms: list, commands: list[str]) -> dict:
     """robot.yaml's `sensors`: each MJCF sensor a policy observation term reads (a param declared
     `Sensors`, as the `sensor` term's `names`), with its width, type and what it is attached to.
-    The robot supplies each as the signal of the sensor's name (sim.MujocoRobot: every named sensor)."""
+    The robot supplies each as the signal of the sensor's name (sim.MujocoRobot: every named sensor),
+    so a sensor named like a base signal or a command is refused (the driver could not tell them apart)."""
     found = {}
     for spec, func in terms:
         for param, (kind, default) in entity_params(func).items():
             if kind is not Sensors:
                 continue
             for name in entity_names(spec.params.get(param, default)) or ():
+                if name in BASE_SIGNALS or name in commands:
+                    what = "floating base's" if name in BASE_SIGNALS else "command's"
+                    raise UserError(f"sensor '{name}' (observation '{spec.name}') has the name of the {what} signal "
+                                    f"'{name}'; the robot supplies each sensor under its own name, so rename the "
+                                    "sensor in the MJCF")  # fmt: skip
                 s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, name)
                 entry = {"dim": int(model.sensor_dim[s]), "type": mujoco.mjtSensor(int(model.sensor_type[s])).name[7:].lower()}
                 obj = mujoco.mj_id2name(model, int(model.sensor_objtype[s]), int(model.sensor_objid[s]))
@@ -153,7 +161,7 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
     model = env.model
     actuators = _actuators(env)
     terms = list(env.observations.functions("policy"))
-    sensors = _sensors(model, terms)
+    sensors = _sensors(model, terms, env.commands.names)
     joint_names = names(model, mujoco.mjtObj.mjOBJ_JOINT)
     one_dof = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
     return {
