@@ -67,13 +67,13 @@ def aim(viewer, model) -> None:
     (the mouse still turns and zooms it; double-click a body and ctrl + drag to push it)."""
     import mujoco
 
-    from robolearn.render import robot_size
+    from robolearn.render import fit_distance
 
     with viewer.lock():
         if model.nbody > 1:
             viewer.cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
             viewer.cam.trackbodyid = 1
-        viewer.cam.distance = max(1.0, 2.5 * robot_size(model))
+        viewer.cam.distance = fit_distance(model)
         viewer.cam.elevation, viewer.cam.azimuth = -20.0, 135.0
 
 

@@ -37,7 +37,7 @@ class CameraCfg:
     """track: follow the root body; fixed: where the first frame put it; free: distance/elevation/
     azimuth around `lookat`."""
     distance: float | None = None
-    """Metres from the point looked at; None: 2.5x the robot's size (at least 1 m)."""
+    """Metres from the point looked at; None: fit_distance(model), 3x the robot's size (at least 1 m)."""
     elevation: float = -20.0
     azimuth: float = 135.0
     lookat: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
@@ -51,10 +51,28 @@ class Arrow:
 
 
 def robot_size(model: mujoco.MjModel) -> float:
-    """The extent of the robot's bodies (world and plane geoms excluded): what the camera frames."""
-    if model.nbody <= 1:
-        return float(model.stat.extent)
-    return float(max(model.stat.meansize * 8, np.ptp(model.body_ipos[1:], axis=0).max(initial=0.0) * 2, 0.3))
+    """What the camera frames: the longest side of the box around the robot's geoms at the model's
+    default pose (the world's geoms, planes and height fields excluded), at least 0.3 m. (MuJoCo's
+    own meansize counts a gymnasium hopper's 20 m floor, which framed the 1.4 m robot from 10 m.)"""
+    ground = (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD))
+    geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] > 0 and int(model.geom_type[g]) not in ground]
+    if not geoms:
+        return float(max(model.stat.extent, 0.3))
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    corners = []
+    for g in geoms:  # the geom's local bounding box, turned into the world
+        centre, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
+        signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+        local = centre + signs * half
+        corners.append(data.geom_xpos[g] + local @ data.geom_xmat[g].reshape(3, 3).T)
+    points = np.concatenate(corners)
+    return float(max(np.ptp(points, axis=0).max(), 0.3))
+
+
+def fit_distance(model: mujoco.MjModel) -> float:
+    """How far a camera stands from the robot to frame it (videos, the native and the web viewer)."""
+    return max(1.0, 3.0 * robot_size(model))
 
 
 class FrameRenderer:
@@ -82,8 +100,7 @@ class FrameRenderer:
             self.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
         self.model, self.width, self.height = model, width, height
         self.camera = mujoco.MjvCamera()
-        size = robot_size(model)
-        self.camera.distance = camera.distance if camera.distance is not None else max(1.0, 2.5 * size)
+        self.camera.distance = camera.distance if camera.distance is not None else fit_distance(model)
         self.camera.elevation, self.camera.azimuth = camera.elevation, camera.azimuth
         self.camera.lookat[:] = camera.lookat
         self.mode = camera.mode

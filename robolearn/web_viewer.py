@@ -157,6 +157,8 @@ def serve(run_dir: Path, checkpoint_file: Path | None, num_envs: int, host: str,
 
     from robolearn.web_panel import Panel
 
+    from robolearn.render import fit_distance
+
     viser, mjviser = import_viser()
     check_port(host, port)
     live = LivePolicy(run_dir, checkpoint_file, num_envs)
@@ -169,7 +171,7 @@ def serve(run_dir: Path, checkpoint_file: Path | None, num_envs: int, host: str,
         scene = mjviser.ViserMujocoScene(server, model, num_envs=env.num_envs)
         scene.show_only_selected = env.num_envs > 1  # the envs share one origin: show the chosen one
         panel = Panel(server, command_ranges(live), [p.name for p in live.checkpoints()], live.source.name)
-        scene.create_visualization_gui(camera_distance=_camera_distance(model), camera_elevation=20.0)
+        scene.create_visualization_gui(camera_distance=fit_distance(model), camera_elevation=20.0)
         url = f"http://{'localhost' if host in ('127.0.0.1', '::1') else host}:{port}/"
         print(f"serving {env.cfg.name} ({live.source.name}, iteration {live.iteration}) at {url}; "
               "open it in a browser (from another machine: ssh -L "
@@ -200,12 +202,6 @@ def _ctrl_c_stops():
         yield stop
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _camera_distance(model) -> float:
-    from robolearn.render import robot_size
-
-    return max(1.0, 2.5 * robot_size(model))
 
 
 def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: threading.Event | None = None) -> None:

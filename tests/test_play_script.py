@@ -2,6 +2,7 @@
 the scheduled time, through the recording loop."""
 
 import numpy as np
+import pytest
 import torch
 
 from robolearn.app import policy_from_run
@@ -39,3 +40,19 @@ def test_a_schedule_switches_the_command_in_every_env_at_its_time(tiny_quadruped
         assert np.allclose(env.commands.get(name).numpy(), [0.8, 0.0, 0.5])
     finally:
         env.close()
+
+
+def test_the_camera_frames_the_robot_not_its_floor():
+    """A 20 m floor plane and the world's own geoms do not count: a 0.2 x 0.1 x 1.4 m robot standing on
+    its 0.4 m foot is 1.4 m tall and is filmed from 3 x 1.4 m (MuJoCo's meansize put it 10 m away)."""
+    import mujoco
+
+    from robolearn.render import fit_distance, robot_size
+
+    model = mujoco.MjModel.from_xml_string("""<mujoco><worldbody>
+      <geom type="plane" size="20 20 0.1"/><geom type="box" pos="5 0 0" size="3 3 3"/>
+      <body pos="0 0 0.75"><joint type="slide" axis="1 0 0"/><geom type="box" size="0.1 0.05 0.7"/>
+        <body pos="0 0 -0.7"><geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.02"/></body></body>
+    </worldbody></mujoco>""")
+    assert robot_size(model) == pytest.approx(1.4 + 0.02)  # the foot's capsule reaches 2 cm below the box
+    assert fit_distance(model) == pytest.approx(3 * 1.42)
