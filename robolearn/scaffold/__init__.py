@@ -261,7 +261,7 @@ def _planar_values(plan: RobotPlan, pd_gains: str) -> dict[str, str]:
         tilt_rewards = (f"\n  pitch_rate: {{func: joint_vel_l2, weight: -0.05, params: {{joints: [{joints}]}}}}"
                         f"\n  pitch: {{func: joint_pos_l2, weight: -1.0, params: {{joints: [{joints}], relative: true}}}}")  # fmt: skip
     critic_feet, air_time = _feet_terms(plan, "forward_velocity")
-    joints = plan.joints or [j for j in plan.default_pose if j not in {b.name for b in plan.planar}]
+    joints = plan.joints or plan.limbs  # the legs' joints (every actuator drives a tendon: all of them)
     return dict(base_joints=_names([b.name for b in plan.planar]), forward=_yaml_name(role("forward")[0].name),
                 base_pose_policy=base_pose["policy"], base_pose_critic=base_pose["critic"], joints=_names(joints),
                 tilt_rewards=tilt_rewards, terminations="\n" + "\n".join(terminations) if terminations else " {}",

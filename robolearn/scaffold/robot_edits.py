@@ -45,6 +45,8 @@ class RobotPlan:
     base_height: float = 0.0
     planar: list[BaseJoint] = field(default_factory=list)
     """A planar robot's base joints (locomotion on a planar base: no free joint), else empty."""
+    limbs: list[str] = field(default_factory=list)
+    """A planar robot's other hinge/slide joints (its legs), driven or not."""
     foot_sensors: list[str] = field(default_factory=list)
     ee_sensor: str | None = None
     """The end effector's position sensor (framepos, base frame), read by the reach terms."""
@@ -181,6 +183,7 @@ def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
     plan.base = info.base or info.root
     if info.planar:
         plan.planar = list(info.planar)
+        plan.limbs = [j.name for j in info.joints if j.name not in {b.name for b in info.planar}]
         roles = ", ".join(f"{b.name} ({b.role})" for b in info.planar)
         forward = next(b.name for b in info.planar if b.role == "forward")
         plan.lines.append(f"planar base: body {info.root} moves on {roles}: no free joint is added; the task tracks a "

@@ -155,6 +155,23 @@ def test_a_planar_robot_without_actuators_gets_servos_on_its_legs_only(tmp_path)
     assert robot.JOINTS == ("thigh_joint", "leg_joint", "foot_joint")
 
 
+def test_a_planar_robot_on_tendons_observes_its_leg_joints(tmp_path):
+    """Motors on tendons name no joint: the observations still list the legs' joints (not an empty list)."""
+    import re
+
+    import yaml
+
+    legs = ("thigh_joint", "leg_joint", "foot_joint")
+    tendons = "".join(f'<fixed name="{j}_t"><joint joint="{j}" coef="1"/></fixed>' for j in legs)
+    motors = "".join(f'<motor name="{j}_m" tendon="{j}_t" gear="200"/>' for j in legs)
+    text = re.sub(r"<actuator>.*</actuator>", f"<tendon>{tendons}</tendon><actuator>{motors}</actuator>",
+                  gym_hopper().read_text(), flags=re.S)  # fmt: skip
+    (tmp_path / "hopper.xml").write_text(text)
+    new_task("rope_hop", "locomotion", robot=tmp_path / "hopper.xml", out=tmp_path / "pkg")
+    task = yaml.safe_load((tmp_path / "pkg" / "rope_hop" / "rope_hop.yaml").read_text())
+    assert task["observations"]["policy"]["terms"]["joint_pos"]["params"]["joints"] == list(legs)
+
+
 def test_the_locomotion_template_refuses_a_robot_held_by_a_hinge(tmp_path):
     """A root body on a hinge (no free joint, no horizontal slide) cannot walk anywhere: one line."""
     (tmp_path / "pendulum.xml").write_text("""<mujoco><worldbody><body name="link" pos="0 0 1">
