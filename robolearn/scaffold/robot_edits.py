@@ -135,7 +135,9 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     else:
         if not info.joints:
             raise UserError(f"{info.path.name} has no hinge or slide joint and no actuator: nothing for a policy to drive")
-        base_joints = {b.name for b in info.planar}  # a planar base's slides and hinge are not the robot's to drive
+        # a walker's planar base (rootx, rootz, rooty) is not the robot's to drive; for the other templates a
+        # slide under the root body is a rail the robot drives (a gantry, a cart)
+        base_joints = {b.name for b in info.planar} if legged else set()
         joints = [j.name for j in info.joints if j.name not in base_joints]
         if not joints:
             raise UserError(f"{info.path.name} has no joint but its base's ({', '.join(sorted(base_joints))}) and no "

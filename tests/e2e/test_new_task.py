@@ -378,3 +378,11 @@ def test_actuators_on_a_ball_joint_train_but_are_not_mistaken_for_hinges(tmp_pat
     task = yaml.safe_load((tmp_path / "pkg" / "ball_arm" / "ball_arm.yaml").read_text())
     assert task["action"]["actuators"] == ["sh_x", "sh_y", "elbow"]
     assert "elbow" in yaml.dump(task["commands"]) and "shoulder" not in yaml.dump(task["commands"])
+
+
+def test_a_rail_under_the_root_body_is_driven_outside_the_locomotion_template(tmp_path):
+    """minimal on a bare cart-pole: the cart's slide is the robot's to drive, not a planar base."""
+    text = re.sub(r"<actuator>.*</actuator>", "", (assets_dir() / "cartpole.xml").read_text(), flags=re.S)
+    (tmp_path / "cart.xml").write_text(text)
+    new_task("bare_cart", "minimal", robot=tmp_path / "cart.xml", out=tmp_path / "pkg")
+    assert _module(tmp_path / "pkg" / "bare_cart" / "robot.py").JOINTS == ("slider", "hinge")
