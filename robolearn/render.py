@@ -24,6 +24,7 @@ import numpy as np
 
 from robolearn.errors import UserError
 from robolearn.scene.floating_base import root_body
+from robolearn.scene.geometry import geom_corners
 
 CAMERAS = ("track", "fixed", "free")
 GREEN, BLUE, RED = (0.1, 0.85, 0.2, 1.0), (0.15, 0.45, 1.0, 1.0), (0.95, 0.2, 0.15, 1.0)
@@ -60,13 +61,7 @@ def robot_size(model: mujoco.MjModel) -> float:
         return float(max(model.stat.extent, 0.3))
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
-    corners = []
-    for g in geoms:  # the geom's local bounding box, turned into the world
-        centre, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
-        signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
-        local = centre + signs * half
-        corners.append(data.geom_xpos[g] + local @ data.geom_xmat[g].reshape(3, 3).T)
-    points = np.concatenate(corners)
+    points = np.concatenate([geom_corners(model, data, g) for g in geoms])
     return float(max(np.ptp(points, axis=0).max(), 0.3))
 
 

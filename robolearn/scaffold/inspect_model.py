@@ -16,6 +16,7 @@ import numpy as np
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import model_files as shared_model_files
 from robolearn.scene.floating_base import floating_base_joint
+from robolearn.scene.geometry import geom_corners
 
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _IMU_SENSORS = (int(mujoco.mjtSensor.mjSENS_GYRO), int(mujoco.mjtSensor.mjSENS_ACCELEROMETER),
@@ -192,14 +193,6 @@ def _subtree(children: dict[int, list[int]], body: int) -> list[int]:
     return out
 
 
-def _geom_corners(model: mujoco.MjModel, data: mujoco.MjData, g: int) -> np.ndarray:
-    """The 8 corners of geom g's bounding box in the world frame [8, 3]."""
-    center, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
-    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
-    local = center + signs * half
-    return data.geom_xpos[g] + local @ data.geom_xmat[g].reshape(3, 3).T
-
-
 def _collision_geoms(model: mujoco.MjModel, bodies: list[int]) -> list[int]:
     geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in bodies]
     colliding = [g for g in geoms if model.geom_contype[g] or model.geom_conaffinity[g]]
@@ -209,7 +202,7 @@ def _collision_geoms(model: mujoco.MjModel, bodies: list[int]) -> list[int]:
 def lowest_point(model: mujoco.MjModel, data: mujoco.MjData, base: int) -> float:
     """World height of the lowest point of body `base` and everything below it (kinematics done)."""
     geoms = _collision_geoms(model, _subtree(_children(model), base))
-    return float(min((_geom_corners(model, data, g)[:, 2].min() for g in geoms), default=data.xpos[base, 2]))
+    return float(min((geom_corners(model, data, g)[:, 2].min() for g in geoms), default=data.xpos[base, 2]))
 
 
 def _planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[list[str], list[BaseJoint]]:
@@ -236,6 +229,39 @@ def _planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple
             role = "yaw" if vertical else "pitch"
         found.append(BaseJoint(name, role, tuple(round(float(v), 4) for v in axes[j]), float(model.qpos0[model.jnt_qposadr[j]])))
     return names, found
+
+
+def _feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int], children: dict[int, list[int]],
+          geoms: list[int], low: dict[int, float], near_ground: float) -> list[Foot]:
+    """The leaf bodies of the base's joint chains whose geometry reaches below `near_ground` (each
+    geom's lowest world height in `low`), with the lowest point of each and its touch sensor if any."""
+    touch = {}  # body -> [(site height, sensor name)]
+    for s in range(model.nsensor):
+        if int(model.sensor_type[s]) == int(mujoco.mjtSensor.mjSENS_TOUCH):
+            site = int(model.sensor_objid[s])
+            touch.setdefault(int(model.site_bodyid[site]), []).append((float(data.site_xpos[site, 2]),
+                                                                       _name(model, mujoco.mjtObj.mjOBJ_SENSOR, s)))  # fmt: skip
+    feet: list[Foot] = []
+    for leaf in (b for b in robot if not children[b] and b != base):
+        foot = leaf
+        while not [g for g in geoms if int(model.geom_bodyid[g]) == foot] and foot != base:
+            foot = int(model.body_parentid[foot])  # a frame without geometry: its parent is the foot
+        foot_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == foot]
+        if foot == base or not foot_geoms:
+            continue
+        g = min(foot_geoms, key=lambda g: low[g])
+        if low[g] > near_ground:
+            continue
+        corners = geom_corners(model, data, g)
+        world = np.array([data.geom_xpos[g, 0], data.geom_xpos[g, 1], corners[:, 2].min()])
+        local = data.xmat[foot].reshape(3, 3).T @ (world - data.xpos[foot])
+        radius = float(max(0.02, 1.5 * np.sort(model.geom_aabb[g, 3:])[1]))
+        sensors = sorted(touch.get(foot, []))
+        name = _name(model, mujoco.mjtObj.mjOBJ_BODY, foot)
+        if name and name not in [f.body for f in feet]:
+            feet.append(Foot(name, tuple(round(float(v), 4) for v in local), round(radius, 4),
+                             sensors[0][1] if sensors else None))  # fmt: skip
+    return feet
 
 
 def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> ModelInfo:
@@ -281,9 +307,9 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     if free is None and base:
         info.root_joints, info.planar = _planar_base(model, data, base)
     geoms = _collision_geoms(model, robot)
-    low = {g: _geom_corners(model, data, g)[:, 2].min() for g in geoms}
+    low = {g: geom_corners(model, data, g)[:, 2].min() for g in geoms}
     info.lowest = float(min(low.values(), default=0.0))
-    top = float(max((_geom_corners(model, data, g)[:, 2].max() for g in geoms), default=0.0))
+    top = float(max((geom_corners(model, data, g)[:, 2].max() for g in geoms), default=0.0))
 
     # IMU: a site on the base that an IMU-type sensor reads
     for s in range(model.nsensor):
@@ -293,33 +319,8 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
                 info.imu_site = _name(model, mujoco.mjtObj.mjOBJ_SITE, site)
                 break
 
-    # Feet: the leaf bodies of the base's joint chains whose geometry reaches near the lowest point
-    touch = {}  # body -> [(site height, sensor name)]
-    for s in range(model.nsensor):
-        if int(model.sensor_type[s]) == int(mujoco.mjtSensor.mjSENS_TOUCH):
-            site = int(model.sensor_objid[s])
-            touch.setdefault(int(model.site_bodyid[site]), []).append((float(data.site_xpos[site, 2]),
-                                                                       _name(model, mujoco.mjtObj.mjOBJ_SENSOR, s)))  # fmt: skip
     near_ground = info.lowest + 0.25 * max(top - info.lowest, 1e-6)
-    for leaf in (b for b in robot if not children[b] and b != base):
-        foot = leaf
-        while not [g for g in geoms if int(model.geom_bodyid[g]) == foot] and foot != base:
-            foot = int(model.body_parentid[foot])  # a frame without geometry: its parent is the foot
-        foot_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == foot]
-        if foot == base or not foot_geoms:
-            continue
-        g = min(foot_geoms, key=lambda g: low[g])
-        if low[g] > near_ground:
-            continue
-        corners = _geom_corners(model, data, g)
-        world = np.array([data.geom_xpos[g, 0], data.geom_xpos[g, 1], corners[:, 2].min()])
-        local = data.xmat[foot].reshape(3, 3).T @ (world - data.xpos[foot])
-        radius = float(max(0.02, 1.5 * np.sort(model.geom_aabb[g, 3:])[1]))
-        sensors = sorted(touch.get(foot, []))
-        name = _name(model, mujoco.mjtObj.mjOBJ_BODY, foot)
-        if name and name not in [f.body for f in info.feet]:
-            info.feet.append(Foot(name, tuple(round(float(v), 4) for v in local), round(radius, 4),
-                                  sensors[0][1] if sensors else None))  # fmt: skip
+    info.feet = _feet(model, data, base, robot, children, geoms, low, near_ground)
 
     # The tip of the longest joint chain (an arm's end effector)
     def chain_length(b: int) -> int:
@@ -345,7 +346,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
             g = max(tip_geoms, key=lambda g: np.linalg.norm(data.geom_xpos[g] - origin))
             center = data.geom_xpos[g]
             u = (center - origin) / max(np.linalg.norm(center - origin), 1e-9)
-            far = center + u * float(((_geom_corners(model, data, g) - center) @ u).max())
+            far = center + u * float(((geom_corners(model, data, g) - center) @ u).max())
             local = data.xmat[tip].reshape(3, 3).T @ (far - data.xpos[tip])
             info.tip_point = tuple(round(float(v), 4) for v in local)
     return info

@@ -182,6 +182,25 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
 
 
 def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:
+    _plan_base(plan, info)
+    if not info.has_floor:
+        plan.steps.append("add_floor")
+        plan.lines.append("floor: missing -> added a ground plane 'floor'")
+        if not info.has_light:
+            plan.steps.append("add_light")
+    if info.imu_site:
+        plan.lines.append(f"IMU: site {info.imu_site} on the base")
+    elif plan.base and not plan.planar:
+        imu = _unique("imu", sites)
+        plan.steps.append("add_imu")
+        plan.constants.append(_const("IMU_SITE", _q(imu), f"The IMU's site on the base (its sensors: {imu}_gyro, _acc, _quat)."))
+        plan.lines.append(f"IMU: missing -> added site '{imu}' on {plan.base} with a gyro, an accelerometer and a framequat")
+    _plan_feet(plan, info, sites | sensors)
+    _plan_home(plan, info, model)
+
+
+def _plan_base(plan: RobotPlan, info: ModelInfo) -> None:
+    """The floating base: the model's free joint, a planar base (kept), or a free joint added."""
     plan.base = info.base or info.root
     if info.planar:
         plan.planar = list(info.planar)
@@ -202,111 +221,96 @@ def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
         plan.lines.append(f"floating base: missing -> added a free joint on the root body {info.root}")
     if plan.base:
         plan.constants.append(_const("BASE", _q(plan.base), "The floating base's body."))
-    if not info.has_floor:
-        plan.steps.append("add_floor")
-        plan.lines.append("floor: missing -> added a ground plane 'floor'")
-        if not info.has_light:
-            plan.steps.append("add_light")
-    if info.imu_site:
-        plan.lines.append(f"IMU: site {info.imu_site} on the base")
-    elif plan.base and not plan.planar:
-        imu = _unique("imu", sites)
-        plan.steps.append("add_imu")
-        plan.constants.append(_const("IMU_SITE", _q(imu), f"The IMU's site on the base (its sensors: {imu}_gyro, _acc, _quat)."))
-        plan.lines.append(f"IMU: missing -> added site '{imu}' on {plan.base} with a gyro, an accelerometer and a framequat")
-    if info.feet:
-        plan.lines.append(f"feet (guessed: the leaf body of each leg chain that reaches the ground): "
-                          f"{_short([f.body for f in info.feet], 8)}")  # fmt: skip
-        new = {}
-        for foot in info.feet:
-            if foot.sensor:
-                plan.foot_sensors.append(foot.sensor)
-            else:
-                name = _unique(f"{foot.body}_contact", sites | sensors)
-                new[name] = foot
-                plan.foot_sensors.append(name)
-        if new:
-            plan.steps.append("add_foot_sensors")
-            entries = {name: f"({_q(f.body)}, {_tuple(f.point)}, {_fmt(f.radius)})" for name, f in new.items()}
-            plan.constants.append(_const("NEW_FOOT_SENSORS", _mapping(entries), "Touch sensors new-task added: sensor (and "
-                                         "site) name -> (foot body, contact point in its frame [m], site radius [m])."))  # fmt: skip
-            plan.lines.append(f"foot contact sensors: missing on {len(new)} feet -> added touch sensors {_short(list(new), 8)}")
-        if len(new) < len(info.feet):
-            have = [f.sensor for f in info.feet if f.sensor]
-            plan.lines.append(f"foot contact sensors: {_short(have, 8)}")
-    else:
+
+
+def _plan_feet(plan: RobotPlan, info: ModelInfo, taken: set[str]) -> None:
+    """Each foot's touch sensor: the model's, or one added (named apart from the `taken` site and sensor names)."""
+    if not info.feet:
         plan.lines.append("feet: none found (no leaf body of a leg chain reaches the ground): the task has no foot "
                           "contact terms; add touch sensors and a feet_air_time reward by hand")  # fmt: skip
+        return
+    plan.lines.append(f"feet (guessed: the leaf body of each leg chain that reaches the ground): "
+                      f"{_short([f.body for f in info.feet], 8)}")  # fmt: skip
+    new = {}
+    for foot in info.feet:
+        if foot.sensor:
+            plan.foot_sensors.append(foot.sensor)
+        else:
+            name = _unique(f"{foot.body}_contact", taken)
+            new[name] = foot
+            plan.foot_sensors.append(name)
+    if new:
+        plan.steps.append("add_foot_sensors")
+        entries = {name: f"({_q(f.body)}, {_tuple(f.point)}, {_fmt(f.radius)})" for name, f in new.items()}
+        plan.constants.append(_const("NEW_FOOT_SENSORS", _mapping(entries), "Touch sensors new-task added: sensor (and "
+                                     "site) name -> (foot body, contact point in its frame [m], site radius [m])."))  # fmt: skip
+        plan.lines.append(f"foot contact sensors: missing on {len(new)} feet -> added touch sensors {_short(list(new), 8)}")
+    if len(new) < len(info.feet):
+        have = [f.sensor for f in info.feet if f.sensor]
+        plan.lines.append(f"foot contact sensors: {_short(have, 8)}")
+
+
+def _posed(model: mujoco.MjModel, plan: RobotPlan, qpos: np.ndarray | None = None) -> tuple[mujoco.MjData, float, float]:
+    """The robot at `qpos` (default: the model's qpos0 with plan.default_pose): its data, the base
+    body's height and the lowest point of the robot [m]."""
+    data = mujoco.MjData(model)
+    data.qpos[:] = model.qpos0 if qpos is None else qpos
+    if qpos is None:
+        for name, value in plan.default_pose.items():
+            data.qpos[model.joint(name).qposadr[0]] = value
+    mujoco.mj_kinematics(model, data)
+    base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, plan.base) if plan.base else -1
+    if base < 0:
+        return data, 0.0, 0.0
+    return data, float(data.xpos[base, 2]), lowest_point(model, data, base)
+
+
+def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
+    """The standing pose and the `home` keyframe: the model's, or one added with each joint at 0
+    within its limits and the robot's lowest point 5 mm above the ground (a free base lifted by
+    BASE_HEIGHT, a planar base by its height slide; the planar base's joints are in the pose)."""
     plan.default_pose = {name: default_joint_value(info, name) for name in plan.joints if name in {j.name for j in info.joints}}
     if info.has_home:
         plan.lines.append("home keyframe: present")
         key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
-        base_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, plan.base) if plan.base else -1
-        data = mujoco.MjData(model)
-        data.qpos[:] = model.key_qpos[key]
-        mujoco.mj_kinematics(model, data)
-        plan.base_height = float(data.xpos[base_id, 2]) if base_id >= 0 else 0.0
+        data, plan.base_height, _ = _posed(model, plan, model.key_qpos[key])
         for b in plan.planar:
             plan.default_pose[b.name] = float(data.qpos[model.joint(b.name).qposadr[0]])
         return
-    if plan.planar:
-        _planar_home(info, model, plan)
-        return
-    height = _base_height(info, model, plan)
-    plan.base_height = height
-    plan.steps.append("add_home_keyframe")
-    pose = _mapping({name: _fmt(v) for name, v in plan.default_pose.items()})
-    plan.constants.append(_const("DEFAULT_POSE", pose, "The standing pose [rad or m]: the `home` keyframe, the action offset "
-                                 "and the reference of relative joint observations. new-task's guess: 0 within each "
-                                 "joint's limits. TODO: set your robot's standing pose."))  # fmt: skip
-    plan.constants.append(_const("BASE_HEIGHT", _fmt(height), "Base height in the home pose [m]: the lowest point of the "
-                                 "robot 5 mm above the ground (recompute it when you change DEFAULT_POSE)."))  # fmt: skip
-    plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0 within its limits, base {height:.3f} m up "
-                      "(the lowest point 5 mm above the ground); set DEFAULT_POSE in robot.py")  # fmt: skip
-
-
-def _base_height(info: ModelInfo, model: mujoco.MjModel, plan: RobotPlan) -> float:
-    """How high the base must be for the robot, in the default pose, to clear the ground by 5 mm."""
-    data = mujoco.MjData(model)
-    data.qpos[:] = model.qpos0
-    for name, value in plan.default_pose.items():
-        data.qpos[model.joint(name).qposadr[0]] = value
-    mujoco.mj_kinematics(model, data)
-    base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, plan.base)
-    lowest = lowest_point(model, data, base)
-    return round(float(data.xpos[base, 2]) - lowest + 0.005, 4)
-
-
-def _planar_home(info: ModelInfo, model: mujoco.MjModel, plan: RobotPlan) -> None:
-    """A planar robot's `home` keyframe: the joints at their guessed pose, the base joints at the
-    model's own values except the height slide, which lifts the lowest point 5 mm above the ground."""
     for b in plan.planar:
         plan.default_pose[b.name] = b.qpos0
-    data = mujoco.MjData(model)
-    data.qpos[:] = model.qpos0
-    for name, value in plan.default_pose.items():
-        data.qpos[model.joint(name).qposadr[0]] = value
-    mujoco.mj_kinematics(model, data)
-    base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, plan.base)
-    lift = 0.005 - lowest_point(model, data, base)
+    _, base_z, lowest = _posed(model, plan)
+    lift = 0.005 - lowest
     height = next((b for b in plan.planar if b.role == "height"), None)
     if height is not None:
         plan.default_pose[height.name] = round(height.qpos0 + lift / height.axis[2], 4)
-        lift_note = f"{height.name} at {plan.default_pose[height.name]:.3f} (the lowest point 5 mm above the ground)"
+    elif plan.planar:
+        lift = 0.0  # nothing lifts it
+    plan.base_height = round(base_z + lift, 4)
+    if not plan.planar:
+        where = f"base {plan.base_height:.3f} m up (the lowest point 5 mm above the ground)"
+    elif height is None:
+        where = "the base at the model's height (it has no height slide)"
     else:
-        lift_note = "the base at the model's height (it has no height slide)"
-        lift = 0.0
-    plan.base_height = round(float(data.xpos[base, 2]) + lift, 4)
+        where = f"{height.name} at {plan.default_pose[height.name]:.3f} (the lowest point 5 mm above the ground)"
     plan.steps.append("add_home_keyframe")
     pose = _mapping({name: _fmt(v) for name, v in plan.default_pose.items()})
-    plan.constants.append(_const("DEFAULT_POSE", pose, "The standing pose [rad or m], the planar base's joints included: "
-                                 "the `home` keyframe, the action offset and the reference of relative joint "
-                                 "observations. new-task's guess: each joint at 0 within its limits. TODO: set your "
-                                 "robot's standing pose (and the height slide with it)."))  # fmt: skip
-    plan.constants.append(_const("BASE_HEIGHT", _fmt(plan.base_height), f"Height of {plan.base} above the ground in the "
-                                 "home pose [m] (the planar base sets it through its height slide in DEFAULT_POSE)."))  # fmt: skip
-    plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0 within its limits, {lift_note}; set "
-                      "DEFAULT_POSE in robot.py")  # fmt: skip
+    if plan.planar:
+        pose_doc = ("The standing pose [rad or m], the planar base's joints included: the `home` keyframe, the action "
+                    "offset and the reference of relative joint observations. new-task's guess: each joint at 0 within "
+                    "its limits. TODO: set your robot's standing pose (and the height slide with it).")  # fmt: skip
+        height_doc = (f"Height of {plan.base} above the ground in the home pose [m] (the planar base sets it through "
+                      "its height slide in DEFAULT_POSE).")  # fmt: skip
+    else:
+        pose_doc = ("The standing pose [rad or m]: the `home` keyframe, the action offset and the reference of relative "
+                    "joint observations. new-task's guess: 0 within each joint's limits. TODO: set your robot's "
+                    "standing pose.")  # fmt: skip
+        height_doc = ("Base height in the home pose [m]: the lowest point of the robot 5 mm above the ground "
+                      "(recompute it when you change DEFAULT_POSE).")  # fmt: skip
+    plan.constants.append(_const("DEFAULT_POSE", pose, pose_doc))
+    plan.constants.append(_const("BASE_HEIGHT", _fmt(plan.base_height), height_doc))
+    plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0 within its limits, {where}; set "
+                      "DEFAULT_POSE in robot.py")
 
 
 def _plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:
