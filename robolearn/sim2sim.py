@@ -26,7 +26,7 @@ from robolearn.config_task import TaskCfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.evaluate import summarize_metrics
-from robolearn.registry import get_task
+from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, get_task
 from robolearn_deploy import ControlLoop, LoopReport, Policy, Safety, Step
 from robolearn_deploy.sim import MujocoRobot
 
@@ -38,8 +38,15 @@ class Referee:
     def __init__(self, bundle_dir: Path, model_file: str, seed: int):
         cfg = OmegaConf.merge(OmegaConf.structured(TaskCfg), OmegaConf.load(bundle_dir / "task.yaml"))
         cfg.asset = str((bundle_dir / model_file).resolve())  # the bundle's copy of the MJCF
-        plugin = dataclasses.replace(get_task(cfg.name), edit_spec=None)  # the bundled MJCF is already edited
-        self.env = BatchedEnv(cfg, plugin, 1, physics="mujoco", device="cpu", seed=seed, physics_settings={"num_threads": 1})
+        installed = _plugin(cfg.name, bundle_dir)
+        plugin = dataclasses.replace(installed or TaskPlugin(name=cfg.name, config=bundle_dir / "task.yaml"), edit_spec=None)
+        try:  # the bundled MJCF is already edited
+            self.env = BatchedEnv(cfg, plugin, 1, physics="mujoco", device="cpu", seed=seed, physics_settings={"num_threads": 1})
+        except UserError as exc:
+            if installed:
+                raise
+            raise UserError(f"task '{cfg.name}' is not installed here and its task.yaml does not build without its package "
+                            f"({exc}); install the package that defines the task") from None  # fmt: skip
         self.names = self.env.terminations.names
         self.env.track_metrics(True)
         self.metric_sums = torch.zeros(len(self.env.metrics.names))
@@ -97,6 +104,14 @@ class Referee:
         self.env.close()
 
 
+def _plugin(name: str, bundle_dir: Path) -> TaskPlugin | None:
+    """The installed task of that name (with its own terms); None where none is installed: then the
+    bundle's task.yaml is built with robolearn's generic terms alone (an imported bundle's referee,
+    or a bundle whose task package this machine lacks)."""
+    tasks = discover_tasks()
+    return get_task(name, tasks) if name in tasks or name in BROKEN else None
+
+
 @dataclass
 class Episode:
     """One sim2sim episode. It ends when task termination terms fire (`terminations`), when the
@@ -148,7 +163,7 @@ def open_sim(bundle_dir: Path, realtime: bool = False, timestep: float | None = 
     timestep = timestep or meta.get("physics_dt_s")  # the training timestep unless another is asked for
     if not meta.get("model_file") or not (bundle_dir / "task.yaml").is_file():
         raise UserError(f"{bundle_dir} carries no robot model and task.yaml to simulate (an imported bundle gets them "
-                        "from robolearn import ... robot=<model.xml> task=<robolearn task>)")  # fmt: skip
+                        "from robolearn import ... robot=<model.xml> [task=<robolearn task>])")  # fmt: skip
     robot = MujocoRobot(bundle_dir / meta["model_file"], timestep=timestep, integrator=integrator, realtime=realtime)
     referee = Referee(bundle_dir, meta["model_file"], seed)
     return policy, robot, referee, ControlLoop(policy, robot, Safety(), log=log)

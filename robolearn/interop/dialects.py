@@ -11,9 +11,13 @@ from dataclasses import dataclass
 
 from robolearn.errors import UserError
 from robolearn.interop.run_yaml import short_name
+from robolearn.scene.sim_options import choices
 
 
 EFFORT_KEYS = ("effort_limit_sim", "joint_effort_limit", "actuator_effort_limit", "effort_limit")
+SOLVER_OPTIONS = {"integrator": str, "solver": str, "cone": str, "iterations": int, "ls_iterations": int,
+                  "tolerance": float, "impratio": float}  # fmt: skip
+"""MuJoCo options both frameworks record under these names, with their types."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,32 @@ class Dialect:
         if not isinstance(dt, (int, float)) or dt <= 0:
             raise UserError(f"the run's env.yaml has no physics time step (sim.{'mujoco.timestep' if self.framework == 'mjlab' else 'dt'})")
         return float(dt)
+
+    def substeps(self) -> int:
+        """MuJoCo steps per physics step: Isaac Lab's Newton backend divides sim.dt into num_substeps."""
+        physics = (self.env.get("sim") or {}).get("physics") if self.framework == "isaaclab" else None
+        n = physics.get("num_substeps") if isinstance(physics, dict) else None
+        return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
+
+    def solver_options(self) -> dict:
+        """The MuJoCo options the run simulated with (integrator, solver, iterations, cone, ...; the
+        keys of robolearn's `sim:`), from mjlab's sim.mujoco or Isaac Lab's MuJoCo Warp solver_cfg;
+        {} for another engine. Values MuJoCo does not know are left out."""
+        sim = self.env.get("sim") or {}
+        if self.framework == "mjlab":
+            cfg = sim.get("mujoco") or {}
+        else:
+            cfg = ((sim.get("physics") or {}).get("solver_cfg") or {}) if isinstance(sim.get("physics"), dict) else {}
+            if cfg.get("solver_type") != "mujoco_warp":
+                return {}
+        out = {}
+        for key, kind in SOLVER_OPTIONS.items():
+            value = cfg.get(key)
+            if kind is str and isinstance(value, str) and value.lower() in choices(key):
+                out[key] = value.lower()
+            elif kind is not str and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                out[key] = kind(value)
+        return out
 
     def physics_backend(self) -> str:
         """'mujoco' (mjlab), 'newton' or 'physx' (Isaac Lab), '' where the dump does not say."""

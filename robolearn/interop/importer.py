@@ -3,6 +3,9 @@
     <run>/params/env.yaml, params/agent.yaml, model_<N>.pt   (+ mjlab's exported <run>.onnx)
       -> policy.onnx (the run's normalizer inside), robot.yaml (layout.py), [robot model, task.yaml]
 
+With robot= the bundle's model is the robot as the run simulated it, and without task= its task.yaml
+is a referee written from the run's config (referee.py), so sim2sim runs it as it is.
+
 The joint order is the one thing such a run does not store for certain: mjlab's exported ONNX
 carries it; otherwise `joint_order=` gives it, or `robot=` (the MJCF's order, which is the order
 mjlab and Isaac Lab's Newton backend use; PhysX orders joints its own way and needs joint_order=).
@@ -20,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
+import yaml
 
 from robolearn.errors import UserError
 from robolearn.export.bundle import (ArtifactReport, copy_model, install, require_parity, seal, staging_dir,
@@ -29,10 +33,12 @@ from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME
 from robolearn.interop.dialects import Dialect, dialect
 from robolearn.interop.layout import RunLayout, actuators, armature, observation_terms
 from robolearn.interop.names import match_names, per_name
+from robolearn.interop.referee import initial_base, referee_task
 from robolearn.interop.robot_model import RobotModel
 from robolearn.interop.rsl_checkpoint import Checkpoint, ImportedPolicy, checkpoints, load_actor
 from robolearn.interop.run_yaml import load_run_yaml
 from robolearn.run_dir import check_export_target
+from robolearn.scene.floating_base import floating_base_joint
 from robolearn_deploy.bundle import BUNDLE_FORMAT
 
 SAMPLES = 1024
@@ -47,6 +53,8 @@ class ImportResult:
     joint_order_from: str
     artifacts: list[ArtifactReport]
     run_onnx_max_abs_diff: float | None
+    sim2sim: str = ""
+    """What `robolearn sim2sim` of the bundle scores with (or why it cannot run it)."""
 
 
 def _checkpoint(run_dir: Path, name: str | None) -> Path:
@@ -108,9 +116,9 @@ def resolve(d: Dialect, policy: ImportedPolicy, joints: list[str], robot: RobotM
     decimation = int(d.env.get("decimation") or 0)
     if decimation < 1:
         raise UserError("the run's env.yaml has no decimation (physics steps per policy step)")
-    dt = d.physics_dt()
-    return RunLayout(joints, action_joints, default_pose, acts, terms, dt * decimation, dt, decimation, commands,
-                     armature(d, robot_cfg, action_joints))  # fmt: skip
+    dt, substeps = d.physics_dt(), d.substeps()
+    return RunLayout(joints, action_joints, default_pose, acts, terms, dt * decimation, dt / substeps, decimation * substeps,
+                     commands, armature(d, robot_cfg, action_joints), {"timestep": dt / substeps, **d.solver_options()})  # fmt: skip
 
 
 def layout_yaml(layout: RunLayout, task: str, model_file: str | None, joint_limits: dict) -> dict:
@@ -183,6 +191,25 @@ def _compare_run_onnx(run_onnx, ckpt: Checkpoint, newest: Path, recorded: torch.
     return float(np.abs(theirs - ours).max())
 
 
+def write_referee(d: Dialect, layout: RunLayout, model: RobotModel, staging: Path, model_file: str) -> str:
+    """The bundle's model (the run's actuators and armature, its initial state as `home`, a floor
+    where the model has none) and task.yaml of the referee that scores it in sim2sim."""
+    base_pos, base_quat = initial_base(d, d.robot(d.action()[1]))
+    home = model.home_qpos(base_pos, base_quat, layout.default_pose)
+    edit = model.edit(layout.actuators, layout.armature, layout.physics, home=home, floor=not model.has_floor())
+    copy_model(model.path, staging, model_file, edit)
+    bundled = RobotModel(staging / model_file)
+    floating = floating_base_joint(bundled.model) is not None
+    config = referee_task(d, layout, model_file, bundled.actuators_of(layout.action_joints),
+                          base_pos[2] if floating and base_pos else None, floating)  # fmt: skip
+    (staging / "task.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    from robolearn.sim2sim import Referee
+
+    Referee(staging, model_file, seed=0).close()  # it builds, or the import stops here with the reason
+    falls = ", ".join(f"{name} ({t['func']})" for name, t in config["terminations"].items()) or "none"
+    return f"refereed from the run's config: episodes end on {falls}; reports {', '.join(config['metrics']) or 'time alive'}"
+
+
 def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None, task: str | None = None,
                joint_order: str | None = None, checkpoint: str | None = None, obs: Path | None = None,
                precision: str = "fp32", progress: bool = True) -> ImportResult:  # fmt: skip
@@ -212,13 +239,18 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
         reports = write_artifacts(ckpt.policy, ckpt.policy.obs_dim, staging, "onnx", precision, recorded, progress)
         require_parity(reports, out)
         model_file = None
+        referee = "not possible without a robot model: pass robot=<model.xml> (the run's robot) or task=<robolearn task>"
         if model is not None:
             model_file = model_file_name(model.path, edited=True)
-            copy_model(model.path, staging, model_file, model.edit(layout.actuators, layout.armature))
+            if task:
+                copy_model(model.path, staging, model_file, model.edit(layout.actuators, layout.armature, layout.physics))
+            else:  # robot= alone: the bundle carries its own referee (interop/referee.py)
+                referee = write_referee(d, layout, model, staging, model_file)
         if task:  # without robot=, the task's own robot model goes into the bundle
             from robolearn.interop.sim2sim_task import write_task_yaml
 
             model_file = write_task_yaml(task, staging, model_file, layout)
+            referee = f"scored by task {task} (its rewards, terminations and metrics)"
         limits = RobotModel(staging / model_file).joint_limits() if model_file else {}
         meta = robot_yaml(layout, d, ckpt, run_dir, model_file, limits, task, order_from)
         seal(meta, staging, reports, None)
@@ -226,4 +258,4 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
         shutil.rmtree(staging, ignore_errors=True)
         raise
     install(staging, out)
-    return ImportResult(out, d.framework, path, order_from, reports, run_onnx_diff)
+    return ImportResult(out, d.framework, path, order_from, reports, run_onnx_diff, referee)

@@ -59,6 +59,9 @@ class RunLayout:
     commands: dict = field(default_factory=dict)
     armature: dict[str, float] = field(default_factory=dict)
     """{joint: armature} where the run's actuator group sets one (for the bundle's robot model)."""
+    physics: dict = field(default_factory=dict)
+    """MuJoCo options the run simulated with ({timestep, integrator, solver, ...}: the keys of a
+    task's `sim:`), written into the bundle's robot model."""
 
 
 def _number(value, what: str) -> float:

@@ -11,4 +11,5 @@ def print_import(result: ImportResult) -> None:
         print(f"  {report.line()}")
     if result.run_onnx_max_abs_diff is not None:
         print(f"  the run's own ONNX export vs the checkpoint's actor: max abs diff {result.run_onnx_max_abs_diff:.2e}")
+    print(f"  sim2sim: {result.sim2sim}")
     print(f"bundle: {result.path}")

@@ -31,6 +31,12 @@ def sensor_above(env, sensors: Sensors, threshold: float) -> torch.Tensor:
     return (env.physics.sensordata[:, env.scene.sensors(sensors).columns] > threshold).any(dim=1)
 
 
+def base_height_below(env, minimum: float) -> torch.Tensor:
+    """The floating base's origin is less than `minimum` [m] above its environment's origin (on flat
+    ground: its height above the floor; a fall)."""
+    return (state.root_pos_w(env)[:, 2] - env.env_origins[:, 2]) < minimum
+
+
 def bad_orientation(env, limit_angle: float) -> torch.Tensor:
     """The base is tilted more than `limit_angle` [rad] from upright."""
     return state.gravity_b(env)[:, 2] > -math.cos(limit_angle)

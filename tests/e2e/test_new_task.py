@@ -386,3 +386,24 @@ def test_a_rail_under_the_root_body_is_driven_outside_the_locomotion_template(tm
     (tmp_path / "cart.xml").write_text(text)
     new_task("bare_cart", "minimal", robot=tmp_path / "cart.xml", out=tmp_path / "pkg")
     assert _module(tmp_path / "pkg" / "bare_cart" / "robot.py").JOINTS == ("slider", "hinge")
+
+
+def test_the_floor_new_task_adds_holds_a_robot_whose_default_class_collides_one_way(tmp_path, monkeypatch):
+    """The quadruped's geoms are contype 0, conaffinity 1 (they collide with what has contype 1): a
+    floor of the default class would let it fall through."""
+    import mujoco
+
+    monkeypatch.chdir(tmp_path)
+    spec = mujoco.MjSpec.from_file(str(bare_quadruped(tmp_path / "src")))
+    spec.delete(spec.geom("floor"))
+    (tmp_path / "src" / "floorless.xml").write_text(spec.to_xml())
+    new_task("floorless", "locomotion", robot=tmp_path / "src" / "floorless.xml", out=tmp_path / "pkg")
+    package = tmp_path / "pkg" / "floorless"
+    spec = mujoco.MjSpec.from_file(str(package / "floorless.xml"))
+    _module(package / "robot.py").apply(spec)
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    for _ in range(round(1.0 / model.opt.timestep)):  # 1 s, servos at rest (ctrl 0)
+        mujoco.mj_step(model, data)
+    assert data.qpos[2] > 0.05, "the base fell through the floor"

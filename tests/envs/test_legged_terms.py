@@ -56,6 +56,12 @@ def test_orientation_terms(make_env):
     assert rewards.flat_orientation_l2(env).item() == pytest.approx(math.sin(roll) ** 2, rel=1e-5)
     assert rewards.ang_vel_xy_l2(env).item() == pytest.approx(0.05, rel=1e-5)
     assert not terminations.bad_orientation(env, 0.31).item() and terminations.bad_orientation(env, 0.29).item()
+    # the base 0.2 m above its environment's origin, which is 0.1 m up
+    env.env_origins[:] = torch.tensor([5.0, 0.0, 0.1])
+    qpos = env.default_qpos.clone()
+    qpos[:, :3] = torch.tensor([5.0, 0.0, 0.1 + 0.2])
+    env.physics.reset(torch.ones(1, dtype=torch.bool), qpos, torch.zeros_like(env.default_qvel))
+    assert terminations.base_height_below(env, 0.21).item() and not terminations.base_height_below(env, 0.19).item()
 
 
 def test_joint_limit_and_torque_terms(make_env):

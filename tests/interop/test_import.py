@@ -216,3 +216,78 @@ def test_older_rsl_rl_layout_and_heteroscedastic_head(tmp_path):
     agent["actor"].update(class_name="RNNModel", rnn_type="lstm")
     with pytest.raises(UserError, match="RNNModel with lstm"):
         load_actor(tmp_path / "model_1.pt", agent)
+
+
+def _bare_robot(tmp_path: Path) -> Path:
+    """The quadruped's MJCF without its floor and its home keyframe, as a robot description ships."""
+    import mujoco
+
+    spec = mujoco.MjSpec.from_file(str(QUADRUPED))
+    spec.delete(spec.geom("floor"))
+    spec.delete(spec.key("home"))
+    path = tmp_path / "bare_quadruped.xml"
+    path.write_text(spec.to_xml())
+    return path
+
+
+def test_robot_alone_gives_the_bundle_a_referee_and_the_run_s_physics(tmp_path):
+    """robot= without task=: the bundle's model is the robot as the run simulated it (its initial
+    state as `home`, a floor, MuJoCo Warp's substep and options) and task.yaml referees sim2sim
+    with generic terms from the run's config."""
+    import mujoco
+
+    from robolearn.sim2sim import sim2sim
+
+    out = import_run(ISAAC_RUN, out=tmp_path / "b", robot=_bare_robot(tmp_path), progress=False)
+    b = Bundle.load(out.path)
+    # Newton: sim.dt 0.005 in num_substeps=2 MuJoCo steps, MuJoCo Warp's integrator and tolerance
+    assert (b.meta["physics_dt_s"], b.meta["decimation"], b.control_period_s) == (0.0025, 8, pytest.approx(0.02))
+    model = mujoco.MjModel.from_xml_path(str(out.path / b.meta["model_file"]))
+    assert model.opt.timestep == 0.0025 and model.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    assert model.opt.tolerance == 1e-6
+    floor = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    assert floor >= 0 and model.geom_type[floor] == mujoco.mjtGeom.mjGEOM_PLANE
+    home = model.key_qpos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")]
+    # init_state pos (0, 0, 0.34), rot (x, y, z, w) = (0, 0, 0, 1): the identity, (1, 0, 0, 0) in MuJoCo's order
+    np.testing.assert_allclose(home[:7], [0, 0, 0.34, 1, 0, 0, 0])
+    joints = [a.joint for a in b.actuators]
+    assert [home[model.jnt_qposadr[model.joint(j).id]] for j in joints] == pytest.approx([b.default_pose[j] for j in joints])
+
+    task = yaml.safe_load((out.path / "task.yaml").read_text())
+    # the run ends episodes on base contact, which has no generic equivalent: tilt and height stand in
+    assert task["terminations"] == {"bad_orientation": {"func": "bad_orientation", "params": {"limit_angle": 1.0}},
+                                    "base_too_low": {"func": "base_height_below", "params": {"minimum": 0.17}}}
+    assert task["commands"]["base_velocity"] == {"ranges": {"lin_vel_x": [-1.0, 1.0], "lin_vel_y": [-1.0, 1.0], "ang_vel_z": [-1.0, 1.0]},
+                                                 "resampling_time_s": [10.0, 10.0], "standing_probability": 0.02}
+    assert task["events"]["reset_base"]["params"]["yaw_range"] == [-3.14, 3.14] and task["episode_length_s"] == 20.0
+    result = sim2sim(out.path, episodes=1)
+    assert result["episodes"] == 1 and result["return_comparison"] is None
+    assert result["metric_names"] == ["lin_vel_error", "yaw_rate_error"]
+    assert result["episode_length_mean"] > 50  # the 5-iteration policy stands for a while at least
+
+
+def test_the_referee_takes_mjlab_s_falls_tracking_widths_and_quaternion_order():
+    from robolearn.interop.dialects import dialect
+    from robolearn.interop.layout import RunLayout
+    from robolearn.interop.referee import initial_base, referee_task
+
+    env, agent = load_run_yaml(MJLAB_RUN / "params" / "env.yaml"), load_run_yaml(MJLAB_RUN / "params" / "agent.yaml")
+    d = dialect(env, agent)
+    assert d.solver_options() == {"integrator": "implicitfast", "solver": "newton", "cone": "elliptic", "iterations": 10,
+                                  "ls_iterations": 20, "tolerance": 1e-8, "impratio": 10.0}
+    assert d.substeps() == 1
+    ranges = {"lin_vel_x": [-1.0, 1.0], "lin_vel_y": [-1.0, 1.0], "ang_vel_z": [-0.5, 0.5]}
+    layout = RunLayout([], [], {}, [], [], 0.02, 0.005, 4, {"twist": {"components": list(ranges), "ranges": ranges}})
+    task = referee_task(d, layout, "go1.xml", ["a"], 0.278, floating=True)
+    assert task["terminations"] == {"fell_over": {"func": "bad_orientation", "params": {"limit_angle": pytest.approx(1.2217304763960306)}}}
+    assert task["rewards"]["track_ang_vel_z"]["params"] == {"command": "twist", "std": pytest.approx(0.7071067811865476)}
+    assert task["commands"]["twist"]["resampling_time_s"] == [3.0, 8.0] and task["commands"]["twist"]["standing_probability"] == 0.1
+    assert initial_base(d, d.robot("robot")) == ([0.0, 0.0, 0.278], [1.0, 0.0, 0.0, 0.0])  # mjlab: (w, x, y, z)
+    # Isaac Lab 3 writes (x, y, z, w): a yaw of 90 degrees
+    isaac = dialect(load_run_yaml(ISAAC_RUN / "params" / "env.yaml"), {})
+    robot = {"init_state": {"pos": [0, 0, 0.3], "rot": [0.0, 0.0, 0.7071, 0.7071]}}
+    assert initial_base(isaac, robot)[1] == [0.7071, 0.0, 0.0, 0.7071]
+    # a robot without a floating base is scored by how long it runs, with no falls or commands
+    fixed = referee_task(d, layout, "arm.xml", ["a"], None, floating=False)
+    assert (fixed["rewards"], fixed["terminations"], fixed["commands"], fixed["events"]) == (
+        {"alive": {"func": "is_alive", "weight": 1.0}}, {}, {}, {})
