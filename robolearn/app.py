@@ -280,7 +280,11 @@ def _learn(runner: OnPolicyRunner, run_dir: Path, log, clips=None, saved=None) -
     """The iterations; a signal stops them at an iteration boundary (every rank at the same one)
     with a checkpoint, raised as Interrupted."""
     with stop_on_signals() as stop:  # outside the iterations a signal stops at once
-        runner.learn(log, run_dir / "checkpoints", should_stop=stop, recorder=clips, saved=saved)
+        try:
+            runner.learn(log, run_dir / "checkpoints", should_stop=stop, recorder=clips, saved=saved)
+        except UserError:  # e.g. a rank died: torchrun's SIGTERM to this one must not cut the line that says so
+            stop.ignore_sigterm_after = runner.ranks.distributed
+            raise
         stopped = runner.iteration < runner.cfg.max_iterations or stop()  # the vote stopped it, or a late signal
     if stopped:
         raise Interrupted(stop.signum or signal.SIGTERM, run_dir, runner.iteration, _checkpoint_on_stop(runner, run_dir),

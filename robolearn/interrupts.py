@@ -54,6 +54,9 @@ class StopRequest:
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        self.ignore_sigterm_after = False
+        """Leave SIGTERM ignored after the block: the process is about to end with a message that a
+        teardown SIGTERM (torchrun ending the other ranks of a failed job) must not cut short."""
 
     def __call__(self) -> bool:
         return self.signum is not None
@@ -77,7 +80,7 @@ def stop_on_signals():
             yield request
     finally:
         for s, handler in saved.items():
-            signal.signal(s, handler)
+            signal.signal(s, signal.SIG_IGN if s == signal.SIGTERM and request.ignore_sigterm_after else handler)
 
 
 @contextlib.contextmanager

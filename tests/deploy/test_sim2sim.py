@@ -171,6 +171,27 @@ def test_referee_scores_the_terminal_step_like_training(make_env, tmp_path):
     assert fired == ["pole_fell"] and reward == pytest.approx(expected) and expected < 0.9
 
 
+def test_a_bundle_whose_task_is_not_installed_is_refereed_from_its_task_yaml(tmp_path):
+    """The referee of a plugin task this machine lacks is rebuilt from the bundle's task.yaml with
+    the generic terms; a term only the package defines is named in one line."""
+    import shutil
+
+    from robolearn.errors import UserError
+    from robolearn.sim2sim import Referee
+
+    make_bundle(tmp_path / "b", "cartpole", NO_NOISE)
+    task = tmp_path / "b" / "task.yaml"
+    task.write_text(task.read_text().replace("name: cartpole", "name: my_cart_task", 1))
+    referee = Referee(tmp_path / "b", "cartpole.xml", seed=0)
+    assert referee.env.cfg.name == "my_cart_task" and referee.names == ["pole_fell", "cart_out"]
+    referee.close()
+    shutil.copytree(tmp_path / "b", tmp_path / "c")
+    task = tmp_path / "c" / "task.yaml"
+    task.write_text(task.read_text().replace("func: is_alive", "func: my_alive", 1))
+    with pytest.raises(UserError, match="task 'my_cart_task' is not installed here .*unknown function 'my_alive'"):
+        Referee(tmp_path / "c", "cartpole.xml", seed=0)
+
+
 # --- the report: returns of either sign, episodes the watchdog ended --------------------------
 @pytest.mark.parametrize("sim,training,expected", [
     # a negative return that got better: -50 against -100 is 50 better, half of |-100|, 2.5 std of 20

@@ -123,3 +123,21 @@ def test_a_second_signal_stops_at_once_while_native_code_runs(sig):
     assert time.monotonic() - started < 6, "the second signal waited for the native call"
     assert proc.returncode == 128 + sig and "returned" not in out, (proc.returncode, out, err)
     assert f"stopped by a second {sig.name} while native code was running" in err, err
+
+
+def test_a_block_left_for_a_message_keeps_sigterm_away_until_it_is_printed():
+    """A torchrun rank that lost its peers leaves the training block with an error; torchrun then
+    sends it SIGTERM, which must not end it before it prints why (it is ignored from then on)."""
+    from robolearn import interrupts
+
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(RuntimeError), interrupts.stop_on_signals() as stop:
+            stop.ignore_sigterm_after = True
+            raise RuntimeError("lost the other ranks")
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        with interrupts.stop_on_signals():  # an ordinary block restores what it found
+            pass
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before)
