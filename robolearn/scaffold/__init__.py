@@ -30,7 +30,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from string import Template
 
+import mujoco
+
 from robolearn.errors import UserError, one_line
+from robolearn.memory import gib
 from robolearn.paths import assets_dir
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import compile_spec, inspect_model, load_spec, model_files, urdf_meshes
@@ -183,9 +186,31 @@ def _render(path: Path, **values) -> str:
         raise RuntimeError(f"template {path.name} needs a value for {exc}") from None
 
 
-def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: float) -> str:
+CPU_MODEL_COPIES_BYTES = 8 * 2**30
+"""What a generated recipe's environments may hold in MjModel copies on the CPU backend: each
+environment there has its own copy once an event randomizes a model field (the templates' friction
+and mass events do), so a mesh-heavy robot gets fewer environments than the template's default."""
+TEMPLATE_NUM_ENVS = {"minimal": 128, "locomotion": 1024, "reach": 512}
+
+
+def num_envs(template: str, model_bytes: int) -> tuple[int, str]:
+    """The recipe's env.num_envs and, where the model's size lowered it, why (else ''):
+    the template's default, halved until its per-environment model copies fit CPU_MODEL_COPIES_BYTES
+    (at least 16)."""
+    wanted = n = TEMPLATE_NUM_ENVS[template]
+    while n > 16 and n * model_bytes > CPU_MODEL_COPIES_BYTES:
+        n //= 2
+    if n == wanted:
+        return n, ""
+    return n, (f"not {wanted}: on a CPU each environment holds its own copy of this {gib(model_bytes)} model for the "
+               f"randomized model fields ({gib(wanted * model_bytes)} at {wanted}); a GPU needs none")  # fmt: skip
+
+
+def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: float, model_bytes: int) -> str:
     decimation = max(1, round(0.02 / timestep))
+    envs, envs_note = num_envs(template, model_bytes)
     values = dict(name=name, asset=asset, decimation=decimation, control_hz=f"{1.0 / (timestep * decimation):.3g}",
+                  num_envs=envs, num_envs_note=f"  # {envs_note}" if envs_note else "",
                   actuators=_names(plan.actuators), num_actions=len(plan.joints) or len(plan.actuators),
                   use_default_offset=str(plan.position).lower(), delay_steps=min(2, decimation),
                   sim_options=f"\nsim: {{integrator: {plan.integrator}}}  # the model's is euler: see README" if plan.integrator else "")  # fmt: skip
@@ -314,7 +339,11 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
         (package / "robot.py").write_text(robot_py)
         _verify_edit(package / "robot.py", model_path)
     asset = model_path.relative_to(package).as_posix()
-    (package / f"{name}.yaml").write_text(_task_yaml(template, name, asset, plan, info.timestep))
+    model_bytes = mujoco.mj_sizeModel(model)
+    (package / f"{name}.yaml").write_text(_task_yaml(template, name, asset, plan, info.timestep, model_bytes))
+    envs, envs_note = num_envs(template, model_bytes)
+    if envs_note:
+        result.lines.append(f"env.num_envs: {envs}, {envs_note}")
     terms = "planar_terms.py.tmpl" if plan.planar else "terms.py.tmpl"
     (package / "terms.py").write_text(_render(TEMPLATES / template / terms, name=name))
     summary = SUMMARY["planar"] if plan.planar else SUMMARY[template]

@@ -407,3 +407,14 @@ def test_the_floor_new_task_adds_holds_a_robot_whose_default_class_collides_one_
     for _ in range(round(1.0 / model.opt.timestep)):  # 1 s, servos at rest (ctrl 0)
         mujoco.mj_step(model, data)
     assert data.qpos[2] > 0.05, "the base fell through the floor"
+
+
+def test_a_mesh_heavy_robot_gets_as_many_cpu_environments_as_its_model_copies_allow():
+    """On the CPU backend each environment holds its own MjModel once a model field is randomized:
+    mjlab's Go1 (35 MiB of mesh BVHs) at the template's 1024 would need 35 GiB."""
+    from robolearn.scaffold import num_envs
+
+    assert num_envs("locomotion", 2**20) == (1024, "")
+    envs, why = num_envs("locomotion", 35 * 2**20)  # 512 -> 17.5 GiB, 256 -> 8.75 GiB, 128 -> 4.4 GiB <= 8 GiB
+    assert envs == 128 and why.startswith("not 1024: on a CPU each environment holds its own copy of this 35 MiB model")
+    assert num_envs("minimal", 2**30)[0] == 16  # never fewer than 16
