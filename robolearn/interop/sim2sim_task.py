@@ -37,6 +37,9 @@ def write_task_yaml(task: str, staging: Path, model_file: str | None, layout: Ru
     finally:
         env.close()
     config["asset"] = model_file
+    # the referee's control period is the run's: its timestep and steps per control step (the bundle's model
+    # may step at the run's substep, as MuJoCo Warp under Newton does), not the task's own
+    config["sim_dt"], config["decimation"] = layout.physics_dt_s, layout.decimation
     (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(config)))
     try:
         Referee(staging, model_file, seed=0).close()

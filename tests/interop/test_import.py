@@ -92,7 +92,13 @@ def test_imported_layout_builds_the_observation_isaac_lab_defines(tmp_path):
 def test_sim2sim_runs_an_imported_bundle_with_a_robolearn_task(tmp_path):
     from robolearn.sim2sim import sim2sim
 
+    from robolearn.sim2sim import Referee
+
     out = import_run(ISAAC_RUN, out=tmp_path / "b", robot=QUADRUPED, task="quadruped_flat", progress=False)
+    referee = Referee(out.path, Bundle.load(out.path).meta["model_file"], seed=0)
+    # the bundle's model steps at Newton's 2.5 ms substep; the task's 4 steps per action would make 10 ms
+    assert referee.env.dt == pytest.approx(0.02) and referee.env.max_episode_length == 1000
+    referee.close()
     result = sim2sim(out.path, episodes=1)
     assert result["episodes"] == 1 and result["return_comparison"] is None
     assert result["episode_length_mean"] > 50  # the 5-iteration policy stands for a while at least
