@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
-import yaml
 
 from robolearn.errors import UserError
 from robolearn.export.bundle import (ArtifactReport, copy_model, install, require_parity, seal, staging_dir,
@@ -33,12 +32,11 @@ from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME
 from robolearn.interop.dialects import Dialect, dialect
 from robolearn.interop.layout import RunLayout, actuators, armature, observation_terms
 from robolearn.interop.names import match_names, per_name
-from robolearn.interop.referee import initial_base, referee_task
+from robolearn.interop.referee import write_referee
 from robolearn.interop.robot_model import RobotModel
 from robolearn.interop.rsl_checkpoint import Checkpoint, ImportedPolicy, checkpoints, load_actor
 from robolearn.interop.run_yaml import load_run_yaml
 from robolearn.run_dir import check_export_target
-from robolearn.scene.floating_base import floating_base_joint
 from robolearn_deploy.bundle import BUNDLE_FORMAT
 
 SAMPLES = 1024
@@ -191,25 +189,6 @@ def _compare_run_onnx(run_onnx, ckpt: Checkpoint, newest: Path, recorded: torch.
     return float(np.abs(theirs - ours).max())
 
 
-def write_referee(d: Dialect, layout: RunLayout, model: RobotModel, staging: Path, model_file: str) -> str:
-    """The bundle's model (the run's actuators and armature, its initial state as `home`, a floor
-    where the model has none) and task.yaml of the referee that scores it in sim2sim."""
-    base_pos, base_quat = initial_base(d, d.robot(d.action()[1]))
-    home = model.home_qpos(base_pos, base_quat, layout.default_pose)
-    edit = model.edit(layout.actuators, layout.armature, layout.physics, home=home, floor=not model.has_floor())
-    copy_model(model.path, staging, model_file, edit)
-    bundled = RobotModel(staging / model_file)
-    floating = floating_base_joint(bundled.model) is not None
-    config = referee_task(d, layout, model_file, bundled.actuators_of(layout.action_joints),
-                          base_pos[2] if floating and base_pos else None, floating)  # fmt: skip
-    (staging / "task.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    from robolearn.sim2sim import Referee
-
-    Referee(staging, model_file, seed=0).close()  # it builds, or the import stops here with the reason
-    falls = ", ".join(f"{name} ({t['func']})" for name, t in config["terminations"].items()) or "none"
-    return f"refereed from the run's config: episodes end on {falls}; reports {', '.join(config['metrics']) or 'time alive'}"
-
-
 def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None, task: str | None = None,
                joint_order: str | None = None, checkpoint: str | None = None, obs: Path | None = None,
                precision: str = "fp32", progress: bool = True) -> ImportResult:  # fmt: skip
@@ -239,18 +218,18 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
         reports = write_artifacts(ckpt.policy, ckpt.policy.obs_dim, staging, "onnx", precision, recorded, progress)
         require_parity(reports, out)
         model_file = None
-        referee = "not possible without a robot model: pass robot=<model.xml> (the run's robot) or task=<robolearn task>"
+        scored_by = "not possible without a robot model: pass robot=<model.xml> (the run's robot) or task=<robolearn task>"
         if model is not None:
             model_file = model_file_name(model.path, edited=True)
             if task:
                 copy_model(model.path, staging, model_file, model.edit(layout.actuators, layout.armature, layout.physics))
             else:  # robot= alone: the bundle carries its own referee (interop/referee.py)
-                referee = write_referee(d, layout, model, staging, model_file)
+                scored_by = write_referee(d, layout, model, staging, model_file)
         if task:  # without robot=, the task's own robot model goes into the bundle
             from robolearn.interop.sim2sim_task import write_task_yaml
 
             model_file = write_task_yaml(task, staging, model_file, layout)
-            referee = f"scored by task {task} (its rewards, terminations and metrics)"
+            scored_by = f"scored by task {task} (its rewards, terminations and metrics)"
         limits = RobotModel(staging / model_file).joint_limits() if model_file else {}
         meta = robot_yaml(layout, d, ckpt, run_dir, model_file, limits, task, order_from)
         seal(meta, staging, reports, None)
@@ -258,4 +237,4 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
         shutil.rmtree(staging, ignore_errors=True)
         raise
     install(staging, out)
-    return ImportResult(out, d.framework, path, order_from, reports, run_onnx_diff, referee)
+    return ImportResult(out, d.framework, path, order_from, reports, run_onnx_diff, scored_by)

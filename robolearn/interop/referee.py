@@ -1,4 +1,5 @@
-"""The referee of `robolearn sim2sim` for a bundle imported with robot= and no task=.
+"""The referee of `robolearn sim2sim` for a bundle imported with robot= and no task=, and the
+bundle model it referees (write_referee: the robot= MJCF as the run simulated it).
 
 Without a robolearn task of the same robot there are no reward terms to score the policy with,
 and the run's own rewards are code of a framework that is not installed. What any imported policy
@@ -20,10 +21,16 @@ robolearn's generic terms only (so `sim2sim` needs no plugin to rebuild it):
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import yaml
+
+from robolearn.export.bundle import copy_model
 from robolearn.interop.dialects import Dialect
 from robolearn.interop.layout import VELOCITY_COMPONENTS, RunLayout
+from robolearn.interop.robot_model import RobotModel
 from robolearn.interop.run_yaml import short_name
+from robolearn.scene.floating_base import floating_base_joint
 
 REFEREE_TASK = "imported_referee"
 """task.yaml's name: no installed task, so sim2sim builds it from the bundle's task.yaml alone."""
@@ -141,3 +148,22 @@ def referee_task(d: Dialect, layout: RunLayout, model_file: str, actuators: list
         task["events"]["reset_base"] = {"func": "reset_root_state", "mode": "reset",
                                         "params": {"xy_range": [0.0, 0.0], "yaw_range": _yaw_range(d), "velocity_range": [0.0, 0.0]}}  # fmt: skip
     return task
+
+
+def write_referee(d: Dialect, layout: RunLayout, model: RobotModel, staging: Path, model_file: str) -> str:
+    """The bundle's model (the run's actuators and armature, its initial state as `home`, a floor
+    where the model has none) and task.yaml of the referee that scores it in sim2sim."""
+    base_pos, base_quat = initial_base(d, d.robot(d.action()[1]))
+    home = model.home_qpos(base_pos, base_quat, layout.default_pose)
+    edit = model.edit(layout.actuators, layout.armature, layout.physics, home=home, floor=not model.has_floor())
+    copy_model(model.path, staging, model_file, edit)
+    bundled = RobotModel(staging / model_file)
+    floating = floating_base_joint(bundled.model) is not None
+    config = referee_task(d, layout, model_file, bundled.actuators_of(layout.action_joints),
+                          base_pos[2] if floating and base_pos else None, floating)  # fmt: skip
+    (staging / "task.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    from robolearn.sim2sim import Referee
+
+    Referee(staging, model_file, seed=0).close()  # it builds, or the import stops here with the reason
+    falls = ", ".join(f"{name} ({t['func']})" for name, t in config["terminations"].items()) or "none"
+    return f"refereed from the run's config: episodes end on {falls}; reports {', '.join(config['metrics']) or 'time alive'}"
