@@ -41,8 +41,9 @@ commands:
          [checkpoint=model_<N>.pt] [obs=<recorded obs .npy|.npz>] [precision=fp32|fp16] [out=<dir>]
                                      turn an Isaac Lab or mjlab run (params/ + checkpoint) into a
                                      deploy bundle: policy.onnx with the normalizer, robot.yaml
-                                     resolved from the run's config; robot= adds the robot for
-                                     sim2sim and gives the joint order; task= a referee task
+                                     resolved from the run's config; robot= adds the robot as the
+                                     run simulated it (sim2sim runs it, refereed from the run's
+                                     config) and gives the joint order; task= scores it instead
   list                               print the installed tasks and physics backends
   runs [task=<name>] [root=runs]     the runs under ./runs, newest first: iterations done, best
                                      and last mean return, state (finished, exported, running,
