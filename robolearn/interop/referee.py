@@ -47,13 +47,9 @@ TRACKING_REWARDS = {"lin": ("track_lin_vel_xy_exp", "track_linear_velocity"),
 def initial_base(d: Dialect, robot: dict) -> tuple[list[float] | None, list[float] | None]:
     """The run's initial base position and orientation as (x, y, z), (w, x, y, z). Isaac Lab 3
     writes quaternions (x, y, z, w); Isaac Lab 2 (no physics backend recorded) and mjlab (w, x, y, z)."""
-    init = robot.get("init_state") or {}
-    pos, rot = init.get("pos"), init.get("rot")
-    pos = [float(v) for v in pos] if isinstance(pos, list) and len(pos) == 3 else None
-    if not (isinstance(rot, list) and len(rot) == 4):
-        return pos, None
-    rot = [float(v) for v in rot]
-    if d.framework == "isaaclab" and d.physics_backend():
+    init = robot.get("init_state") if isinstance(robot.get("init_state"), dict) else {}
+    pos, rot = _numbers(init.get("pos"), 3), _numbers(init.get("rot"), 4)
+    if rot is not None and d.framework == "isaaclab" and d.physics_backend():
         rot = [rot[3], rot[0], rot[1], rot[2]]
     return pos, rot
 
@@ -61,14 +57,24 @@ def initial_base(d: Dialect, robot: dict) -> tuple[list[float] | None, list[floa
 def _terms(section: dict | None) -> dict[str, tuple[str, dict]]:
     """{term name: (function's short name, params)} of a rewards/terminations/events section."""
     out = {}
-    for name, cfg in (section or {}).items():
+    for name, cfg in (section if isinstance(section, dict) else {}).items():
         if isinstance(cfg, dict):
-            out[name] = (short_name(cfg.get("func")), cfg.get("params") or {})
+            params = cfg.get("params")
+            out[name] = (short_name(cfg.get("func")), params if isinstance(params, dict) else {})
     return out
 
 
 def _number(value, default: float) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _numbers(value, n: int) -> list[float] | None:
+    """`value` as n floats, or None where it is not a list of n numbers (a config this reads, not checks)."""
+    if not isinstance(value, list) or len(value) != n:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        return None
+    return [float(v) for v in value]
 
 
 def _falls(d: Dialect, base_height: float | None) -> dict:
@@ -96,9 +102,8 @@ def _commands(d: Dialect, layout: RunLayout) -> dict:
     out = {}
     for name, command in layout.commands.items():
         cfg = (d.env.get("commands") or {}).get(name) or {}
-        period = cfg.get("resampling_time_range") or [10.0, 10.0]
         out[name] = {"ranges": {c: command["ranges"][c] for c in command["components"]},
-                     "resampling_time_s": [float(v) for v in period],
+                     "resampling_time_s": _numbers(cfg.get("resampling_time_range"), 2) or [10.0, 10.0],
                      "standing_probability": min(1.0, max(0.0, _number(cfg.get("rel_standing_envs"), 0.0)))}  # fmt: skip
     return out
 
@@ -106,9 +111,10 @@ def _commands(d: Dialect, layout: RunLayout) -> dict:
 def _yaw_range(d: Dialect) -> list[float]:
     for func, params in _terms(d.env.get("events")).values():
         if func == "reset_root_state_uniform":
-            yaw = (params.get("pose_range") or {}).get("yaw")
-            if isinstance(yaw, list) and len(yaw) == 2:
-                return [float(v) for v in yaw]
+            pose = params.get("pose_range")
+            yaw = _numbers(pose.get("yaw"), 2) if isinstance(pose, dict) else None
+            if yaw is not None:
+                return yaw
     return [-math.pi, math.pi]
 
 

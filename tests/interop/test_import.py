@@ -272,6 +272,21 @@ def test_robot_alone_gives_the_bundle_a_referee_and_the_run_s_physics(tmp_path):
     assert result["episode_length_mean"] > 50  # the 5-iteration policy stands for a while at least
 
 
+def test_the_referee_reads_odd_values_in_the_run_s_config_as_unset(tmp_path):
+    """The referee reads what it can; a value of the wrong shape falls back to its default."""
+    def odd(env):
+        env["commands"]["base_velocity"]["resampling_time_range"] = "often"
+        env["events"]["reset_base"]["params"]["pose_range"] = ["x"]
+        env["terminations"]["base_contact"]["params"] = [1]
+        env["scene"]["robot"]["init_state"]["rot"] = ["a", 0, 0, 1]
+
+    out = import_run(_edited_run(tmp_path, odd), out=tmp_path / "b", robot=QUADRUPED, progress=False)
+    task = yaml.safe_load((out.path / "task.yaml").read_text())
+    assert task["commands"]["base_velocity"]["resampling_time_s"] == [10.0, 10.0]
+    assert task["events"]["reset_base"]["params"]["yaw_range"] == pytest.approx([-math.pi, math.pi])
+    assert set(task["terminations"]) == {"bad_orientation", "base_too_low"}
+
+
 def test_the_referee_takes_mjlab_s_falls_tracking_widths_and_quaternion_order():
     from robolearn.interop.dialects import dialect
     from robolearn.interop.layout import RunLayout
