@@ -85,7 +85,8 @@ class RobotModel:
             adr = int(m.jnt_qposadr[free])
             qpos[adr : adr + 3] = base_pos
             quat = np.asarray(base_quat if base_quat is not None else [1.0, 0.0, 0.0, 0.0], dtype=np.float64)
-            qpos[adr + 3 : adr + 7] = quat / np.linalg.norm(quat)
+            norm = np.linalg.norm(quat)
+            qpos[adr + 3 : adr + 7] = quat / norm if norm > 1e-9 else [1.0, 0.0, 0.0, 0.0]
         for j, name in zip(self.joint_ids, self.joints):
             if name in pose:
                 qpos[m.jnt_qposadr[j]] = pose[name]

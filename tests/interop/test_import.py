@@ -312,3 +312,27 @@ def test_the_referee_takes_mjlab_s_falls_tracking_widths_and_quaternion_order():
     fixed = referee_task(d, layout, "arm.xml", ["a"], None, floating=False)
     assert (fixed["rewards"], fixed["terminations"], fixed["commands"], fixed["events"]) == (
         {"alive": {"func": "is_alive", "weight": 1.0}}, {}, {}, {})
+
+
+def test_added_actuators_extend_the_keyframes_that_set_ctrl(tmp_path):
+    """A model that actuates one of two action joints: the run's servo is added on the other, and a
+    keyframe with ctrl gets the new servo's ctrl: its joint's position there (MuJoCo would pad it with
+    0, a target that pulls the joint away from the keyframe's pose)."""
+    import mujoco
+
+    from robolearn.interop.robot_model import RobotModel
+
+    (tmp_path / "arm.xml").write_text("""<mujoco><worldbody><body><joint name="a"/><geom size="0.1"/>
+      <body><joint name="b"/><geom size="0.1"/></body></body></worldbody>
+      <actuator><position name="a_servo" joint="a" kp="10"/></actuator>
+      <keyframe><key name="pose" qpos="0.3 -0.4" ctrl="0.3"/></keyframe></mujoco>""")
+    robot = RobotModel(tmp_path / "arm.xml")
+    servos = [{"joint": "a", "kp": 5.0, "kd": 0.1}, {"joint": "b", "kp": 5.0, "kd": 0.1}]
+    home = robot.home_qpos(None, None, {"a": 0.1, "b": 0.2})
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "arm.xml"))
+    robot.edit(servos, {}, home=home)(spec)
+    model = spec.compile()
+    assert model.nu == 2 and model.actuator(1).name == "b_pd"
+    np.testing.assert_allclose(model.key("pose").ctrl, [0.3, -0.4])
+    np.testing.assert_allclose(model.key("home").qpos, [0.1, 0.2])
+
