@@ -25,6 +25,7 @@ import numpy as np
 from robolearn.errors import UserError
 from robolearn.scene.floating_base import root_body
 from robolearn.scene.geometry import geom_corners
+from robolearn.scene.ground import is_ground
 
 CAMERAS = ("track", "fixed", "free")
 GREEN, BLUE, RED = (0.1, 0.85, 0.2, 1.0), (0.15, 0.45, 1.0, 1.0), (0.95, 0.2, 0.15, 1.0)
@@ -55,8 +56,7 @@ def robot_size(model: mujoco.MjModel) -> float:
     """What the camera frames: the longest side of the box around the robot's geoms at the model's
     default pose (the world's geoms, planes and height fields excluded), at least 0.3 m. (MuJoCo's
     own meansize counts a gymnasium hopper's 20 m floor, which framed the 1.4 m robot from 10 m.)"""
-    ground = (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD))
-    geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] > 0 and int(model.geom_type[g]) not in ground]
+    geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] > 0 and not is_ground(model, g)]
     if not geoms:
         return float(max(model.stat.extent, 0.3))
     data = mujoco.MjData(model)

@@ -13,7 +13,7 @@ import numpy as np
 
 from robolearn.errors import UserError
 from robolearn.scene.floating_base import floating_base_joint
-from robolearn.scene.ground import add_floor
+from robolearn.scene.ground import add_floor, has_ground
 from robolearn.scene.sim_options import set_options
 
 ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
@@ -71,8 +71,7 @@ class RobotModel:
 
     def has_floor(self) -> bool:
         """A plane or height field on the world body: ground the robot can stand on."""
-        m, ground = self.model, (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD))
-        return any(int(m.geom_type[g]) in ground and int(m.geom_bodyid[g]) == 0 for g in range(m.ngeom))
+        return has_ground(self.model)
 
     def home_qpos(self, base_pos: list[float] | None, base_quat: list[float] | None, pose: dict[str, float]) -> np.ndarray:
         """The model's qpos (its `home` keyframe's, else qpos0) with the floating base at `base_pos`

@@ -17,6 +17,7 @@ from robolearn.errors import UserError, one_line
 from robolearn.model_files import model_files as shared_model_files
 from robolearn.scene.floating_base import floating_base_joint
 from robolearn.scene.geometry import geom_corners
+from robolearn.scene.ground import has_ground
 
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _IMU_SENSORS = (int(mujoco.mjtSensor.mjSENS_GYRO), int(mujoco.mjtSensor.mjSENS_ACCELEROMETER),
@@ -298,8 +299,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     robot = sorted(_subtree(children, base)) if base else []
     info.mass = float(sum(model.body_mass[b] for b in robot))
     info.has_home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0
-    info.has_floor = any(int(model.geom_type[g]) in (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD))
-                         and int(model.geom_bodyid[g]) == 0 for g in range(model.ngeom))  # fmt: skip
+    info.has_floor = has_ground(model)
     info.has_light = model.nlight > 0
 
     data = mujoco.MjData(model)
@@ -311,18 +311,33 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     info.lowest = float(min(low.values(), default=0.0))
     top = float(max((geom_corners(model, data, g)[:, 2].max() for g in geoms), default=0.0))
 
-    # IMU: a site on the base that an IMU-type sensor reads
-    for s in range(model.nsensor):
-        if int(model.sensor_type[s]) in _IMU_SENSORS and int(model.sensor_objtype[s]) == int(mujoco.mjtObj.mjOBJ_SITE):
-            site = int(model.sensor_objid[s])
-            if int(model.site_bodyid[site]) == base:
-                info.imu_site = _name(model, mujoco.mjtObj.mjOBJ_SITE, site)
-                break
-
+    info.imu_site = _imu_site(model, base)
     near_ground = info.lowest + 0.25 * max(top - info.lowest, 1e-6)
     info.feet = _feet(model, data, base, robot, children, geoms, low, near_ground)
 
-    # The tip of the longest joint chain (an arm's end effector)
+    for sensor in range(model.nsensor):
+        if int(model.sensor_type[sensor]) == int(mujoco.mjtSensor.mjSENS_FRAMEPOS) and int(model.sensor_objtype[sensor]) == int(mujoco.mjtObj.mjOBJ_SITE):
+            info.ee_sensor = _name(model, mujoco.mjtObj.mjOBJ_SENSOR, sensor) or None
+            break
+    _tip(info, model, data, base, robot, children, geoms)
+    return info
+
+
+def _imu_site(model: mujoco.MjModel, base: int) -> str | None:
+    """A site on the base that an IMU-type sensor reads."""
+    for sensor in range(model.nsensor):
+        if int(model.sensor_type[sensor]) in _IMU_SENSORS and int(model.sensor_objtype[sensor]) == int(mujoco.mjtObj.mjOBJ_SITE):
+            site = int(model.sensor_objid[sensor])
+            if int(model.site_bodyid[site]) == base:
+                return _name(model, mujoco.mjtObj.mjOBJ_SITE, site)
+    return None
+
+
+def _tip(info: ModelInfo, model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int],
+         children: dict, geoms: list[int]) -> None:  # fmt: skip
+    """The tip of the longest joint chain (an arm's end effector): its body, a site on it, and the
+    far end of its geometry along the line from the chain's root (info.tip, tip_site, tip_point)."""
+
     def chain_length(b: int) -> int:
         n = 0
         while b and b != base:
@@ -330,23 +345,19 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
             b = int(model.body_parentid[b])
         return n
 
-    for s in range(model.nsensor):
-        if int(model.sensor_type[s]) == int(mujoco.mjtSensor.mjSENS_FRAMEPOS) and int(model.sensor_objtype[s]) == int(mujoco.mjtObj.mjOBJ_SITE):
-            info.ee_sensor = _name(model, mujoco.mjtObj.mjOBJ_SENSOR, s) or None
-            break
     leaves = [b for b in robot if not children[b]]
-    if leaves:
-        tip = max(leaves, key=lambda b: (chain_length(b), -b))
-        info.tip = _name(model, mujoco.mjtObj.mjOBJ_BODY, tip) or None
-        tip_sites = [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip]
-        info.tip_site = _name(model, mujoco.mjtObj.mjOBJ_SITE, tip_sites[0]) or None if tip_sites else None
-        tip_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == tip]
-        if tip_geoms:  # along the line from the chain's root through the geometry, its far end
-            origin = data.xpos[base] if base else np.zeros(3)
-            g = max(tip_geoms, key=lambda g: np.linalg.norm(data.geom_xpos[g] - origin))
-            center = data.geom_xpos[g]
-            u = (center - origin) / max(np.linalg.norm(center - origin), 1e-9)
-            far = center + u * float(((geom_corners(model, data, g) - center) @ u).max())
-            local = data.xmat[tip].reshape(3, 3).T @ (far - data.xpos[tip])
-            info.tip_point = tuple(round(float(v), 4) for v in local)
-    return info
+    if not leaves:
+        return
+    tip = max(leaves, key=lambda b: (chain_length(b), -b))
+    info.tip = _name(model, mujoco.mjtObj.mjOBJ_BODY, tip) or None
+    tip_sites = [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip]
+    info.tip_site = _name(model, mujoco.mjtObj.mjOBJ_SITE, tip_sites[0]) or None if tip_sites else None
+    tip_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == tip]
+    if tip_geoms:
+        origin = data.xpos[base] if base else np.zeros(3)
+        g = max(tip_geoms, key=lambda g: np.linalg.norm(data.geom_xpos[g] - origin))
+        center = data.geom_xpos[g]
+        u = (center - origin) / max(np.linalg.norm(center - origin), 1e-9)
+        far = center + u * float(((geom_corners(model, data, g) - center) @ u).max())
+        local = data.xmat[tip].reshape(3, 3).T @ (far - data.xpos[tip])
+        info.tip_point = tuple(round(float(v), 4) for v in local)

@@ -1,8 +1,21 @@
-"""A ground plane for a robot model that has none (a robot description ships without a floor)."""
+"""The ground of a model: which geoms are ground (planes, height fields), whether the world has
+any, and a ground plane for a robot model that has none (a robot description ships without one)."""
 
 from __future__ import annotations
 
 import mujoco
+
+GROUND_TYPES = (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD))
+
+
+def is_ground(model: mujoco.MjModel, g: int) -> bool:
+    """Geom g is a plane or a height field."""
+    return int(model.geom_type[g]) in GROUND_TYPES
+
+
+def has_ground(model: mujoco.MjModel) -> bool:
+    """The world body carries a plane or height field the robot can stand on."""
+    return any(is_ground(model, g) and int(model.geom_bodyid[g]) == 0 for g in range(model.ngeom))
 
 
 def add_floor(spec: mujoco.MjSpec, name: str = "floor") -> mujoco.MjsGeom:
