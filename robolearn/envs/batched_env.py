@@ -96,7 +96,7 @@ class BatchedEnv:
         self.asset_path, self.edit_spec = self.scene.asset_path, self.scene.edit_spec
         if self.device.type == "cpu":  # a GPU reports its own allocation failures (app.fits_in_memory)
             memory.require(memory.env_bytes(model, num_envs), f"env.num_envs={num_envs}", "lower env.num_envs")
-        self.physics = make_backend(physics, model, num_envs, self.device, physics_settings)
+        self.physics = make_backend(physics, model, num_envs, self.device, physics_settings, self.scene.physics_copy)
         self.decimation = cfg.decimation
         self.dt = float(model.opt.timestep) * cfg.decimation
         self.max_episode_length = max(1, math.ceil(cfg.episode_length_s / self.dt))

@@ -27,6 +27,11 @@ def root_pos_w(env) -> torch.Tensor:
     return env.physics.qpos[:, env.scene.root.pos]
 
 
+def root_pos_home(env) -> torch.Tensor:
+    """Base position in the home pose (the `home` keyframe, else qpos0) [N, 3] [m]."""
+    return env.default_qpos[:, env.scene.root.pos]
+
+
 def root_quat_w(env) -> torch.Tensor:
     """Base orientation in the world frame [N, 4], unit quaternions (w, x, y, z)."""
     return env.physics.qpos[:, env.scene.root.quat]

@@ -40,20 +40,21 @@ def _importable(*modules: str, extra: str) -> Callable[[torch.device], str | Non
     return check
 
 
-def _build_mujoco(model, num_envs, device, cfg) -> PhysicsBackend:
+def _build_mujoco(model, num_envs, device, cfg, physics_copy) -> PhysicsBackend:
     from robolearn.physics.mujoco_cpu import MujocoBackend
 
-    return MujocoBackend(model, num_envs, device, num_threads=cfg.get("num_threads", 0))
+    return MujocoBackend(model, num_envs, device, num_threads=cfg.get("num_threads", 0), physics_copy=physics_copy)
 
 
-def _build_warp(model, num_envs, device, cfg) -> PhysicsBackend:
+# Warp and MJX hold one model for all worlds (per-world fields are batched arrays): no copies.
+def _build_warp(model, num_envs, device, cfg, physics_copy) -> PhysicsBackend:
     from robolearn.physics.warp_backend import WarpBackend
 
     return WarpBackend(model, num_envs, device, nconmax=cfg.get("nconmax", 0), njmax=cfg.get("njmax", 0),
                        deterministic=bool(cfg.get("deterministic", False)))  # fmt: skip
 
 
-def _build_mjx(model, num_envs, device, cfg) -> PhysicsBackend:
+def _build_mjx(model, num_envs, device, cfg, physics_copy) -> PhysicsBackend:
     from robolearn.physics.mjx_backend import MjxBackend
 
     return MjxBackend(model, num_envs, device)
@@ -109,13 +110,15 @@ def learner_device(device: str) -> torch.device:
 
 
 def make_backend(
-    name: str, model: mujoco.MjModel, num_envs: int, device: torch.device, settings: Mapping | None = None
+    name: str, model: mujoco.MjModel, num_envs: int, device: torch.device, settings: Mapping | None = None,
+    physics_copy: Callable[[], tuple[mujoco.MjModel | None, str]] | None = None,
 ) -> PhysicsBackend:
-    """Build a backend; `settings` are the physics config's engine knobs (num_threads, nconmax, ...)."""
+    """Build a backend; `settings` are the physics config's engine knobs (num_threads, nconmax, ...);
+    `physics_copy` makes the model a backend copies per environment (Scene.physics_copy), if any."""
     resolved = resolve_backend(name, device)
     if num_envs < 1:
         raise UserError(f"env.num_envs must be at least 1, got {num_envs}")
-    return BACKENDS[resolved].build(model, num_envs, device, dict(settings or {}))
+    return BACKENDS[resolved].build(model, num_envs, device, dict(settings or {}), physics_copy)
 
 
 def _model_kind(path: Path) -> str:
@@ -147,27 +150,40 @@ def _missing_file(path: Path) -> str | None:
     return None
 
 
+def _require_file(path: Path) -> None:
+    if not path.is_file():
+        raise UserError(f"{_model_kind(path)} file not found: {path}" + (" (that is a directory)" if path.is_dir() else ""))
+
+
+def load_spec(path: Path, edit: Callable[[mujoco.MjSpec], None] | None = None) -> mujoco.MjSpec:
+    """The spec of an MJCF or URDF file after `edit` (a task plugin's edit_spec); a missing or broken
+    file is a UserError naming the file, a failing edit one naming the edit."""
+    _require_file(path)
+    try:
+        spec = mujoco.MjSpec.from_file(str(path))
+    except ValueError as exc:
+        raise UserError(f"cannot load {_model_kind(path)} {path}: {_missing_file(path) or one_line(exc)}") from None
+    if edit is not None:
+        try:
+            edit(spec)
+        except (UserError, ValueError):
+            raise
+        except Exception as exc:  # a plugin's own bug (a joint name its model lacks, ...): one line
+            raise UserError(f"the task's edit_spec failed on {path.name}: {type(exc).__name__}: {one_line(exc)}") from None
+    return spec
+
+
 def load_model(path: Path, edit: Callable[[mujoco.MjSpec], None] | None = None) -> mujoco.MjModel:
     """Compile an MJCF or URDF file, after `edit` changed its spec (a task plugin's edit_spec); a
     missing or broken file, or a mesh it cannot find, is a UserError naming the file."""
-    if not path.is_file():
-        raise UserError(f"{_model_kind(path)} file not found: {path}" + (" (that is a directory)" if path.is_dir() else ""))
+    _require_file(path)
     try:
         if edit is None:
-            model = mujoco.MjModel.from_xml_path(str(path))
-        else:
-            spec = mujoco.MjSpec.from_file(str(path))
-            try:
-                edit(spec)
-            except (UserError, ValueError):
-                raise
-            except Exception as exc:  # a plugin's own bug (a joint name its model lacks, ...): one line
-                raise UserError(f"the task's edit_spec failed on {path.name}: {type(exc).__name__}: {one_line(exc)}") from None
-            model = spec.compile()
+            return mujoco.MjModel.from_xml_path(str(path))
+        return load_spec(path, edit).compile()
     except ValueError as exc:
         raise UserError(f"cannot load {_model_kind(path)} {path}: {_missing_file(path) or one_line(exc)}") from None
-    return model
 
 
-__all__ = ["BACKENDS", "RANDOMIZABLE_FIELDS", "PhysicsBackend", "load_model", "make_backend", "resolve_backend",
+__all__ = ["BACKENDS", "RANDOMIZABLE_FIELDS", "PhysicsBackend", "load_model", "load_spec", "make_backend", "resolve_backend",
            "resolve_placement"]

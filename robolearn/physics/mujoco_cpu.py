@@ -11,6 +11,8 @@ backend's results are independent of where a checkpoint was taken.
 
 Per-environment model parameters need one MjModel per environment. Until the first
 `set_model_field`, all environments share the nominal model (faster: one model stays in cache).
+The copies are of the physics-only model where the caller can make one (physics_copy.py: without
+visual meshes and textures, simulating bit for bit like the nominal one), else of the nominal model.
 Writing a field copies the changed rows into those environments' models; that write, like the
 sensor refresh after a reset of a model with sensors, visits only the masked environments.
 
@@ -26,11 +28,13 @@ from __future__ import annotations
 import copy
 import os
 import sys
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
 import torch
 
+from robolearn.errors import one_line
 from robolearn.memory import gib, require
 from robolearn.physics.base import INERTIAL_FIELDS, PhysicsBackend, check_field, model_attr
 from robolearn.physics.rollout_schedule import RolloutSchedule
@@ -67,9 +71,16 @@ class MujocoBackend(PhysicsBackend):
     param_dtype = torch.float64
 
     def __init__(
-        self, model: mujoco.MjModel, num_envs: int, device: torch.device | str = "cpu", num_threads: int = 0
+        self, model: mujoco.MjModel, num_envs: int, device: torch.device | str = "cpu", num_threads: int = 0,
+        physics_copy: Callable[[], tuple[mujoco.MjModel | None, str]] | None = None,
     ):
+        """`physics_copy`: makes (the physics-only model or None, what it left out or why not),
+        called at the first per-environment parameter write."""
         super().__init__(model, num_envs, torch.device(device))
+        self._physics_copy = physics_copy
+        self.copied_model: tuple[mujoco.MjModel, str] | None = None
+        """(the model each environment holds a copy of, what it leaves out or why it is the nominal
+        one), once model fields are written per environment."""
         _install_warning_hook()
         self.num_threads = num_threads or len(os.sched_getaffinity(0))
         self.schedule = RolloutSchedule(model, num_envs, self.num_threads)
@@ -180,12 +191,7 @@ class MujocoBackend(PhysicsBackend):
         rows = values.detach().to("cpu", self.param_dtype).numpy()[ids]
         current[torch.from_numpy(ids).to(current.device)] = torch.from_numpy(rows).to(current.device)
         if not self._per_env_models:
-            size = mujoco.mj_sizeModel(self.model)
-            require(self.num_envs * size, f"env.num_envs={self.num_envs} with per-environment model parameters "
-                    f"({field}: one {gib(size)} MjModel copy per environment)",
-                    "lower env.num_envs, or randomize no model field (randomization=none)")  # fmt: skip
-            self._models = [copy.deepcopy(self.model) for _ in range(self.num_envs)]
-            self._per_env_models = True
+            self._copy_models(field)
         if field not in self._field_views:  # numpy views into each model's memory, made once
             self._field_views[field] = [model_attr(m, field) for m in self._models]
         views = self._field_views[field]
@@ -194,6 +200,25 @@ class MujocoBackend(PhysicsBackend):
             views[i][...] = row
             if derived:  # subtree masses, inverse weights, ... follow the new mass/inertia
                 mujoco.mj_setConst(self._models[i], self._scratch)
+
+    def _copy_models(self, field: str) -> None:
+        base, note = None, "no model file to compile a physics-only copy from"
+        if self._physics_copy is not None:
+            try:
+                base, note = self._physics_copy()
+            except Exception as exc:  # the nominal model is always a correct fallback
+                note = f"the physics-only copy failed: {type(exc).__name__}: {one_line(exc)}"
+        kind = "physics-only MjModel" if base is not None else f"MjModel (no physics-only copy: {note})"
+        base = base if base is not None else self.model
+        size = mujoco.mj_sizeModel(base)
+        require(self.num_envs * size, f"env.num_envs={self.num_envs} with per-environment model parameters "
+                f"({field}: one {gib(size)} {kind} per environment)",
+                "lower env.num_envs, or randomize no model field (randomization=none)")  # fmt: skip
+        self._models = [copy.deepcopy(base) for _ in range(self.num_envs)]
+        self._scratch = mujoco.MjData(base)
+        self.schedule.use_model(base)
+        self._per_env_models = True
+        self.copied_model = (base, note)
 
     # --- checkpointing --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:

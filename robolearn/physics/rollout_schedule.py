@@ -30,15 +30,16 @@ class RolloutSchedule:
     """Timed calls per candidate before choosing."""
 
     def __init__(self, model: mujoco.MjModel, num_envs: int, num_threads: int):
-        datas = [mujoco.MjData(model) for _ in range(max(1, num_threads))]
+        self._datas = [mujoco.MjData(model) for _ in range(max(1, num_threads))]
         self._runners = [rollout.Rollout(nthread=0)]
-        self.candidates: list[tuple[rollout.Rollout, list, int]] = [(self._runners[0], datas[:1], num_envs)]
-        """(runner, its MjDatas, envs per chunk): the calling thread first, then the pool's chunkings."""
+        self.candidates: list[tuple[rollout.Rollout, int, int]] = [(self._runners[0], 1, num_envs)]
+        """(runner, how many of the MjDatas it uses, envs per chunk): the calling thread first, then
+        the pool's chunkings."""
         if num_threads > 1:
             pool = rollout.Rollout(nthread=num_threads)
             self._runners.append(pool)
             for chunk in sorted({max(1, num_envs // (4 * num_threads)), -(-num_envs // num_threads)}):
-                self.candidates.append((pool, datas, chunk))
+                self.candidates.append((pool, len(self._datas), chunk))
         self._times: list[list[float]] = [[] for _ in self.candidates]
         self._calls = 0
         self.chosen: int | None = 0 if len(self.candidates) == 1 else None
@@ -64,9 +65,13 @@ class RolloutSchedule:
             medians = [statistics.median(t) for t in self._times]
             self.chosen = medians.index(min(medians))
 
+    def use_model(self, model: mujoco.MjModel) -> None:
+        """Step with MjDatas made for `model` (the environments' models are now copies of it)."""
+        self._datas = [mujoco.MjData(model) for _ in self._datas]
+
     def _run(self, i: int, models, state, ctrl, nstep, state_out, sensor_out) -> None:
-        runner, datas, chunk = self.candidates[i]
-        runner.rollout(models, datas, state, ctrl, control_spec=_CTRL_SPEC, skip_checks=True, nstep=nstep,
+        runner, ndata, chunk = self.candidates[i]
+        runner.rollout(models, self._datas[:ndata], state, ctrl, control_spec=_CTRL_SPEC, skip_checks=True, nstep=nstep,
                        state=state_out, sensordata=sensor_out, chunk_size=chunk)  # fmt: skip
 
     def close(self) -> None:

@@ -35,6 +35,7 @@ import mujoco
 from robolearn.errors import UserError, one_line
 from robolearn.memory import gib
 from robolearn.paths import assets_dir
+from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import compile_spec, inspect_model, load_spec, model_files, urdf_meshes
 from robolearn.scaffold.robot_edits import TEMPLATES, RobotPlan, plan_robot
@@ -189,7 +190,9 @@ def _render(path: Path, **values) -> str:
 CPU_MODEL_COPIES_BYTES = 8 * 2**30
 """What a generated recipe's environments may hold in MjModel copies on the CPU backend: each
 environment there has its own copy once an event randomizes a model field (the templates' friction
-and mass events do), so a mesh-heavy robot gets fewer environments than the template's default."""
+and mass events do). The copies leave visual meshes and textures out (physics/physics_copy.py), so
+only a robot whose collision geometry itself is heavy gets fewer environments than the template's
+default."""
 TEMPLATE_NUM_ENVS = {"minimal": 128, "locomotion": 1024, "reach": 512}
 
 
@@ -234,8 +237,7 @@ def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: 
         else:
             effort, energy = "effort: {func: action_l2, weight: -0.01}  # joint_torques_l2 sees joint actuators only", ""
         values.update(effort_reward=effort, energy_metric=energy)
-        values.update(base=_yaml_name(plan.base or ""), base_height=_num(plan.base_height),
-                      min_height=_num(0.4 * plan.base_height), critic_feet=critic_feet, feet_air_time=air_time,
+        values.update(base=_yaml_name(plan.base or ""), critic_feet=critic_feet, feet_air_time=air_time,
                       pd_gains=pd_gains, action_scale=0.25 if plan.position else 1.0)  # fmt: skip
     else:
         (x, y, z) = plan.workspace
@@ -339,7 +341,8 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
         (package / "robot.py").write_text(robot_py)
         _verify_edit(package / "robot.py", model_path)
     asset = model_path.relative_to(package).as_posix()
-    model_bytes = mujoco.mj_sizeModel(model)
+    copied = physics_copy(load_spec(model_path), model)[0]  # what the CPU backend copies per environment
+    model_bytes = mujoco.mj_sizeModel(copied if copied is not None else model)
     (package / f"{name}.yaml").write_text(_task_yaml(template, name, asset, plan, info.timestep, model_bytes))
     envs, envs_note = num_envs(template, model_bytes)
     if envs_note:

@@ -16,7 +16,7 @@ import numpy as np
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import model_files as shared_model_files
 from robolearn.scene.floating_base import floating_base_joint
-from robolearn.scene.geometry import geom_corners
+from robolearn.scene.geometry import body_children, collision_geoms, geom_corners, lowest_point, subtree
 from robolearn.scene.ground import has_ground
 
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
@@ -178,34 +178,6 @@ def _actuator_kind(model: mujoco.MjModel, a: int) -> str:
     return "other"
 
 
-def _children(model: mujoco.MjModel) -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {b: [] for b in range(model.nbody)}
-    for b in range(1, model.nbody):
-        children[int(model.body_parentid[b])].append(b)
-    return children
-
-
-def _subtree(children: dict[int, list[int]], body: int) -> list[int]:
-    out, pending = [], [body]
-    while pending:
-        b = pending.pop()
-        out.append(b)
-        pending += children[b]
-    return out
-
-
-def _collision_geoms(model: mujoco.MjModel, bodies: list[int]) -> list[int]:
-    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in bodies]
-    colliding = [g for g in geoms if model.geom_contype[g] or model.geom_conaffinity[g]]
-    return colliding or geoms
-
-
-def lowest_point(model: mujoco.MjModel, data: mujoco.MjData, base: int) -> float:
-    """World height of the lowest point of body `base` and everything below it (kinematics done)."""
-    geoms = _collision_geoms(model, _subtree(_children(model), base))
-    return float(min((geom_corners(model, data, g)[:, 2].min() for g in geoms), default=data.xpos[base, 2]))
-
-
 def _planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[list[str], list[BaseJoint]]:
     """The root body's own joints, and their roles when one of them is a horizontal slide (a planar
     robot: it moves along the floor on that slide)."""
@@ -287,16 +259,16 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
             joint = _name(model, mujoco.mjtObj.mjOBJ_JOINT, target)
         info.actuators.append(Actuator(_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, _actuator_kind(model, a)))
 
-    children = _children(model)
+    children = body_children(model)
     free = floating_base_joint(model)
     if free is not None:
         base = int(model.jnt_bodyid[free])
         info.base = _name(model, mujoco.mjtObj.mjOBJ_BODY, base)
         info.free_qpos = int(model.jnt_qposadr[free])
     else:  # the largest tree under the world
-        base = max(children[0], key=lambda b: len(_subtree(children, b)), default=0)
+        base = max(children[0], key=lambda b: len(subtree(children, b)), default=0)
     info.root = _name(model, mujoco.mjtObj.mjOBJ_BODY, base) if base else None
-    robot = sorted(_subtree(children, base)) if base else []
+    robot = sorted(subtree(children, base)) if base else []
     info.mass = float(sum(model.body_mass[b] for b in robot))
     info.has_home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0
     info.has_floor = has_ground(model)
@@ -306,7 +278,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     mujoco.mj_kinematics(model, data)
     if free is None and base:
         info.root_joints, info.planar = _planar_base(model, data, base)
-    geoms = _collision_geoms(model, robot)
+    geoms = collision_geoms(model, robot)
     low = {g: geom_corners(model, data, g)[:, 2].min() for g in geoms}
     info.lowest = float(min(low.values(), default=0.0))
     top = float(max((geom_corners(model, data, g)[:, 2].max() for g in geoms), default=0.0))

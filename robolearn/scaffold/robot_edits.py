@@ -16,7 +16,8 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
-from robolearn.scaffold.inspect_model import BaseJoint, ModelInfo, lowest_point
+from robolearn.scaffold.inspect_model import BaseJoint, ModelInfo
+from robolearn.scene.geometry import lowest_point
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -96,11 +97,11 @@ def _mapping(entries: dict[str, str]) -> str:
     return "{" + "".join(f"\n    {_q(k)}: {v}," for k, v in entries.items()) + ("\n}" if entries else "}")
 
 
-def _const(name: str, value: str, doc: str) -> str:
-    """A module constant with its docstring, wrapped to 100 columns."""
+def _const(name: str, value: str, doc: str, annotation: str = "") -> str:
+    """A module constant (with a type annotation if given) and its docstring, wrapped to 100 columns."""
     lines = textwrap.wrap(doc, 97)
     body = lines[0] if len(lines) == 1 else "\n".join(lines)
-    return f'{name} = {value}\n"""{body}"""'
+    return f'{name}{": " + annotation if annotation else ""} = {value}\n"""{body}"""'
 
 
 def _tuple(values) -> str:
@@ -305,10 +306,11 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
         pose_doc = ("The standing pose [rad or m]: the `home` keyframe, the action offset and the reference of relative "
                     "joint observations. new-task's guess: 0 within each joint's limits. TODO: set your robot's "
                     "standing pose.")  # fmt: skip
-        height_doc = ("Base height in the home pose [m]: the lowest point of the robot 5 mm above the ground "
-                      "(recompute it when you change DEFAULT_POSE).")  # fmt: skip
+        height_doc = ("Base height in the home pose [m]. None: computed from DEFAULT_POSE when the model compiles, the "
+                      f"robot's lowest point 5 mm above the ground ({plan.base_height:.3f} m in new-task's pose).")  # fmt: skip
     plan.constants.append(_const("DEFAULT_POSE", pose, pose_doc))
-    plan.constants.append(_const("BASE_HEIGHT", _fmt(plan.base_height), height_doc))
+    height_value = _fmt(plan.base_height) if plan.planar else "None"
+    plan.constants.append(_const("BASE_HEIGHT", height_value, height_doc, "" if plan.planar else "float | None"))
     plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0 within its limits, {where}; set "
                       "DEFAULT_POSE in robot.py")
 

@@ -19,7 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from robolearn.errors import UserError
 from robolearn.paths import assets_dir
-from robolearn.physics import load_model
+from robolearn.physics import load_model, load_spec
+from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import TaskPlugin
 from robolearn.scene import lookup
 from robolearn.scene.floating_base import floating_base_joint
@@ -93,6 +94,13 @@ class Scene:
         edit = with_sim_options(edit, options)
         model = load_model(asset_path, edit)
         return cls(model, device, asset_path, edit, terrain)
+
+    def physics_copy(self) -> tuple[mujoco.MjModel | None, str]:
+        """The model without what only rendering reads (physics/physics_copy.py), compiled again
+        from the MJCF and the edit; (None, why not) where that gives nothing or is not the same model."""
+        if self.asset_path is None:
+            return None, "the model was not compiled from a file"
+        return physics_copy(load_spec(self.asset_path, self.edit_spec), self.model)
 
     def _cached(self, key: tuple, make: Callable[[], object]):
         if key not in self._cache:
