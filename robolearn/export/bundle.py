@@ -36,7 +36,7 @@ from robolearn.export.metadata import policy_state, robot_metadata, versions, wr
 from robolearn.export.onnx import (INPUT_NAME, OUTPUT_NAME, SEQUENCES, ParityReport, check_parity, export_onnx,
                                    state_input, state_output)  # fmt: skip
 from robolearn.model_files import loaded_files, model_files
-from robolearn.rl.models import ActorCritic, Controller, InferencePolicy
+from robolearn.rl.models import ActorCritic, Controller, InferencePolicy, PolicyGraph
 from robolearn.run_dir import check_export_target
 from robolearn_deploy.engines import OnnxRuntimeEngine
 from robolearn_deploy.timing import latency_ms
@@ -134,7 +134,7 @@ def check_options(fmt: str, precision: str) -> None:
             raise UserError(f"format=tensorrt: {reason}; format=onnx works without it")
 
 
-def _check(policy: InferencePolicy, engine, file: str, kind: str, recorded: torch.Tensor, info: dict | None = None) -> ArtifactReport:
+def _check(policy: PolicyGraph, engine, file: str, kind: str, recorded: torch.Tensor, info: dict | None = None) -> ArtifactReport:
     parity = check_parity(policy, engine, recorded, engine.precision)
     one = np.ascontiguousarray(recorded[0, :1].numpy(), dtype=np.float32)
     if policy.state_names:
@@ -145,16 +145,16 @@ def _check(policy: InferencePolicy, engine, file: str, kind: str, recorded: torc
     return ArtifactReport(file, kind, engine.precision, parity, latency, info or {})
 
 
-def _state_names(policy: InferencePolicy) -> tuple[tuple[str, str], ...]:
+def _state_names(policy: PolicyGraph) -> tuple[tuple[str, str], ...]:
     """The graph's (input, output) name of each recurrent state tensor (none feed-forward)."""
     return tuple((state_input(n), state_output(n)) for n in policy.state_names)
 
 
-def _onnx_engine(policy: InferencePolicy, path: Path, precision: str = "fp32") -> OnnxRuntimeEngine:
+def _onnx_engine(policy: PolicyGraph, path: Path, precision: str = "fp32") -> OnnxRuntimeEngine:
     return OnnxRuntimeEngine(path, INPUT_NAME, OUTPUT_NAME, precision, state=_state_names(policy))
 
 
-def write_artifacts(policy: InferencePolicy, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor,
+def write_artifacts(policy: PolicyGraph, obs_dim: int, staging: Path, fmt: str, precision: str, recorded: torch.Tensor,
                progress: bool = True) -> list[ArtifactReport]:  # fmt: skip
     """policy.onnx always; policy.fp16.onnx for fp16; for TensorRT an engine built from the ONNX of
     the asked precision (fp16: strongly typed, so the normalizer keeps fp32 as in the fp16 ONNX).

@@ -25,7 +25,7 @@ from robolearn.scene.entities import Sensors, entity_names, entity_params
 from robolearn.scene.lookup import names, single_dof_joints
 from robolearn.errors import UserError
 from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, state_input, state_output
-from robolearn.rl.models import InferencePolicy
+from robolearn.rl.models import PolicyGraph
 from robolearn_deploy.actuator_kinds import holds_a_target, joint_level_kind
 from robolearn_deploy.bundle import BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT, metadata_digest, sha256
 from robolearn_deploy.observations import BASE_SIGNALS
@@ -192,7 +192,7 @@ def robot_metadata(env: BatchedEnv, task_name: str) -> dict:
     }  # fmt: skip
 
 
-def policy_state(policy: InferencePolicy) -> dict:
+def policy_state(policy: PolicyGraph) -> dict:
     """What robot.yaml says about a recurrent policy's state: each tensor's graph input and output,
     its shape without the batch ([layers, hidden]), dtype and the value it starts an episode with;
     and the bundle format that marks a bundle as recurrent. {} for a feed-forward policy."""

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from robolearn.errors import UserError
-from robolearn.rl.models import InferencePolicy
+from robolearn.rl.models import PolicyGraph
 from robolearn_deploy.engines import SEQUENCE_TOLERANCE, TOLERANCE
 
 INPUT_NAME = "obs"
@@ -104,7 +104,7 @@ class HalfPrecisionPolicy(torch.nn.Module):
     their variances can exceed fp16's range), the recurrent core and the MLP run in fp16, actions
     and states come back as fp32 (the robot keeps the state in fp32 between steps)."""
 
-    def __init__(self, policy: InferencePolicy):
+    def __init__(self, policy: PolicyGraph):
         super().__init__()
         self.normalizer = policy.normalizer
         self.memory = None if policy.memory is None else copy.deepcopy(policy.memory).half()
@@ -133,7 +133,7 @@ def _quiet_loggers():
             lg.setLevel(level)
 
 
-def export_onnx(policy: InferencePolicy, obs_dim: int, path: Path, precision: str = "fp32") -> Path:
+def export_onnx(policy: PolicyGraph, obs_dim: int, path: Path, precision: str = "fp32") -> Path:
     """Write a single-file ONNX graph: input `obs` [batch, obs_dim] -> output `actions` [batch, A]
     (+ the recurrent state in and out), all float32; precision fp16 runs the network inside in half
     precision."""
@@ -157,7 +157,7 @@ def export_onnx(policy: InferencePolicy, obs_dim: int, path: Path, precision: st
     return path
 
 
-def probe_observations(policy: InferencePolicy, recorded: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def probe_observations(policy: PolicyGraph, recorded: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """(random, recorded) observations to compare an artifact with torch on, shaped like `recorded`
     [T, N, D] with 1024 random observations (feed-forward: flattened to [samples, D]; recurrent: 64
     sequences of 100 random steps next to the recorded sequences). The random ones spread over the
@@ -171,7 +171,7 @@ def probe_observations(policy: InferencePolicy, recorded: torch.Tensor, seed: in
     return random_obs, recorded.flatten(0, 1) if not policy.state_names else recorded[:, :SEQUENCES]
 
 
-def check_parity(policy: InferencePolicy, engine, recorded: torch.Tensor, precision: str = "fp32") -> ParityReport:
+def check_parity(policy: PolicyGraph, engine, recorded: torch.Tensor, precision: str = "fp32") -> ParityReport:
     """Max |engine - torch| over random and recorded observations (recorded [T, N, D]); `engine` is
     a deploy engine (`run(obs)`, and `step(obs, state)` for a recurrent policy, whose sequences
     run twice: given torch's state at each step, and with each side's own state fed back, as on

@@ -27,7 +27,7 @@ import torch
 from robolearn.errors import UserError
 from robolearn.export.bundle import (ArtifactReport, copy_model, install, require_parity, seal, staging_dir,
                                      write_artifacts)  # fmt: skip
-from robolearn.export.metadata import CTRL, model_file_name
+from robolearn.export.metadata import CTRL, model_file_name, policy_state
 from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME
 from robolearn.interop.dialects import Dialect, dialect
 from robolearn.interop.layout import RunLayout, actuators, armature, observation_terms
@@ -53,6 +53,8 @@ class ImportResult:
     run_onnx_max_abs_diff: float | None
     sim2sim: str = ""
     """What `robolearn sim2sim` of the bundle scores with (or why it cannot run it)."""
+    memory: str = ""
+    """A recurrent actor's core ('GRU, 1 x 64 units'), '' for a feed-forward one."""
 
 
 def _checkpoint(run_dir: Path, name: str | None) -> Path:
@@ -154,21 +156,50 @@ def robot_yaml(layout: RunLayout, d: Dialect, ckpt: Checkpoint, run_dir: Path, m
 
 
 def _observations(path: Path | None, policy: ImportedPolicy) -> torch.Tensor:
-    """[T, N, D] observations for the parity check: the run's own recording (.npy [N, D], or .npz
-    with 'obs'), or SAMPLES drawn around the normalizer's mean with its standard deviation."""
+    """[T, N, D] observations for the parity check: the run's own recording (.npy, or .npz with
+    'obs': [N, D] rows, or for a recurrent actor [T, N, D] sequences of N environments or one [T, D]
+    sequence), or SAMPLES drawn around the normalizer's mean with its standard deviation (a
+    recurrent actor's as 16 sequences)."""
+    recurrent = bool(policy.state_names)
     if path is None:
         gen = torch.Generator().manual_seed(1)
         n = policy.normalizer
-        return (n.mean + n.std * torch.randn(SAMPLES, policy.obs_dim, generator=gen)).unsqueeze(0)
+        shape = (SAMPLES // 16, 16) if recurrent else (1, SAMPLES)
+        return n.mean + n.std * torch.randn(*shape, policy.obs_dim, generator=gen)
     try:
         data = np.load(path)
         obs = data["obs"] if isinstance(data, np.lib.npyio.NpzFile) else data
     except Exception as exc:
         raise UserError(f"obs={path} is not a .npy array or an .npz with 'obs' ({type(exc).__name__})") from None
-    obs = np.asarray(obs, dtype=np.float32).reshape(-1, obs.shape[-1]) if np.ndim(obs) >= 2 else None
-    if obs is None or obs.shape[-1] != policy.obs_dim or not np.isfinite(obs).all():
-        raise UserError(f"obs={path} must hold finite observations shaped [N, {policy.obs_dim}]")
-    return torch.from_numpy(obs).unsqueeze(0)
+    obs = np.asarray(obs, dtype=np.float32)
+    shapes = f"[T, N, {policy.obs_dim}] or [T, {policy.obs_dim}] (sequences)" if recurrent else f"[N, {policy.obs_dim}]"
+    if obs.ndim not in ((2, 3) if recurrent else (2,)) or obs.shape[-1] != policy.obs_dim or not np.isfinite(obs).all():
+        raise UserError(f"obs={path} must hold finite observations shaped {shapes}, got {list(obs.shape)}")
+    if not recurrent:
+        return torch.from_numpy(obs).unsqueeze(0)
+    return torch.from_numpy(obs if obs.ndim == 3 else obs[:, None])
+
+
+def _run_session_diff(session, policy: ImportedPolicy, recorded: torch.Tensor) -> float:
+    """Max |the run's own ONNX - our actor| on recorded observations. mjlab exports a batch-1 graph,
+    fed one row at a time; a recurrent one takes and returns rsl_rl's state ([layers, 1, hidden]
+    each), which both sides feed back along each recorded sequence (at most 4 of them)."""
+    names = [i.name for i in session.get_inputs()]
+    if not policy.state_names:
+        x = recorded.reshape(-1, policy.obs_dim)[:256]
+        theirs = np.concatenate([session.run(None, {names[0]: row[None].numpy()})[0] for row in x])
+        with torch.no_grad():
+            return float(np.abs(theirs - policy(x).numpy()).max())
+    worst = 0.0
+    for seq in recorded[:, :4].unbind(1):  # [T, D] each
+        ours = policy.initial_state(1)
+        theirs = [s.transpose(0, 1).numpy() for s in ours]  # rsl_rl: [layers, batch, hidden]
+        for row in seq:
+            got, *theirs = session.run(None, {names[0]: row[None].numpy(), **dict(zip(names[1:], theirs))})
+            with torch.no_grad():
+                expected, *ours = policy(row[None], *ours)
+            worst = max(worst, float(np.abs(got - expected.numpy()).max()))
+    return worst
 
 
 def _compare_run_onnx(run_onnx, ckpt: Checkpoint, newest: Path, recorded: torch.Tensor) -> float | None:
@@ -178,15 +209,10 @@ def _compare_run_onnx(run_onnx, ckpt: Checkpoint, newest: Path, recorded: torch.
     import onnxruntime
 
     session = onnxruntime.InferenceSession(str(run_onnx[0]), providers=["CPUExecutionProvider"])
-    spec = session.get_inputs()[0]
-    if spec.shape[-1] != ckpt.policy.obs_dim:
+    inputs = session.get_inputs()
+    if inputs[0].shape[-1] != ckpt.policy.obs_dim or len(inputs) != 1 + len(ckpt.policy.state_names):
         return None
-    x = recorded.reshape(-1, ckpt.policy.obs_dim)
-    # mjlab exports a batch-1 graph: one row at a time
-    theirs = np.concatenate([session.run(None, {spec.name: row[None].numpy()})[0] for row in x[:256]])
-    with torch.no_grad():
-        ours = ckpt.policy(x[:256]).numpy()
-    return float(np.abs(theirs - ours).max())
+    return _run_session_diff(session, ckpt.policy, recorded)
 
 
 def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None, task: str | None = None,
@@ -232,9 +258,12 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
             scored_by = f"scored by task {task} (its rewards, terminations and metrics)"
         limits = RobotModel(staging / model_file).joint_limits() if model_file else {}
         meta = robot_yaml(layout, d, ckpt, run_dir, model_file, limits, task, order_from)
+        meta.update(policy_state(ckpt.policy))
         seal(meta, staging, reports, None)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     install(staging, out)
-    return ImportResult(out, d.framework, path, order_from, reports, run_onnx_diff, scored_by)
+    core = ckpt.policy.memory
+    memory = f"{core.kind.upper()}, {core.layers} x {core.hidden} units" if core is not None else ""
+    return ImportResult(out, d.framework, path, order_from, reports, run_onnx_diff, scored_by, memory)

@@ -7,8 +7,11 @@ Two layouts are read, chosen by the checkpoint's keys:
 - rsl_rl 2.x/3.x (Isaac Lab 2): `model_state_dict` with `actor.<i>.weight/bias` and
   `actor_obs_normalizer._mean/_std` (or `obs_norm_state_dict`); agent.yaml `policy:`.
 rsl_rl's normalizer is (x - mean) / (std + eps), eps 1e-2; the deterministic action is the
-Gaussian's mean (a heteroscedastic Gaussian's first output slice). Recurrent, convolutional and
-Beta-distribution actors are refused in one line.
+Gaussian's mean (a heteroscedastic Gaussian's first output slice). Recurrent actors (rsl_rl >= 4
+`RNNModel`: `rnn.rnn.*`; rsl_rl 2-3 `ActorCriticRecurrent`: `memory_a.rnn.*`, GRU or LSTM, any number
+of layers) run normalizer -> core -> MLP, as rsl_rl does; their state starts at zero and is reset
+to zero when an episode ends, as rsl_rl's `reset(dones)` does. Convolutional and Beta-distribution
+actors are refused in one line.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import torch
 from torch import nn
 
 from robolearn.errors import UserError
+from robolearn.rl.models import PolicyGraph
+from robolearn.rl.recurrent import KINDS, RecurrentCore
 
 NORMALIZER_EPS = 1e-2
 """rsl_rl's EmpiricalNormalization default eps, added to the standard deviation."""
@@ -56,27 +61,16 @@ class IdentityNormalizer(nn.Module):
         return x
 
 
-class ImportedPolicy(nn.Module):
-    """normalizer -> MLP: obs [B, D] -> actions [B, A], the same interface as
-    robolearn.rl.models.InferencePolicy (feed-forward), so export and parity treat it alike."""
-
-    memory = None
-    state_names: tuple[str, ...] = ()
-
-    def __init__(self, normalizer: nn.Module, actor: nn.Sequential):
-        super().__init__()
-        self.normalizer = normalizer
-        self.actor = actor
-
-    def initial_state(self, batch: int) -> tuple:
-        return ()
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.actor(self.normalizer(obs))
+class ImportedPolicy(PolicyGraph):
+    """normalizer -> [GRU/LSTM core] -> MLP: the graph robolearn exports for its own policies
+    (robolearn.rl.models.PolicyGraph), so export and parity treat an imported actor alike. The
+    core is robolearn's RecurrentCore, whose parameters are torch's nn.GRU/nn.LSTM ones (rsl_rl's
+    RNN wraps those): the state is batch-first [B, layers, hidden] where rsl_rl keeps
+    [layers, B, hidden]."""
 
     @property
     def obs_dim(self) -> int:
-        return int(self.actor[0].in_features)
+        return int(self.normalizer.mean.numel())
 
     @property
     def num_actions(self) -> int:
@@ -160,6 +154,49 @@ def _head(actor: nn.Sequential, distribution: str | None, path: Path) -> nn.Sequ
     return actor
 
 
+def _core(weights: dict[str, torch.Tensor], prefix: str, cfg: dict, path: Path) -> RecurrentCore:
+    """The recurrent core whose torch nn.GRU/nn.LSTM parameters are <prefix>weight_ih_l<k>, ...; its
+    kind follows from the gate rows (3 x hidden: GRU, 4 x hidden: LSTM) and must agree with the
+    config's rnn_type (rsl_rl builds a GRU for 'gru' and an LSTM for anything else)."""
+    layers = 0
+    while f"{prefix}weight_ih_l{layers}" in weights:
+        layers += 1
+    if not layers or f"{prefix}weight_hh_l0" not in weights:
+        raise UserError(f"{path} has no recurrent layers ({prefix}weight_ih_l0, weight_hh_l0) although the run's config "
+                        "describes a recurrent actor: the checkpoint does not belong to this config")  # fmt: skip
+    hidden = int(weights[f"{prefix}weight_hh_l0"].shape[1])
+    gates = int(weights[f"{prefix}weight_ih_l0"].shape[0]) // max(hidden, 1)
+    kind = {3: "gru", 4: "lstm"}.get(gates)
+    named = kind if not cfg.get("rnn_type") else "gru" if str(cfg["rnn_type"]).lower() == "gru" else "lstm"  # as rsl_rl reads it
+    if kind is None or named != kind:
+        raise UserError(f"{path}: the recurrent layer has {weights[f'{prefix}weight_ih_l0'].shape[0]} gate rows for {hidden} "
+                        f"units, which is {'no GRU or LSTM' if kind is None else 'a ' + kind.upper()}, but the run's config "
+                        f"says rnn_type={cfg.get('rnn_type')}; robolearn import reads {' and '.join(k.upper() for k in KINDS)} actors")  # fmt: skip
+    core = RecurrentCore(kind, int(weights[f"{prefix}weight_ih_l0"].shape[1]), hidden, layers)
+    names = [f"{n}_l{k}" for k in range(layers) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    missing = [n for n in names if f"{prefix}{n}" not in weights]
+    if missing:
+        raise UserError(f"{path} lacks {prefix}{missing[0]}: only recurrent layers with biases (torch's default) are imported")
+    try:
+        core.load_state_dict({n: weights[f"{prefix}{n}"] for n in names})
+    except RuntimeError as exc:
+        raise UserError(f"{path}: the recurrent layers do not fit one {kind.upper()} of {layers} x {hidden} units "
+                        f"({' '.join(str(exc).split())[:160]})") from None  # fmt: skip
+    return core
+
+
+def _policy(weights: dict, cfg: dict, prefixes: tuple[str, str, str], recurrent: bool, wanted: bool, path: Path,
+            distribution: str | None = None) -> ImportedPolicy:  # fmt: skip
+    """normalizer -> [core] -> MLP from `weights`, whose (normalizer, core, MLP) keys start with `prefixes`."""
+    norm_prefix, core_prefix, mlp_prefix = prefixes
+    core = _core(weights, core_prefix, cfg, path) if recurrent else None
+    actor = _head(_mlp(weights, mlp_prefix, str(cfg.get("activation", "elu")), path), distribution, path)
+    if core is not None and actor[0].in_features != core.hidden:
+        raise UserError(f"{path}: the actor's MLP takes {actor[0].in_features} inputs but its recurrent core gives {core.hidden}")
+    obs_dim = actor[0].in_features if core is None else int(core.weight_ih_l0.shape[1])
+    return ImportedPolicy(_normalizer(weights, norm_prefix, wanted, obs_dim, path), core, actor)
+
+
 def load_actor(path: Path, agent: dict) -> Checkpoint:
     """The deterministic actor of checkpoint `path` under the run's agent.yaml."""
     data = _load(path)
@@ -167,24 +204,26 @@ def load_actor(path: Path, agent: dict) -> Checkpoint:
     if isinstance(data.get("actor_state_dict"), dict):
         cfg = agent.get("actor") if isinstance(agent.get("actor"), dict) else {}
         kind = cfg.get("class_name", "MLPModel")
-        if kind != "MLPModel" or cfg.get("rnn_type") or cfg.get("cnn_cfg"):
-            raise UserError(f"the run's actor is a {kind}{' with ' + str(cfg.get('rnn_type')) if cfg.get('rnn_type') else ''}; "
-                            "robolearn import reads rsl_rl MLP actors (MLPModel) so far")  # fmt: skip
-        weights = data["actor_state_dict"]
-        actor = _mlp(weights, "mlp.", str(cfg.get("activation", "elu")), path)
+        if kind not in ("MLPModel", "RNNModel") or cfg.get("cnn_cfg") or (kind == "MLPModel" and cfg.get("rnn_type")):
+            extra = " with cnn_cfg" if cfg.get("cnn_cfg") and kind != "CNNModel" else ""
+            extra += f" with rnn_type {cfg.get('rnn_type')}" if kind == "MLPModel" and cfg.get("rnn_type") else ""
+            raise UserError(f"the run's actor is a {kind}{extra}; robolearn import reads rsl_rl MLP and recurrent actors "
+                            "(MLPModel, RNNModel)")  # fmt: skip
         dist = (cfg.get("distribution_cfg") or {}).get("class_name", "GaussianDistribution")
-        normalizer = _normalizer(weights, "obs_normalizer.", bool(cfg.get("obs_normalization")), actor[0].in_features, path)
-        return Checkpoint(path, iteration, ImportedPolicy(normalizer, _head(actor, dist, path)), "rsl_rl>=4")
+        policy = _policy(data["actor_state_dict"], cfg, ("obs_normalizer.", "rnn.rnn.", "mlp."), kind == "RNNModel",
+                         bool(cfg.get("obs_normalization")), path, dist)  # fmt: skip
+        return Checkpoint(path, iteration, policy, "rsl_rl>=4")
     if isinstance(data.get("model_state_dict"), dict):
         cfg = agent.get("policy") if isinstance(agent.get("policy"), dict) else {}
         kind = cfg.get("class_name", "ActorCritic")
-        if kind != "ActorCritic":
-            raise UserError(f"the run's policy is a {kind}; robolearn import reads rsl_rl MLP actors (ActorCritic) so far")
+        if kind not in ("ActorCritic", "ActorCriticRecurrent"):
+            raise UserError(f"the run's policy is a {kind}; robolearn import reads rsl_rl MLP and recurrent actors "
+                            "(ActorCritic, ActorCriticRecurrent)")  # fmt: skip
         weights = dict(data["model_state_dict"])
         weights.update({f"actor_obs_normalizer.{k.rpartition('.')[2]}": v for k, v in (data.get("obs_norm_state_dict") or {}).items()})
-        actor = _mlp(weights, "actor.", str(cfg.get("activation", "elu")), path)
         wanted = bool(cfg.get("actor_obs_normalization", agent.get("empirical_normalization", False)))
-        normalizer = _normalizer(weights, "actor_obs_normalizer.", wanted, actor[0].in_features, path)
-        return Checkpoint(path, iteration, ImportedPolicy(normalizer, actor), "rsl_rl<4")
+        policy = _policy(weights, cfg, ("actor_obs_normalizer.", "memory_a.rnn.", "actor."), kind == "ActorCriticRecurrent",
+                         wanted, path)  # fmt: skip
+        return Checkpoint(path, iteration, policy, "rsl_rl<4")
     raise UserError(f"{path} has neither actor_state_dict (rsl_rl >= 4) nor model_state_dict (rsl_rl 2-3): not an rsl_rl "
                     "checkpoint")  # fmt: skip

@@ -16,6 +16,25 @@ ALGO = {
 """rsl_rl algorithm key -> robolearn algo key."""
 RUNNER = {"num_steps_per_env": "num_steps_per_env", "max_iterations": "max_iterations", "save_interval": "save_interval"}
 ACTIVATIONS = ("elu", "relu", "tanh", "selu", "lrelu", "gelu", "silu", "sigmoid")
+NETWORKS = ("MLPModel", "RNNModel")
+"""rsl_rl model classes robolearn has a counterpart for (an MLP; a GRU/LSTM core before one)."""
+
+
+def _network(role: str, model: dict, algo: dict, skipped: list[str]) -> None:
+    """algo.policy (actor) / algo.critic_network (critic): 'mlp', or the kind of an RNNModel's core,
+    which sets robolearn's one core size (rnn_hidden_size, rnn_num_layers) unless the actor's did."""
+    key = "policy" if role == "actor" else "critic_network"
+    if model.get("class_name", "MLPModel") != "RNNModel":
+        algo[key] = "mlp"
+        return
+    algo[key] = "gru" if str(model.get("rnn_type") or "lstm").lower() == "gru" else "lstm"  # rsl_rl: LSTM unless 'gru'
+    for theirs, ours in (("rnn_hidden_dim", "rnn_hidden_size"), ("rnn_num_layers", "rnn_num_layers")):
+        if model.get(theirs) is None:
+            continue
+        if ours in algo and algo[ours] != model[theirs]:  # the actor's core set it
+            skipped.append(f"{role}.{theirs}={model[theirs]} (robolearn's actor and critic cores share the actor's size)")
+        else:
+            algo[ours] = int(model[theirs])
 
 
 def recipe(agent: dict | None) -> tuple[dict, list[str]]:
@@ -28,9 +47,10 @@ def recipe(agent: dict | None) -> tuple[dict, list[str]]:
     skipped = []
     for role, key in (("actor", "actor_hidden_dims"), ("critic", "critic_hidden_dims")):
         model = agent.get(role) or {}
-        if model.get("class_name", "MLPModel") != "MLPModel":
+        if model.get("class_name", "MLPModel") not in NETWORKS:
             skipped.append(f"{role}.class_name={model['class_name']}")
             continue
+        _network(role, model, algo, skipped)
         if model.get("hidden_dims"):
             algo[key] = list(model["hidden_dims"])
         if role == "actor":

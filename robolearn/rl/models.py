@@ -4,8 +4,9 @@ MLP heads, a state-independent log std.
 A feed-forward network is a function of the observation. A recurrent one also takes its state and
 returns the next one (`actor_step`, `critic_step`); `unroll` runs it over a rollout's sequences,
 restarting from the zero state where an episode starts. `Controller` acts deterministically
-with the state kept per environment (evaluation, play, viewers); `InferencePolicy` is the graph
-that is exported: obs (+ h_in, c_in) -> actions (+ h_out, c_out)."""
+with the state kept per environment (evaluation, play, viewers); `PolicyGraph` is the graph
+that is exported: obs (+ h_in, c_in) -> actions (+ h_out, c_out), `InferencePolicy` that of a
+policy trained here."""
 
 from __future__ import annotations
 
@@ -328,16 +329,17 @@ class Controller:
             reset_where(self.state, done)
 
 
-class InferencePolicy(nn.Module):
+class PolicyGraph(nn.Module):
     """normalizer -> [core] -> actor head: the graph that is exported and deployed. Feed-forward:
     obs -> actions. Recurrent: (obs, h_in[, c_in]) -> (actions, h_out[, c_out]), states
-    [B, layers, hidden], zero at an episode start."""
+    [B, layers, hidden], zero at an episode start. A policy trained here (InferencePolicy) and
+    one imported from another framework (interop/rsl_checkpoint.py) are both this graph."""
 
-    def __init__(self, actor_critic: ActorCritic):
+    def __init__(self, normalizer: nn.Module, memory: RecurrentCore | None, actor: nn.Module):
         super().__init__()
-        self.normalizer = actor_critic.actor_normalizer
-        self.memory = actor_critic.actor_memory
-        self.actor = actor_critic.actor
+        self.normalizer = normalizer
+        self.memory = memory
+        self.actor = actor
 
     @property
     def state_names(self) -> tuple[str, ...]:
@@ -353,3 +355,10 @@ class InferencePolicy(nn.Module):
             return self.actor(x)
         x, state = self.memory(x, (h_in,) if c_in is None else (h_in, c_in))
         return (self.actor(x), *state)
+
+
+class InferencePolicy(PolicyGraph):
+    """The exported graph of a policy trained here: its actor's normalizer, core and head."""
+
+    def __init__(self, actor_critic: ActorCritic):
+        super().__init__(actor_critic.actor_normalizer, actor_critic.actor_memory, actor_critic.actor)

@@ -219,8 +219,11 @@ def test_older_rsl_rl_layout_and_heteroscedastic_head(tmp_path):
     agent["actor"]["distribution_cfg"] = {"class_name": "BetaDistribution"}
     with pytest.raises(UserError, match="BetaDistribution"):
         load_actor(tmp_path / "model_1.pt", agent)
-    agent["actor"].update(class_name="RNNModel", rnn_type="lstm")
-    with pytest.raises(UserError, match="RNNModel with lstm"):
+    agent["actor"].update(class_name="RNNModel", rnn_type="lstm", distribution_cfg=None)
+    with pytest.raises(UserError, match="has no recurrent layers"):  # recurrent actors: test_import_recurrent.py
+        load_actor(tmp_path / "model_1.pt", agent)
+    agent["actor"].update(class_name="MLPModel", rnn_type="lstm")
+    with pytest.raises(UserError, match="the run's actor is a MLPModel with rnn_type lstm"):
         load_actor(tmp_path / "model_1.pt", agent)
 
 

@@ -45,6 +45,16 @@ def test_recipe_from_an_rsl_rl_runner_config():
     assert algo["init_noise_std"] == 0.8 and algo["normalize_observations"] is True and algo["activation"] == "elu"
     assert algo["learning_rate"] == 1e-3 and algo["entropy_coef"] == 0.005 and algo["num_mini_batches"] == 4
     assert skipped == ["algorithm.symmetry_cfg"]  # said on stderr, not silently dropped
-    recurrent = {**agent, "actor": {"class_name": "RNNModel", "hidden_dims": [64]}}
-    assert "actor.class_name=RNNModel" in recipe(recurrent)[1]
+    assert algo["policy"] == algo["critic_network"] == "mlp"
+    # rsl_rl's recurrent actor: a GRU (or, for any other rnn_type, an LSTM) core before the MLP head
+    recurrent = {**agent, "actor": {"class_name": "RNNModel", "hidden_dims": [64], "rnn_type": "gru", "rnn_hidden_dim": 128,
+                                    "rnn_num_layers": 2},
+                 "critic": {"class_name": "RNNModel", "hidden_dims": [64], "rnn_type": "lstm", "rnn_hidden_dim": 256}}  # fmt: skip
+    train, skipped = recipe(recurrent)
+    assert {k: train["algo"][k] for k in ("policy", "critic_network", "rnn_hidden_size", "rnn_num_layers", "actor_hidden_dims")} == {
+        "policy": "gru", "critic_network": "lstm", "rnn_hidden_size": 128, "rnn_num_layers": 2, "actor_hidden_dims": [64]}
+    assert skipped == ["critic.rnn_hidden_dim=256 (robolearn's actor and critic cores share the actor's size)",
+                       "algorithm.symmetry_cfg"]  # fmt: skip
+    cnn = {**agent, "actor": {"class_name": "CNNModel", "hidden_dims": [64]}}
+    assert "actor.class_name=CNNModel" in recipe(cnn)[1]
     assert recipe(None) == ({}, [])
