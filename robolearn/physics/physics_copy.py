@@ -16,12 +16,14 @@ The copy is used only where it is the same model in everything else: every array
 the two compiled models is compared, and anything but the left-out data and the replaced geoms'
 own shape rows differing (an edit that does not compile the same twice, a compiler option that
 rescales masses, ...) returns None with the reason: the caller then copies the full model.
-A rangefinder sees every geom, visual ones too: a model with one is not stripped.
+A rangefinder sees every geom, visual ones too: a model with one keeps its visual geoms (only its
+textures are left out). A compiler `settotalmass` is not applied again to the explicit masses.
 """
 
 from __future__ import annotations
 
 import copy
+import warnings
 
 import mujoco
 import numpy as np
@@ -32,6 +34,7 @@ _MESH = mujoco.mjtGeom.mjGEOM_MESH
 # Arrays whose size is that of the left-out data (they differ in shape, or index into it).
 _LEFT_OUT_PREFIXES = ("mesh_", "tex_", "oct_", "name_", "names", "paths", "bvh_")
 _LEFT_OUT_ARRAYS = frozenset({"mat_texid", "geom_dataid", "body_bvhadr"})  # geom_dataid: _meshes_differ
+_PATH_ADDRESSES = "_pathadr"  # where an asset's file name starts in `paths` (the left-out files' names go)
 _LEFT_OUT_SIZES = ("nmesh", "ntex", "noct", "npolygonmax", "nbvh", "nnames", "npaths", "nbuffer", "signature")
 _STAT_FIELDS = ("center", "extent", "meaninertia", "meanmass", "meansize")
 # The replaced geoms' own rows of these may differ (a sphere where a mesh was).
@@ -42,13 +45,14 @@ def physics_copy(spec: mujoco.MjSpec, nominal: mujoco.MjModel) -> tuple[mujoco.M
     """(the physics-only model, what it left out), or (None, why not) where there is nothing to
     leave out or the copy would not simulate exactly like `nominal` (compiled from `spec` as is).
     `spec` is edited in place."""
-    if spec.sensors and any(s.type == mujoco.mjtSensor.mjSENS_RANGEFINDER for s in spec.sensors):
-        return None, "the model has a rangefinder (rays see visual geoms)"
-    replaced = _visual_mesh_geoms(nominal)
+    rays = bool(spec.sensors) and any(s.type == mujoco.mjtSensor.mjSENS_RANGEFINDER for s in spec.sensors)
+    replaced = set() if rays else _visual_mesh_geoms(nominal)  # a rangefinder's rays see visual geoms too
     if not replaced and not nominal.ntex:
-        return None, "no visual meshes or textures to leave out"
+        return None, "no visual meshes or textures to leave out" + (" (visual geoms stay: the model has a rangefinder)" if rays else "")
     try:
-        spec.compile()  # numbers the spec's geoms as the model does
+        with warnings.catch_warnings():  # what compiling this spec warns of was said when `nominal` was compiled
+            warnings.simplefilter("ignore")
+            spec.compile()  # numbers the spec's geoms as the model does
     except ValueError as exc:
         return None, f"the spec does not compile ({exc})"
     _explicit_inertia(spec, nominal)
@@ -90,6 +94,7 @@ def _visual_mesh_geoms(model: mujoco.MjModel) -> set[int]:
 def _explicit_inertia(spec: mujoco.MjSpec, nominal: mujoco.MjModel) -> None:
     """Every body's mass and inertia as `nominal` computed them, so no geom needs to give them."""
     spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
+    spec.compiler.settotalmass = -1  # the masses below are already scaled to the model's total
     for body in spec.bodies:
         b = body.id  # numbered by the compile before
         if b == 0:
@@ -127,7 +132,7 @@ def _difference(stripped: mujoco.MjModel, nominal: mujoco.MjModel, replaced: set
     """The first way in which `copy` would simulate differently from `nominal`, or None."""
     others = np.setdiff1d(np.arange(nominal.ngeom), sorted(replaced))
     for name in dir(nominal):
-        if name.startswith("_") or name.startswith(_LEFT_OUT_PREFIXES) or name in _LEFT_OUT_ARRAYS:
+        if name.startswith("_") or name.startswith(_LEFT_OUT_PREFIXES) or name.endswith(_PATH_ADDRESSES) or name in _LEFT_OUT_ARRAYS:
             continue
         a, b = getattr(nominal, name), getattr(stripped, name)
         if isinstance(a, np.ndarray):

@@ -120,9 +120,24 @@ def test_a_copy_that_would_differ_is_not_made(robot, tmp_path):
     changed = load_spec(robot).compile()
     changed.dof_damping[6] = 0.5  # as an edit that does not compile the same twice would leave it
     assert physics_copy(load_spec(robot), changed) == (None, "dof_damping differs")
+    # a rangefinder's rays see visual geoms: they stay, only the texture goes
     ray = tmp_path / "ray.xml"
     ray.write_text(ROBOT.replace('<sensor>', '<sensor><rangefinder name="down" site="imu"/>'))
-    assert physics_copy(load_spec(ray), load_spec(ray).compile()) == (None, "the model has a rangefinder (rays see visual geoms)")
+    copy, note = physics_copy(load_spec(ray), load_spec(ray).compile())
+    assert note.startswith("0 visual mesh geoms, 1 textures") and copy.nmesh == 3 and copy.ntex == 0
+    plain = tmp_path / "plain.xml"
+    plain.write_text(ray.read_text().replace('material="grid" ', ""))
+    plain.write_text(plain.read_text().replace('<texture name="grid" type="2d" builtin="checker" width="256" height="256" rgb1=".2 .3 .4" '
+                                               'rgb2=".1 .2 .3"/>', "").replace('<material name="grid" texture="grid" texrepeat="4 4"/>', ""))
+    assert physics_copy(load_spec(plain), load_spec(plain).compile()) == (
+        None, "no visual meshes or textures to leave out (visual geoms stay: the model has a rangefinder)")
+    # a compiler that scales the masses to a total (gymnasium's and dm_control's cheetahs) is not applied twice
+    scaled = tmp_path / "scaled.xml"
+    scaled.write_text(ROBOT.replace("<mujoco>", '<mujoco><compiler settotalmass="7"/>', 1))
+    with pytest.warns(UserWarning, match="settotalmass"):
+        nominal = load_spec(scaled).compile()
+    copy, note = physics_copy(load_spec(scaled), nominal)
+    assert copy is not None and copy.body_mass.sum() == pytest.approx(7.0)
     paired = tmp_path / "paired.xml"
     paired.write_text(ROBOT.replace('<mesh name="shell"', '<mesh name="unused" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/><mesh name="shell"')
                       .replace("</worldbody>", '</worldbody><contact><pair geom1="floor" geom2="shellgeom"/></contact>')
