@@ -167,7 +167,8 @@ def _core(weights: dict[str, torch.Tensor], prefix: str, cfg: dict, path: Path) 
     hidden = int(weights[f"{prefix}weight_hh_l0"].shape[1])
     gates = int(weights[f"{prefix}weight_ih_l0"].shape[0]) // max(hidden, 1)
     kind = {3: "gru", 4: "lstm"}.get(gates)
-    named = kind if not cfg.get("rnn_type") else "gru" if str(cfg["rnn_type"]).lower() == "gru" else "lstm"  # as rsl_rl reads it
+    rnn_type = cfg.get("rnn_type")
+    named = ("gru" if str(rnn_type).lower() == "gru" else "lstm") if rnn_type else kind  # what rsl_rl builds for it
     if kind is None or named != kind:
         raise UserError(f"{path}: the recurrent layer has {weights[f'{prefix}weight_ih_l0'].shape[0]} gate rows for {hidden} "
                         f"units, which is {'no GRU or LSTM' if kind is None else 'a ' + kind.upper()}, but the run's config "

@@ -17,6 +17,7 @@ import torch
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import loaded_files
 from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend
+from robolearn.physics.physics_copy import CopyMaker
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def learner_device(device: str) -> torch.device:
 
 def make_backend(
     name: str, model: mujoco.MjModel, num_envs: int, device: torch.device, settings: Mapping | None = None,
-    physics_copy: Callable[[], tuple[mujoco.MjModel | None, str]] | None = None,
+    physics_copy: CopyMaker | None = None,
 ) -> PhysicsBackend:
     """Build a backend; `settings` are the physics config's engine knobs (num_threads, nconmax, ...);
     `physics_copy` makes the model a backend copies per environment (Scene.physics_copy), if any."""

@@ -28,7 +28,6 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from collections.abc import Callable
 
 import mujoco
 import numpy as np
@@ -37,6 +36,7 @@ import torch
 from robolearn.errors import one_line
 from robolearn.memory import gib, require
 from robolearn.physics.base import INERTIAL_FIELDS, PhysicsBackend, check_field, model_attr
+from robolearn.physics.physics_copy import CopyMaker
 from robolearn.physics.rollout_schedule import RolloutSchedule
 
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
@@ -72,7 +72,7 @@ class MujocoBackend(PhysicsBackend):
 
     def __init__(
         self, model: mujoco.MjModel, num_envs: int, device: torch.device | str = "cpu", num_threads: int = 0,
-        physics_copy: Callable[[], tuple[mujoco.MjModel | None, str]] | None = None,
+        physics_copy: CopyMaker | None = None,
     ):
         """`physics_copy`: makes (the physics-only model or None, what it left out or why not),
         called at the first per-environment parameter write."""

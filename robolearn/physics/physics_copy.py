@@ -14,8 +14,8 @@ bounding-volume trees, and textures (mjlab's Go1: 31 of its 35 MiB; 1,024 copies
 
 The copy is used only where it is the same model in everything else: every array and option of
 the two compiled models is compared, and anything but the left-out data and the replaced geoms'
-own shape rows differing (an edit that does not compile the same twice, a compiler option that
-rescales masses, ...) returns None with the reason: the caller then copies the full model.
+own shape rows differing (an edit that does not compile the same twice, ...) returns None with the
+reason: the caller then copies the full model.
 A rangefinder sees every geom, visual ones too: a model with one keeps its visual geoms (only its
 textures are left out). A compiler `settotalmass` is not applied again to the explicit masses.
 """
@@ -24,9 +24,14 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
+
+CopyMaker = Callable[[], tuple[mujoco.MjModel | None, str]]
+"""What a backend calls for the model to copy per environment: (the physics-only model, what it left
+out), or (None, why there is none) (Scene.physics_copy)."""
 
 _GEOM = mujoco.mjtObj.mjOBJ_GEOM
 _MESH = mujoco.mjtGeom.mjGEOM_MESH

@@ -17,7 +17,7 @@ import numpy as np
 
 from robolearn.errors import UserError
 from robolearn.scaffold.inspect_model import BaseJoint, ModelInfo
-from robolearn.scene.geometry import lowest_point
+from robolearn.scene.geometry import CLEARANCE, lowest_point
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -281,7 +281,7 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
     for b in plan.planar:
         plan.default_pose[b.name] = b.qpos0
     _, base_z, lowest = _posed(model, plan)
-    lift = 0.005 - lowest
+    lift = CLEARANCE - lowest
     height = next((b for b in plan.planar if b.role == "height"), None)
     if height is not None:
         plan.default_pose[height.name] = round(height.qpos0 + lift / height.axis[2], 4)

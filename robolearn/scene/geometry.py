@@ -48,7 +48,11 @@ def lowest_point(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> float
     return float(min((geom_corners(model, data, g)[:, 2].min() for g in geoms), default=data.xpos[body, 2]))
 
 
-def standing_height(model: mujoco.MjModel, qpos: np.ndarray, body: int, clearance: float = 0.005) -> float:
+CLEARANCE = 0.005
+"""How far above the ground [m] a standing pose puts the robot's lowest point (new-task's home keyframes)."""
+
+
+def standing_height(model: mujoco.MjModel, qpos: np.ndarray, body: int, clearance: float = CLEARANCE) -> float:
     """The height [m] to give the free joint of `body` (its qpos z) for the lowest point of the body
     and everything below it to be `clearance` above z = 0 in pose `qpos`."""
     data = mujoco.MjData(model)
