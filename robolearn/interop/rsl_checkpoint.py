@@ -7,7 +7,8 @@ Two layouts are read, chosen by the checkpoint's keys:
 - rsl_rl 2.x/3.x (Isaac Lab 2): `model_state_dict` with `actor.<i>.weight/bias` and
   `actor_obs_normalizer._mean/_std` (or `obs_norm_state_dict`); agent.yaml `policy:`.
 rsl_rl's normalizer is (x - mean) / (std + eps), eps 1e-2; the deterministic action is the
-Gaussian's mean (a heteroscedastic Gaussian's first output slice). Recurrent actors (rsl_rl >= 4
+Gaussian's mean (a heteroscedastic Gaussian's first output slice; rsl_rl 3's `state_dependent_std`
+is the same [2, A] head). Recurrent actors (rsl_rl >= 4
 `RNNModel`: `rnn.rnn.*`; rsl_rl 2-3 `ActorCriticRecurrent`: `memory_a.rnn.*`, GRU or LSTM, any number
 of layers) run normalizer -> core -> MLP, as rsl_rl does; their state starts at zero and is reset
 to zero when an episode ends, as rsl_rl's `reset(dones)` does. Convolutional and Beta-distribution
@@ -223,8 +224,10 @@ def load_actor(path: Path, agent: dict) -> Checkpoint:
         weights = dict(data["model_state_dict"])
         weights.update({f"actor_obs_normalizer.{k.rpartition('.')[2]}": v for k, v in (data.get("obs_norm_state_dict") or {}).items()})
         wanted = bool(cfg.get("actor_obs_normalization", agent.get("empirical_normalization", False)))
+        # rsl_rl 3's state_dependent_std: the actor's last layer gives [2, A] (mean, std), like rsl_rl 4's heteroscedastic head
+        dist = "HeteroscedasticGaussianDistribution" if cfg.get("state_dependent_std") else None
         policy = _policy(weights, cfg, ("actor_obs_normalizer.", "memory_a.rnn.", "actor."), kind == "ActorCriticRecurrent",
-                         wanted, path)  # fmt: skip
+                         wanted, path, dist)  # fmt: skip
         return Checkpoint(path, iteration, policy, "rsl_rl<4")
     raise UserError(f"{path} has neither actor_state_dict (rsl_rl >= 4) nor model_state_dict (rsl_rl 2-3): not an rsl_rl "
                     "checkpoint")  # fmt: skip

@@ -1,16 +1,57 @@
+import atexit
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from .warm_cli import WarmCli
 
-def robolearn(*args, cwd, timeout=600):
-    """Run the CLI as a user would, in its own process."""
-    return subprocess.run(
-        [sys.executable, "-m", "robolearn.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )
+_BASE_ENV = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+"""The environment the warm server starts with (the session's, before any test changes it)."""
+READ_AT_IMPORT = ("PYTHON", "LD_", "MALLOC", "MUJOCO_", "TORCH_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "CUDA_", "ORT_")
+"""Prefixes of variables the interpreter or the modules the warm server imports (torch, MuJoCo,
+ONNX Runtime, Hydra, robolearn) may read while starting: a change to one of them needs a cold
+start. Others (what pytest, gymnasium or torch's compiler set in this process) go to the command."""
+_server: list[WarmCli] = []
+
+
+def robolearn(*args, cwd, timeout=600, path=()):
+    """Run the CLI as a user would, in its own process, with the folders `path` in front of
+    PYTHONPATH: forked from a warm interpreter that has imported robolearn's stack (warm_cli.py), so
+    the ~2 s of imports are paid once per session, and given this process's environment. Where a
+    test has changed a variable that may be read at start-up (READ_AT_IMPORT; folders in front of
+    PYTHONPATH excepted), the command starts cold with `python -m robolearn.cli`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if python_path := os.pathsep.join(filter(None, [*map(str, path), os.environ.get("PYTHONPATH")])):
+        env["PYTHONPATH"] = python_path
+    added = _added_path(env)
+    if added is None:
+        return subprocess.run([sys.executable, "-m", "robolearn.cli", *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=timeout)  # fmt: skip
+    if not _server:
+        _server.append(WarmCli(env=_BASE_ENV).__enter__())
+        atexit.register(_server[0].__exit__, None, None, None)
+    env = {k: v for k, v in env.items() if k != "PYTHONPATH"}  # the session's PYTHONPATH, the added folders in front
+    if "PYTHONPATH" in _BASE_ENV:
+        env["PYTHONPATH"] = _BASE_ENV["PYTHONPATH"]
+    return _server[0].run(list(args), cwd=Path(cwd), path=[Path(p) for p in added], timeout=timeout, env=env)
+
+
+def _added_path(env: dict[str, str]) -> list[str] | None:
+    """The folders `env`'s PYTHONPATH has in front of the session's, if nothing changed that the
+    warm server may have read; None otherwise."""
+    differ = {k for k in env.keys() | _BASE_ENV.keys() if env.get(k) != _BASE_ENV.get(k) and k != "PYTHONPATH"}
+    if any(k.startswith(READ_AT_IMPORT) for k in differ):
+        return None
+    path, base = env.get("PYTHONPATH", ""), _BASE_ENV.get("PYTHONPATH", "")
+    if path == base:
+        return []
+    if base and not path.endswith(os.pathsep + base):
+        return None
+    return [p for p in (path[: -len(base) - 1] if base else path).split(os.pathsep) if p]
 
 
 def metrics(run_dir: Path) -> list[dict]:

@@ -23,6 +23,8 @@ from robolearn.errors import UserError
 from robolearn.paths import assets_dir
 from robolearn.scaffold import new_task
 
+from .conftest import robolearn
+
 URDF = Path(__file__).resolve().parents[1] / "fixtures" / "urdf_robot" / "robot.urdf"
 FAST = ["runner.max_iterations=2", "env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1",
         "runner.video_interval=0", "runner.progress=false", "logger=none", "task.episode_length_s=1.0"]  # fmt: skip
@@ -79,7 +81,7 @@ def installed(tmp_path_factory):
     folders = [new_task(f"nt_{t}", t, out=ws / f"nt_{t}").folder for t in TEMPLATES]
     folders.append(new_task("nt_urdf_reach", "reach", robot=ros_urdf(ws / "ros"), out=ws / "nt_urdf_reach").folder)
     bare = bare_quadruped(ws / "robot_src")
-    report = ok(run(sys.executable, "-m", "robolearn.cli", "new-task", "nt_bare_legs", "--template", "locomotion",
+    report = ok(robolearn("new-task", "nt_bare_legs", "--template", "locomotion",
                     "--robot", str(bare), cwd=ws))  # fmt: skip
     folders.append(ws / "nt_bare_legs")
     folders.append(new_task("nt_planar", "locomotion", robot=gym_hopper(), out=ws / "nt_planar").folder)
@@ -97,10 +99,10 @@ def test_a_template_installs_trains_exports_and_runs_sim2sim(installed, template
     name = f"nt_{template}"
     assert (site / name / f"{name}.yaml").is_file()  # package data made it into the regular install
     run_dir = work / f"run_{template}"
-    ok(run(sys.executable, "-m", "robolearn.cli", "train", f"task={name}", *FAST, f"hydra.run.dir={run_dir}", cwd=work, site=site))
+    ok(robolearn("train", f"task={name}", *FAST, f"hydra.run.dir={run_dir}", cwd=work, path=[site]))
     assert (run_dir / "export" / "policy.onnx").is_file()
-    ok(run(sys.executable, "-m", "robolearn.cli", "export", f"run={run_dir}", cwd=work, site=site))
-    out = ok(run(sys.executable, "-m", "robolearn.cli", "sim2sim", f"bundle={run_dir / 'export'}", "episodes=1", cwd=work, site=site))
+    ok(robolearn("export", f"run={run_dir}", cwd=work, path=[site]))
+    out = ok(robolearn("sim2sim", f"bundle={run_dir / 'export'}", "episodes=1", cwd=work, path=[site]))
     assert f"sim2sim {name}" in out
 
 
@@ -115,8 +117,8 @@ def test_a_bare_legged_robot_gets_what_locomotion_needs_and_trains(installed):
     robot_py = (ws / "nt_bare_legs" / "nt_bare_legs" / "robot.py").read_text()
     assert "def add_position_actuators" in robot_py and "def add_foot_sensors" in robot_py and "TODO" in robot_py
     run_dir = work / "run_bare"
-    ok(run(sys.executable, "-m", "robolearn.cli", "train", "task=nt_bare_legs", *FAST, "runner.export_onnx=false",
-           f"hydra.run.dir={run_dir}", cwd=work, site=site))  # fmt: skip
+    ok(robolearn("train", "task=nt_bare_legs", *FAST, "runner.export_onnx=false",
+           f"hydra.run.dir={run_dir}", cwd=work, path=[site]))  # fmt: skip
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
 
 
@@ -136,10 +138,10 @@ def test_a_planar_robot_walks_on_its_base_joints_through_train_export_and_sim2si
     assert task["terminations"]["rooty_too_far"]["params"] == {"joints": ["rooty"], "bounds": [-1.0, 1.0]}
     assert task["observations"]["policy"]["terms"]["base_pose"]["params"]["joints"] == ["rootz", "rooty"]
     run_dir = work / "run_planar"
-    ok(run(sys.executable, "-m", "robolearn.cli", "train", "task=nt_planar", *FAST, f"hydra.run.dir={run_dir}", cwd=work, site=site))
+    ok(robolearn("train", "task=nt_planar", *FAST, f"hydra.run.dir={run_dir}", cwd=work, path=[site]))
     robot = yaml.safe_load((run_dir / "export" / "robot.yaml").read_text())
     assert robot["default_pose"]["rootz"] == pytest.approx(1.215)
-    out = ok(run(sys.executable, "-m", "robolearn.cli", "sim2sim", f"bundle={run_dir / 'export'}", "episodes=1", cwd=work, site=site))
+    out = ok(robolearn("sim2sim", f"bundle={run_dir / 'export'}", "episodes=1", cwd=work, path=[site]))
     assert "sim2sim nt_planar" in out
 
 
@@ -191,8 +193,8 @@ def test_a_urdf_robot_with_meshes_trains(installed):
     assert {p.name for p in (package / "meshes").iterdir()} == {"base.stl", "link_collision.stl", "link_visual.stl"}
     readme = (ws / "nt_urdf_reach" / "README.md").read_text()
     assert "actuators: none -> added a position servo" in readme and "end-effector position sensor" in readme
-    ok(run(sys.executable, "-m", "robolearn.cli", "train", "task=nt_urdf_reach", *FAST, "runner.export_onnx=false",
-           f"hydra.run.dir={work / 'run_urdf'}", cwd=work, site=site))  # fmt: skip
+    ok(robolearn("train", "task=nt_urdf_reach", *FAST, "runner.export_onnx=false",
+           f"hydra.run.dir={work / 'run_urdf'}", cwd=work, path=[site]))  # fmt: skip
 
 
 def test_the_generated_smoke_test_passes(installed):

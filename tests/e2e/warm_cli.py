@@ -1,5 +1,6 @@
 """`robolearn` command lines, each in its own process, without paying the interpreter's start-up
-(torch, Hydra, MuJoCo: ~2 s) every time: for the bad-input corpus's ~200 command lines.
+(torch, Hydra, MuJoCo: ~2 s) every time: for the bad-input corpus's ~200 command lines and the
+e2e tests' `robolearn(...)` (conftest.py).
 
 A server process (this file, run as a script) imports robolearn's stack once and nothing else
 (no plugin is discovered, no tensor op runs, no thread starts), then forks one child per command
@@ -35,20 +36,27 @@ class Result:
 
 
 class WarmCli:
-    """One server process; `run` is not thread-safe (use one WarmCli per thread)."""
+    """One server process, started with environment `env` (default: this process's); `run` is not
+    thread-safe (use one WarmCli per thread)."""
+
+    def __init__(self, env: dict[str, str] | None = None):
+        self._env = env
 
     def __enter__(self) -> WarmCli:
         self._proc = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      text=True, bufsize=1)  # fmt: skip
+                                      text=True, bufsize=1, env=self._env)  # fmt: skip
         ready = self._proc.stdout.readline()
         if ready.strip() != "ready":
             raise RuntimeError(f"the warm robolearn server did not start: {ready!r}")
         return self
 
-    def run(self, args: list[str], cwd: Path, drop_env: list[str] = (), path: list[Path] = (), timeout: float = 600) -> Result:
+    def run(self, args: list[str], cwd: Path, drop_env: list[str] = (), path: list[Path] = (), timeout: float = 600,
+            env: dict[str, str] | None = None) -> Result:  # fmt: skip
+        """`args` in folder `cwd`, in the server's environment or `env`, less `drop_env`, with the
+        folders `path` in front of PYTHONPATH and sys.path."""
         with tempfile.TemporaryDirectory() as tmp:
             request = {"args": list(args), "cwd": str(cwd), "drop_env": list(drop_env), "path": [str(p) for p in path],
-                       "out": str(Path(tmp) / "out"), "err": str(Path(tmp) / "err"), "timeout": timeout}  # fmt: skip
+                       "out": str(Path(tmp) / "out"), "err": str(Path(tmp) / "err"), "timeout": timeout, "env": env}  # fmt: skip
             self._proc.stdin.write(json.dumps(request) + "\n")
             self._proc.stdin.flush()
             reply = self._proc.stdout.readline()
@@ -67,11 +75,18 @@ def _child(request: dict) -> None:
     """In the forked child: become the command line's process, run it, exit with its code."""
     code = 1
     try:
+        stdin = os.open(os.devnull, os.O_RDONLY)  # the server's stdin carries the requests: not the child's to read
+        os.dup2(stdin, 0)
+        os.close(stdin)
+        sys.stdin = open(0, closefd=False)
         for fd, name in ((1, "out"), (2, "err")):
             target = os.open(request[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(target, fd)
             os.close(target)
         os.chdir(request["cwd"])
+        if request["env"] is not None:
+            os.environ.clear()
+            os.environ.update(request["env"])
         for key in request["drop_env"]:
             os.environ.pop(key, None)
         if request["path"]:

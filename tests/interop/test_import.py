@@ -216,6 +216,12 @@ def test_older_rsl_rl_layout_and_heteroscedastic_head(tmp_path):
                        "distribution_cfg": {"class_name": "HeteroscedasticGaussianDistribution"}}}
     ck = load_actor(tmp_path / "model_1.pt", agent)
     torch.testing.assert_close(ck.policy(x), hetero(x).unflatten(-1, (2, 3))[..., 0, :])  # rsl_rl's slice 0
+    # rsl_rl 3's ActorCritic(state_dependent_std=True): the same [2, A] head under actor.<i>, then Unflatten (no weights)
+    torch.save({"model_state_dict": {f"actor.{k}": v for k, v in hetero.state_dict().items()}}, tmp_path / "model_2.pt")
+    ck = load_actor(tmp_path / "model_2.pt", {"policy": {"class_name": "ActorCritic", "activation": "elu",
+                                                         "state_dependent_std": True}})  # fmt: skip
+    assert ck.policy.num_actions == 3
+    torch.testing.assert_close(ck.policy(x), hetero(x).unflatten(-1, (2, 3))[..., 0, :])
     agent["actor"]["distribution_cfg"] = {"class_name": "BetaDistribution"}
     with pytest.raises(UserError, match="BetaDistribution"):
         load_actor(tmp_path / "model_1.pt", agent)

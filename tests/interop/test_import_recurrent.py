@@ -121,6 +121,17 @@ def test_both_rsl_rl_layouts_of_a_two_layer_core_act_as_torch_s_own_rnn(tmp_path
     ck = load_actor(tmp_path / "model_1.pt", {"policy": policy_cfg, "empirical_normalization": True})
     torch.testing.assert_close(_ours(ck.policy, obs, dones), expected)
 
+    # rsl_rl 3's state_dependent_std: the head gives [2, A] (mean, std); the action is the mean slice
+    wide = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ELU(), torch.nn.Linear(16, 6))
+    with torch.no_grad():
+        wide[0].load_state_dict(head[0].state_dict())
+        wide[2].weight[:3], wide[2].bias[:3] = head[2].weight, head[2].bias
+    weights.update({f"actor.{k}": v for k, v in wide.state_dict().items()})
+    torch.save({"model_state_dict": weights, "obs_norm_state_dict": {"_mean": mean[None], "_std": std[None]}}, tmp_path / "model_2.pt")
+    ck = load_actor(tmp_path / "model_2.pt", {"policy": {**policy_cfg, "state_dependent_std": True}, "empirical_normalization": True})
+    assert ck.policy.num_actions == 3
+    torch.testing.assert_close(_ours(ck.policy, obs, dones), expected)
+
 
 def test_an_lstm_import_carries_both_states_and_sim2sim_runs_it(tmp_path):
     """The Isaac Lab fixture's config with an LSTM actor swapped in (small random weights, so the
