@@ -8,9 +8,9 @@ Two layouts are read, chosen by the checkpoint's keys:
   `actor_obs_normalizer._mean/_std` (or `obs_norm_state_dict`); agent.yaml `policy:`.
 rsl_rl's normalizer is (x - mean) / (std + eps), eps 1e-2; the deterministic action is the
 Gaussian's mean (a heteroscedastic Gaussian's first output slice; rsl_rl 3's `state_dependent_std`
-is the same [2, A] head). Recurrent actors (rsl_rl >= 4
-`RNNModel`: `rnn.rnn.*`; rsl_rl 2-3 `ActorCriticRecurrent`: `memory_a.rnn.*`, GRU or LSTM, any number
-of layers) run normalizer -> core -> MLP, as rsl_rl does; their state starts at zero and is reset
+is the same [2, A] head). Recurrent actors (rsl_rl >= 4 `RNNModel`: `rnn.rnn.*`; rsl_rl 2-3
+`ActorCriticRecurrent`: `memory_a.rnn.*`, GRU or LSTM, any number of layers) run
+normalizer -> core -> MLP, as rsl_rl does; their state starts at zero and is reset
 to zero when an episode ends, as rsl_rl's `reset(dones)` does. Convolutional and Beta-distribution
 actors are refused in one line.
 """

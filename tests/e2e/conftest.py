@@ -1,4 +1,5 @@
 import atexit
+import functools
 import json
 import os
 import subprocess
@@ -15,7 +16,6 @@ READ_AT_IMPORT = ("PYTHON", "LD_", "MALLOC", "MUJOCO_", "TORCH_", "OMP_", "MKL_"
 """Prefixes of variables the interpreter or the modules the warm server imports (torch, MuJoCo,
 ONNX Runtime, Hydra, robolearn) may read while starting: a change to one of them needs a cold
 start. Others (what pytest, gymnasium or torch's compiler set in this process) go to the command."""
-_server: list[WarmCli] = []
 
 
 def robolearn(*args, cwd, timeout=600, path=()):
@@ -24,20 +24,25 @@ def robolearn(*args, cwd, timeout=600, path=()):
     the ~2 s of imports are paid once per session, and given this process's environment. Where a
     test has changed a variable that may be read at start-up (READ_AT_IMPORT; folders in front of
     PYTHONPATH excepted), the command starts cold with `python -m robolearn.cli`."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if python_path := os.pathsep.join(filter(None, [*map(str, path), os.environ.get("PYTHONPATH")])):
-        env["PYTHONPATH"] = python_path
+    env = dict(os.environ)
     added = _added_path(env)
     if added is None:
+        if python_path := os.pathsep.join(filter(None, [*map(str, path), env.get("PYTHONPATH")])):
+            env["PYTHONPATH"] = python_path
         return subprocess.run([sys.executable, "-m", "robolearn.cli", *args], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=timeout)  # fmt: skip
-    if not _server:
-        _server.append(WarmCli(env=_BASE_ENV).__enter__())
-        atexit.register(_server[0].__exit__, None, None, None)
-    env = {k: v for k, v in env.items() if k != "PYTHONPATH"}  # the session's PYTHONPATH, the added folders in front
+    env.pop("PYTHONPATH", None)  # the session's, with the added folders in front (WarmCli.run's `path`)
     if "PYTHONPATH" in _BASE_ENV:
         env["PYTHONPATH"] = _BASE_ENV["PYTHONPATH"]
-    return _server[0].run(list(args), cwd=Path(cwd), path=[Path(p) for p in added], timeout=timeout, env=env)
+    folders = [*map(Path, path), *map(Path, added)]
+    return _warm_server().run(list(args), cwd=Path(cwd), path=folders, timeout=timeout, env=env)
+
+
+@functools.cache
+def _warm_server() -> WarmCli:
+    server = WarmCli(env=_BASE_ENV).__enter__()
+    atexit.register(server.__exit__, None, None, None)
+    return server
 
 
 def _added_path(env: dict[str, str]) -> list[str] | None:
