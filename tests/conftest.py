@@ -3,8 +3,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-import torch
+# One OpenMP thread per process, set before torch loads its OpenMP runtime, for this process and
+# every command a test starts: the suite runs one pytest worker per core (pytest -n auto), and
+# torch's idle OpenMP threads spin after each parallel op, so two workers with two threads each
+# ran some tests 2-12x slower (tests/rl/test_recurrent.py 10 s -> 130 s, 2-core VM, 2026-11-27).
+# One thread also keeps every test's numbers the same whether the suite runs in parallel or not.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 from robolearn.compose import compose_train
 from robolearn.envs.batched_env import BatchedEnv
