@@ -22,8 +22,8 @@ def best_return(run_dir) -> float:
 
 
 def test_a_gru_solves_the_partially_observed_pendulum_and_an_mlp_does_not(tmp_path, fake_tensorrt):
-    common = ["train", "task=pendulum_partial", f"seed={SEED}", f"runner.max_iterations={ITERATIONS}", "runner.progress=false",
-              "runner.video_interval=0"]  # fmt: skip
+    common = ["train", "task=pendulum_partial", f"seed={SEED}", f"runner.max_iterations={ITERATIONS}",
+              "runner.progress=false", "runner.video_interval=0"]  # fmt: skip
     gru = robolearn(*common, f"hydra.run.dir={tmp_path / 'gru'}", cwd=tmp_path)
     assert gru.returncode == 0, gru.stderr[-2000:]
     mlp = robolearn(*common, "algo.policy=mlp", "algo.actor_hidden_dims=[64,64]", "runner.export_onnx=false",
