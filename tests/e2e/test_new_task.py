@@ -81,8 +81,7 @@ def installed(tmp_path_factory):
     folders = [new_task(f"nt_{t}", t, out=ws / f"nt_{t}").folder for t in TEMPLATES]
     folders.append(new_task("nt_urdf_reach", "reach", robot=ros_urdf(ws / "ros"), out=ws / "nt_urdf_reach").folder)
     bare = bare_quadruped(ws / "robot_src")
-    report = ok(robolearn("new-task", "nt_bare_legs", "--template", "locomotion",
-                    "--robot", str(bare), cwd=ws))  # fmt: skip
+    report = ok(robolearn("new-task", "nt_bare_legs", "--template", "locomotion", "--robot", str(bare), cwd=ws))
     folders.append(ws / "nt_bare_legs")
     folders.append(new_task("nt_planar", "locomotion", robot=gym_hopper(), out=ws / "nt_planar").folder)
     site = ws / "site"
@@ -117,8 +116,8 @@ def test_a_bare_legged_robot_gets_what_locomotion_needs_and_trains(installed):
     robot_py = (ws / "nt_bare_legs" / "nt_bare_legs" / "robot.py").read_text()
     assert "def add_position_actuators" in robot_py and "def add_foot_sensors" in robot_py and "TODO" in robot_py
     run_dir = work / "run_bare"
-    ok(robolearn("train", "task=nt_bare_legs", *FAST, "runner.export_onnx=false",
-           f"hydra.run.dir={run_dir}", cwd=work, path=[site]))  # fmt: skip
+    ok(robolearn("train", "task=nt_bare_legs", *FAST, "runner.export_onnx=false", f"hydra.run.dir={run_dir}", cwd=work,
+                 path=[site]))  # fmt: skip
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
 
 
@@ -193,8 +192,8 @@ def test_a_urdf_robot_with_meshes_trains(installed):
     assert {p.name for p in (package / "meshes").iterdir()} == {"base.stl", "link_collision.stl", "link_visual.stl"}
     readme = (ws / "nt_urdf_reach" / "README.md").read_text()
     assert "actuators: none -> added a position servo" in readme and "end-effector position sensor" in readme
-    ok(robolearn("train", "task=nt_urdf_reach", *FAST, "runner.export_onnx=false",
-           f"hydra.run.dir={work / 'run_urdf'}", cwd=work, path=[site]))  # fmt: skip
+    ok(robolearn("train", "task=nt_urdf_reach", *FAST, "runner.export_onnx=false", f"hydra.run.dir={work / 'run_urdf'}",
+                 cwd=work, path=[site]))  # fmt: skip
 
 
 def test_the_generated_smoke_test_passes(installed):
