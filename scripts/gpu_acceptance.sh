@@ -16,6 +16,11 @@
 #   bash scripts/gpu_acceptance.sh startup  a profile of the start-up (4,096 envs, warm cache)
 #   bash scripts/gpu_acceptance.sh rough    quadruped_rough, randomization=sim2real: terrain level over time;
 #                                           call it twice back to back (the second resumes): ~10 minutes
+#   bash scripts/gpu_acceptance.sh lease15  one ~9-minute call for a 15-minute lease: quadruped_flat from
+#                                           launch with an empty kernel cache (seed 0), the GPU tests, then
+#                                           seeds 1 and 2 warm while time is left; checkpoints come back
+#                                           without optimizer/env state and are scored on the CPU
+#                                           (scripts/score_checkpoints.py)
 set -uo pipefail
 source /root/gpu-env.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache MUJOCO_GL=glfw
@@ -25,7 +30,7 @@ mkdir -p "$OUT" /root/results
 python3 -c "import robolearn.registry as r; assert 'cartpole' in r.discover_tasks()" 2>/dev/null ||
   python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
 
-case ${1:?checks, bench-rough, compile, walk, startup or rough} in
+case ${1:?checks, bench-rough, compile, walk, startup, rough or lease15} in
 checks)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c "import torch, warp, mujoco, mujoco_warp; print('torch', torch.__version__, 'warp', warp.__version__, 'mujoco', mujoco.__version__)"
@@ -99,5 +104,40 @@ rough)
   fi
   timeout ${ROUGH_SECONDS:-330} python3 -m robolearn.cli train "${args[@]}" 2>&1 | grep -v "^Warp\|^Module" | tail -5
   cp /root/rough/run/metrics.jsonl "$OUT/rough_metrics.jsonl"
+  ;;
+lease15)
+  # each step starts only if its time limit fits before the call's deadline (~8.5 minutes after here)
+  deadline=$(( $(date +%s) + ${LEASE_SECONDS:-510} ))
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    python3 -c "import torch, warp, mujoco, mujoco_warp; print('torch', torch.__version__, 'warp', warp.__version__, 'mujoco', mujoco.__version__)"
+  } > "$OUT/versions.txt" 2>&1
+  walk() {  # seed, time limit: train 300 iterations as a user would, the launch time beside the run
+    local left=$(( deadline - $(date +%s) ))
+    [ "$left" -lt 60 ] && { echo "seed $1: skipped, ${left} s left"; return; }
+    local t0=$(date +%s) rc
+    mkdir -p /root/walk$1 && date +%s.%N > /root/walk$1/launch_epoch
+    timeout $(( $2 < left ? $2 : left )) python3 -m robolearn.cli train task=quadruped_flat physics=warp \
+      env.num_envs=${WALK_ENVS:-4096} seed=$1 algo.cuda_graph=${WALK_GRAPH:-true} runner.max_iterations=${WALK_ITERS:-300} \
+      runner.save_interval=20 runner.keep_checkpoints=100000 runner.progress=false runner.export_onnx=false \
+      hydra.run.dir=/root/walk$1/run > /root/walk$1/train.log 2>&1
+    rc=$?; echo "seed $1: exit $rc after $(( $(date +%s) - t0 )) s"; grep -v "^Warp\|^Module" /root/walk$1/train.log | tail -3
+    # the model weights only (the env's and optimizer's state are ~20 MB a checkpoint), file times kept
+    python3 - /root/walk$1/run/checkpoints <<'PY'
+import os, sys, torch
+from pathlib import Path
+for f in sorted(Path(sys.argv[1]).glob("iter_*.pt")):
+    p, st = torch.load(f, map_location="cpu", weights_only=True), f.stat()
+    torch.save({k: p[k] for k in ("format", "iteration", "env_steps", "wall_time_s", "model")}, f)
+    os.utime(f, (st.st_atime, st.st_mtime))
+PY
+    tar -C /root/walk$1 -czf "$OUT/walk$1.tgz" launch_epoch train.log run
+  }
+  walk 0 180
+  left=$(( deadline - $(date +%s) )); [ "$left" -lt 30 ] && left=30
+  timeout $(( left < 220 ? left : 220 )) python3 -m pytest -q -rA -p no:cacheprovider tests/gpu \
+    tests/physics/test_warp_refresh.py tests/rl/test_iteration_clock.py -k "not compiled" > "$OUT/gpu_tests.log" 2>&1
+  echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed" "$OUT/gpu_tests.log" | tail -20
+  walk 1 110
+  walk 2 110
   ;;
 esac
