@@ -111,6 +111,10 @@ def main() -> None:
     parser.add_argument("--run-dir", type=Path, default=None, help="keep the run here (default: a temporary folder)")
     parser.add_argument("--stop-at-target", action="store_true", help="score no checkpoint after the first on target")
     parser.add_argument("--pipeline", action="store_true", help="only env-pipeline steps/s per task and preset")
+    parser.add_argument("--score", type=Path, default=None, metavar="RUN_DIR",
+                        help="train nothing: score the checkpoints of a run made elsewhere (e.g. on the GPU machine)")
+    parser.add_argument("--launch-epoch", type=Path, default=None,
+                        help="with --score: a file holding the run's launch time (seconds since the epoch)")
     parser.add_argument("overrides", nargs="*", help="more `robolearn train` overrides (after --)")
     args = parser.parse_args()
     if args.pipeline:
@@ -119,12 +123,17 @@ def main() -> None:
             args.out.write_text(json.dumps(rows, indent=2) + "\n")
         return
 
-    run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="bench_quadruped_")) / "run"
-    start = train(args, run_dir)
+    if args.score:  # checkpoint file times are measured from the launch written beside the run
+        run_dir, start = args.score, float(args.launch_epoch.read_text()) if args.launch_epoch else None
+    else:
+        run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="bench_quadruped_")) / "run"
+        start = train(args, run_dir)
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    manifest = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
     result = {
-        "task": args.task, "physics": args.physics, "num_envs": args.num_envs,
-        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+        "task": args.task, "physics": manifest.get("physics_backend", args.physics), "num_envs": args.num_envs,
+        "trained_on": manifest.get("device"), "scored_with": args.physics,
+        "scored_on": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "date": time.strftime("%Y-%m-%d"), "train_wall_s": rows[-1]["wall_time_s"],
         "env_steps_per_s_median": statistics.median(r["steps_per_s"] for r in rows),
         "checkpoints": [], "time_to_target_s": None,
@@ -133,7 +142,8 @@ def main() -> None:
         result["terrain_level_mean"] = [(r["iteration"], r["curriculum/terrain_level_mean"]) for r in rows
                                         if "curriculum/terrain_level_mean" in r][:: max(1, len(rows) // 30)]  # fmt: skip
     for ckpt in checkpoint.list_checkpoints(run_dir / "checkpoints"):
-        row = {**score(run_dir, ckpt, args.physics, args.eval_envs), "wall_s": ckpt.stat().st_mtime - start}
+        wall = ckpt.stat().st_mtime - start if start is not None else None
+        row = {**score(run_dir, ckpt, args.physics, args.eval_envs), "wall_s": wall}
         result["checkpoints"].append(row)
         print(json.dumps(row), flush=True)
         if result["time_to_target_s"] is None and row["tracking_error"] < TARGET_ERROR and row["fall_rate"] < TARGET_FALLS:

@@ -290,9 +290,16 @@ class WarpBackend(PhysicsBackend):
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         for key, target in self._state_tensors().items():
             target.copy_(state[key])
+        # set_const only where an inertial field moved: each call recomputes the compiled model's
+        # derived constants in float32 (up to ~3e-5 off), so a round trip would change the model
+        moved = False
         for key, value in state.items():
             if key.startswith("field/"):
-                self._fields[key.removeprefix("field/")].copy_(value)
+                name = key.removeprefix("field/")
+                field, value = self._fields[name], value.to(self._fields[name].device)
+                moved |= name in INERTIAL_FIELDS and not torch.equal(field, value)
+                field.copy_(value)
         with self._scope():
-            mjw.set_const(self.m, self.d)
+            if moved:
+                mjw.set_const(self.m, self.d)
             mjw.forward(self.m, self.d)

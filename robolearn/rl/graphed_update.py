@@ -20,14 +20,14 @@ class GraphedUpdate:
     def __init__(self, ppo):
         self.ppo = ppo
         device = ppo.learning_rate.device
-        saved = _learner_state(ppo)
+        saved = learner_state(ppo)
         side = torch.cuda.Stream(device)
         side.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(side):
             for _ in range(WARMUP_UPDATES):
                 ppo._update(capturable=True)
         torch.cuda.current_stream(device).wait_stream(side)
-        _load_learner_state(ppo, saved)
+        load_learner_state(ppo, saved)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             self.outputs = ppo._update(capturable=True)
@@ -38,11 +38,11 @@ class GraphedUpdate:
         return {name: value.clone() for name, value in self.outputs.items()}  # the next replay overwrites them
 
 
-def _learner_state(ppo) -> tuple:
+def learner_state(ppo) -> tuple:
     return ({k: v.clone() for k, v in ppo.ac.state_dict().items()}, ppo.optimizer.state_dict())
 
 
-def _load_learner_state(ppo, state: tuple) -> None:
+def load_learner_state(ppo, state: tuple) -> None:
     weights, optimizer = state
     with torch.no_grad():
         for name, value in ppo.ac.state_dict().items():  # in place: the graph holds these tensors
