@@ -114,7 +114,8 @@ def main() -> None:
     parser.add_argument("--score", type=Path, default=None, metavar="RUN_DIR",
                         help="train nothing: score the checkpoints of a run made elsewhere (e.g. on the GPU machine)")
     parser.add_argument("--launch-epoch", type=Path, default=None,
-                        help="with --score: a file holding the run's launch time (seconds since the epoch)")
+                        help="with --score: a file holding the run's launch time (seconds since the epoch); "
+                             "wall times are checkpoint file times since then, so score the files as they were written")
     parser.add_argument("overrides", nargs="*", help="more `robolearn train` overrides (after --)")
     args = parser.parse_args()
     if args.pipeline:
@@ -130,8 +131,10 @@ def main() -> None:
         start = train(args, run_dir)
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     manifest = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
+    trained = load_run_config(run_dir, [])  # what the run was (with --score, trained elsewhere)
     result = {
-        "task": args.task, "physics": manifest.get("physics_backend", args.physics), "num_envs": args.num_envs,
+        "task": trained.task.name, "physics": manifest.get("physics_backend", args.physics),
+        "num_envs": trained.env.num_envs,
         "trained_on": manifest.get("device"), "scored_with": args.physics,
         "scored_on": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "date": time.strftime("%Y-%m-%d"), "train_wall_s": rows[-1]["wall_time_s"],
