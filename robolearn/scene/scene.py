@@ -27,7 +27,7 @@ from robolearn.scene.floating_base import floating_base_joint
 from robolearn.scene.entities import Actuators, FieldRows, Joints, Root, Sensors, entity_names
 from robolearn.scene.sim_options import with_sim_options
 from robolearn.terrain import Terrain, generate
-from robolearn.terrain.mjcf import add_terrain
+from robolearn.terrain.mjcf import add_terrain, terrain_blocks
 
 
 def resolve_asset(asset: str, task_folder: Path) -> Path:
@@ -55,12 +55,18 @@ def with_terrain(edit: Callable | None, terrain: Terrain) -> Callable:
     def edit_with_terrain(spec: mujoco.MjSpec) -> None:
         if edit is not None:
             edit(spec)
-        existing = spec.hfield("terrain")
-        if existing is None:
+        blocks = terrain_blocks(terrain)
+        found = [spec.hfield(name) for name, _, _ in blocks]
+        whole = spec.hfield("terrain")  # one field: a small terrain, or a bundle exported before blocks
+        if whole is not None and (whole.nrow, whole.ncol) == terrain.heights.shape:
+            return
+        if whole is None and all(hfield is None for hfield in found):
             add_terrain(spec, terrain)
-        elif (existing.nrow, existing.ncol) != terrain.heights.shape:
-            raise UserError(f"the model's hfield 'terrain' is {existing.nrow}x{existing.ncol}, the task's terrain: "
-                            f"section makes {terrain.heights.shape[0]}x{terrain.heights.shape[1]}; export it again")
+        elif any(h is None or (h.nrow, h.ncol) != (rows.stop - rows.start, cols.stop - cols.start)
+                 for h, (_, rows, cols) in zip(found, blocks)):  # fmt: skip
+            raise UserError(f"the model's terrain hfields do not match the task's terrain: section "
+                            f"({terrain.heights.shape[0]}x{terrain.heights.shape[1]} samples in {len(blocks)} "
+                            f"hfields named {blocks[0][0]}...); export it again")
 
     return edit_with_terrain
 

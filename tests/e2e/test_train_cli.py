@@ -181,7 +181,7 @@ def test_rough_quadruped_with_sim2real_randomization_trains_exports_and_runs_sim
     row = metrics(run)[-1]
     assert row["iteration"] == 2
     assert "adr/push/velocity_range/group0/high" in row and "curriculum/terrain_level_mean" in row
-    assert 'hfield name="terrain"' in next((run / "export").glob("*.xml")).read_text()  # the bundle carries the ground
+    assert 'hfield name="terrain_0_0"' in next((run / "export").glob("*.xml")).read_text()  # the ground, in blocks
     report = tmp_path / "s.json"
     result = robolearn("sim2sim", f"bundle={run / 'export'}", "episodes=1", f"report={report}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -11,7 +11,7 @@ import pytest
 from robolearn.errors import UserError
 from robolearn.terrain import TerrainCfg, generate
 from robolearn.terrain.generator import column_types
-from robolearn.terrain.mjcf import add_terrain
+from robolearn.terrain.mjcf import BLOCK_SIZE, add_terrain, terrain_blocks
 
 N, NB = 20, 5  # samples per tile, border samples
 
@@ -123,12 +123,12 @@ def test_height_at_samples_and_midpoints(terrain):
     assert np.allclose(terrain.height_at(np.array([-100.0, 100.0]), np.array([0.0, 100.0])), 0.0)
 
 
-def build_model(terrain):
+def build_model(terrain, block_size: float = BLOCK_SIZE):
     spec = mujoco.MjSpec()
     spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1],
                             friction=[0.8, 0.01, 0.001], condim=3, conaffinity=1, contype=1, priority=1)
     spec.worldbody.add_body(name="probe", pos=[0, 0, 1]).add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.05])
-    add_terrain(spec, terrain)
+    add_terrain(spec, terrain, block_size=block_size)
     return spec
 
 
@@ -140,7 +140,7 @@ def ray_heights(model, xs, ys):
     out = []
     for x, y in zip(xs, ys):
         dist = mujoco.mj_ray(model, data, np.array([x, y, 5.0]), np.array([0.0, 0.0, -1.0]), None, 1, probe, geomid)
-        assert dist >= 0 and model.geom(int(geomid[0, 0])).name == "terrain"
+        assert dist >= 0 and model.geom(int(geomid[0, 0])).name.startswith("terrain")
         out.append(5.0 - dist)
     return np.array(out)
 
@@ -170,3 +170,23 @@ def test_all_flat_terrain_compiles_at_zero():
     flat = generate(small_cfg(types={"flat": 1.0}), seed=0)
     model = build_model(flat).compile()
     assert np.allclose(ray_heights(model, [0.0, 1.23, -3.0], [0.0, -4.56, 6.0]), 0.0, atol=1e-6)
+
+
+def test_a_field_in_blocks_is_the_same_surface(terrain):
+    """7 x 13 m in 1 m blocks (the default, 16 m, keeps it whole): 7 x 13 hfields, each centred on
+    itself, sharing edge samples; rays anywhere, edges and far corner included, see the heights,
+    every block takes the floor's contact settings, and the exported XML reloads the same ground."""
+    names = [name for name, _, _ in terrain_blocks(terrain, block_size=1.0)]
+    assert len(names) == 7 * 13 and names[0] == "terrain_0_0" and len(terrain_blocks(terrain)) == 1
+    spec = build_model(terrain, block_size=1.0)
+    model = spec.compile()
+    assert model.nhfield == 7 * 13 and all(np.allclose(model.geom(n).friction, [0.8, 0.01, 0.001]) for n in names)
+    assert np.allclose(model.geom_pos[model.geom("terrain_0_0").id, :2], [-3.0, -6.0])  # its own centre, not the field's
+    rng = np.random.default_rng(2)
+    iy, ix = rng.integers(0, terrain.heights.shape[0], 40), rng.integers(0, terrain.heights.shape[1], 40)
+    x, y = sample_xy(terrain, ix, iy)
+    assert np.allclose(ray_heights(model, x, y), terrain.heights[iy, ix], atol=1e-5)
+    fx, fy = np.append(rng.uniform(-3.5, 3.5, 60), [3.5, 0.5, -2.5]), np.append(rng.uniform(-6.5, 6.5, 60), [6.5, 1.5, 0.3])
+    assert np.allclose(ray_heights(model, fx, fy), terrain.height_at(fx, fy), atol=1e-5)
+    reloaded = mujoco.MjModel.from_xml_string(spec.to_xml())
+    assert np.allclose(ray_heights(reloaded, fx, fy), terrain.height_at(fx, fy), atol=1e-5)
