@@ -20,7 +20,11 @@
 #                                           launch with an empty kernel cache (seed 0), the GPU tests, then
 #                                           seeds 1 and 2 warm while time is left; checkpoints come back
 #                                           without optimizer/env state and are scored on the CPU
-#                                           (scripts/score_checkpoints.py)
+#                                           (bench_quadruped.py --score)
+#   bash scripts/gpu_acceptance.sh lease15b the next 15-minute lease: the GPU tests changed on 2026-11-27,
+#                                           quadruped_rough sim2real on the blocked terrain (does it learn
+#                                           now: terrain level over time), and the rough table (the
+#                                           blocks' cost on warp)
 set -uo pipefail
 source /root/gpu-env.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache MUJOCO_GL=glfw
@@ -30,7 +34,7 @@ mkdir -p "$OUT" /root/results
 python3 -c "import robolearn.registry as r; assert 'cartpole' in r.discover_tasks()" 2>/dev/null ||
   python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
 
-case ${1:?checks, bench-rough, compile, walk, startup, rough or lease15} in
+case ${1:?checks, bench-rough, compile, walk, startup, rough, lease15 or lease15b} in
 checks)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c "import torch, warp, mujoco, mujoco_warp; print('torch', torch.__version__, 'warp', warp.__version__, 'mujoco', mujoco.__version__)"
@@ -139,5 +143,20 @@ PY
   echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed" "$OUT/gpu_tests.log" | tail -20
   walk 1 110
   walk 2 110
+  ;;
+lease15b)
+  deadline=$(( $(date +%s) + ${LEASE_SECONDS:-510} ))
+  left() { local l=$(( deadline - $(date +%s) )); echo $(( l < 1 ? 1 : (l < $1 ? l : $1) )); }  # never 0: no limit
+  timeout $(left 240) python3 -m pytest -q -rA -p no:cacheprovider tests/gpu -k "identical or equals or recurrent" \
+    > "$OUT/gpu_tests.log" 2>&1
+  echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|engine is not" "$OUT/gpu_tests.log" | tail -12
+  timeout $(left 60) python3 scripts/bench_gpu.py --task quadruped_rough --backends warp --num-envs ${ROUGH_ENVS:-4096} \
+    --seconds 2 --iterations 4 --parity-envs 0 --out "$OUT/bench_rough.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -2
+  # whatever is left: the rough run, stopped by SIGTERM (it writes a checkpoint); metrics come back
+  date +%s.%N > "$OUT/rough_launch"
+  timeout $(left 100000) python3 -m robolearn.cli train task=quadruped_rough physics=warp env.num_envs=${ROUGH_ENVS:-4096} \
+    randomization=sim2real runner.max_iterations=100000 runner.save_interval=100000 runner.progress=false \
+    runner.export_onnx=false runner.video_interval=0 hydra.run.dir=/root/rough/run 2>&1 | grep -v "^Warp\|^Module" | tail -4
+  cp /root/rough/run/metrics.jsonl "$OUT/rough_metrics.jsonl"
   ;;
 esac
