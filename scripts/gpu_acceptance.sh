@@ -34,11 +34,18 @@ mkdir -p "$OUT" /root/results
 python3 -c "import robolearn.registry as r; assert 'cartpole' in r.discover_tasks()" 2>/dev/null ||
   python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
 
-case ${1:?checks, bench-rough, compile, walk, startup, rough, lease15 or lease15b} in
-checks)
+versions() {
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c "import torch, warp, mujoco, mujoco_warp; print('torch', torch.__version__, 'warp', warp.__version__, 'mujoco', mujoco.__version__)"
   } > "$OUT/versions.txt" 2>&1
+}
+# the lease rows: seconds left before the call's deadline, at most $1 and at least 1 (timeout 0 means no limit)
+deadline=$(( $(date +%s) + ${LEASE_SECONDS:-510} ))
+left() { local l=$(( deadline - $(date +%s) )); echo $(( l < 1 ? 1 : (l < $1 ? l : $1) )); }
+
+case ${1:?checks, bench-rough, compile, walk, startup, rough, lease15 or lease15b} in
+checks)
+  versions
   timeout 270 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/physics/test_warp_refresh.py tests/rl/test_iteration_clock.py \
     -k "not compiled" 2>&1 | tee "$OUT/gpu_tests.log"
   timeout 290 python3 scripts/bench_gpu.py --task quadruped_flat --backends warp --num-envs 4096 8192 16384 \
@@ -110,17 +117,13 @@ rough)
   cp /root/rough/run/metrics.jsonl "$OUT/rough_metrics.jsonl"
   ;;
 lease15)
-  # each step starts only if its time limit fits before the call's deadline (~8.5 minutes after here)
-  deadline=$(( $(date +%s) + ${LEASE_SECONDS:-510} ))
-  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-    python3 -c "import torch, warp, mujoco, mujoco_warp; print('torch', torch.__version__, 'warp', warp.__version__, 'mujoco', mujoco.__version__)"
-  } > "$OUT/versions.txt" 2>&1
+  # each step is cut at the call's deadline (LEASE_SECONDS, ~8.5 minutes after the start)
+  versions
   walk() {  # seed, time limit: train 300 iterations as a user would, the launch time beside the run
-    local left=$(( deadline - $(date +%s) ))
-    [ "$left" -lt 60 ] && { echo "seed $1: skipped, ${left} s left"; return; }
+    [ "$(left 60)" -lt 60 ] && { echo "seed $1: skipped, under 60 s left"; return; }
     local t0=$(date +%s) rc
     mkdir -p /root/walk$1 && date +%s.%N > /root/walk$1/launch_epoch
-    timeout $(( $2 < left ? $2 : left )) python3 -m robolearn.cli train task=quadruped_flat physics=warp \
+    timeout $(left $2) python3 -m robolearn.cli train task=quadruped_flat physics=warp \
       env.num_envs=${WALK_ENVS:-4096} seed=$1 algo.cuda_graph=${WALK_GRAPH:-true} runner.max_iterations=${WALK_ITERS:-300} \
       runner.save_interval=20 runner.keep_checkpoints=100000 runner.progress=false runner.export_onnx=false \
       hydra.run.dir=/root/walk$1/run > /root/walk$1/train.log 2>&1
@@ -137,16 +140,13 @@ PY
     tar -C /root/walk$1 -czf "$OUT/walk$1.tgz" launch_epoch train.log run
   }
   walk 0 180
-  left=$(( deadline - $(date +%s) )); [ "$left" -lt 30 ] && left=30
-  timeout $(( left < 220 ? left : 220 )) python3 -m pytest -q -rA -p no:cacheprovider tests/gpu \
+  timeout $(left 220) python3 -m pytest -q -rA -p no:cacheprovider tests/gpu \
     tests/physics/test_warp_refresh.py tests/rl/test_iteration_clock.py -k "not compiled" > "$OUT/gpu_tests.log" 2>&1
   echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed" "$OUT/gpu_tests.log" | tail -20
   walk 1 110
   walk 2 110
   ;;
 lease15b)
-  deadline=$(( $(date +%s) + ${LEASE_SECONDS:-510} ))
-  left() { local l=$(( deadline - $(date +%s) )); echo $(( l < 1 ? 1 : (l < $1 ? l : $1) )); }  # never 0: no limit
   timeout $(left 240) python3 -m pytest -q -rA -p no:cacheprovider tests/gpu -k "identical or equals or recurrent" \
     > "$OUT/gpu_tests.log" 2>&1
   echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|engine is not" "$OUT/gpu_tests.log" | tail -12

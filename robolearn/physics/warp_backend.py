@@ -296,8 +296,8 @@ class WarpBackend(PhysicsBackend):
         for key, value in state.items():
             if key.startswith("field/"):
                 name = key.removeprefix("field/")
-                field, value = self._fields[name], value.to(self._fields[name].device)
-                moved |= name in INERTIAL_FIELDS and not torch.equal(field, value)
+                field = self._fields[name]
+                moved |= name in INERTIAL_FIELDS and not torch.equal(field, value.to(field.device))
                 field.copy_(value)
         with self._scope():
             if moved:

@@ -21,10 +21,11 @@ def quadruped(seed: int = 5) -> BatchedEnv:
 
 
 def test_a_state_round_trip_leaves_the_simulation_bit_identical():
-    """load_state_dict(state_dict()) must not move MuJoCo Warp's derived constants: its set_const
-    recomputes them in float32, up to ~3e-5 off the compiled model's (inverse weights of bodies
-    and dofs, actuator gains), which made the graphed quadruped (restored after its warm-up steps)
-    differ from the eager one in the last bits from its first contacts on (H200, 2026-11-27)."""
+    """load_state_dict(state_dict()), as the graphed env's warm-up restore and a resume run it, must
+    not move MuJoCo Warp's derived constants: its set_const recomputes them in float32, up to ~3e-5
+    off the compiled model's (inverse weights of bodies and dofs, actuator gains). Found while
+    looking for why graphed and eager quadrupeds differ in the last bits on an H200; on the CPU the
+    moved constants alone did not make the 20 steps below differ, so that question is still open."""
     envs = [quadruped(), quadruped()]
     for env in envs:
         env.reset()
