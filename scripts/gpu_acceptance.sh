@@ -23,8 +23,9 @@
 #                                           (bench_quadruped.py --score)
 #   bash scripts/gpu_acceptance.sh lease15b the next 15-minute lease: the GPU tests changed on 2026-11-27,
 #                                           quadruped_rough sim2real on the blocked terrain (does it learn
-#                                           now: terrain level over time), and the rough table (the
-#                                           blocks' cost on warp)
+#                                           now: terrain level over time), the rough table (the
+#                                           blocks' cost on warp), and where the physics phase loses
+#                                           to the bare engine (scripts/profile_physics_gap.py)
 set -uo pipefail
 source /root/gpu-env.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache MUJOCO_GL=glfw
@@ -152,6 +153,9 @@ lease15b)
   echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|engine is not" "$OUT/gpu_tests.log" | tail -12
   timeout $(left 60) python3 scripts/bench_gpu.py --task quadruped_rough --backends warp --num-envs ${ROUGH_ENVS:-4096} \
     --seconds 2 --iterations 4 --parity-envs 0 --out "$OUT/bench_rough.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -2
+  # where the env's physics phase loses to the bare engine (per-world model arrays, buffer sizes)
+  timeout $(left 90) python3 scripts/profile_physics_gap.py --task quadruped_flat --num-envs 4096 \
+    --out "$OUT/physics_gap.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -2
   # whatever is left: the rough run, stopped by SIGTERM (it writes a checkpoint); metrics come back
   date +%s.%N > "$OUT/rough_launch"
   timeout $(left 100000) python3 -m robolearn.cli train task=quadruped_rough physics=warp env.num_envs=${ROUGH_ENVS:-4096} \

@@ -115,9 +115,10 @@ class WarpBackend(PhysicsBackend):
         else:
             self._wp_device, self._stream = wp.get_device("cpu"), None
         with self._scope():
-            batched = {f: num_envs for f in (*RANDOMIZABLE_FIELDS, *_DERIVED) if "." not in f}
+            self.batch_sizes = {f: num_envs for f in (*RANDOMIZABLE_FIELDS, *_DERIVED) if "." not in f}
+            """The model fields with a world dimension (put_model's batch_sizes); gravity is one more."""
             try:
-                self.m = mjw.put_model(model, batch_sizes=batched)
+                self.m = mjw.put_model(model, batch_sizes=self.batch_sizes)
             except NotImplementedError as exc:
                 raise unsupported_model("warp", exc) from None
             self.m.opt.warn_overflow = 0  # overflows are read from d.overflow instead (health())
