@@ -55,6 +55,9 @@ class AdaptiveRange:
         self.limits = limits
         self.initial = torch.tensor(initial, device=device)
         self.group = torch.arange(env.num_envs, device=device) % cfg.num_groups
+        self._member = torch.nn.functional.one_hot(self.group, cfg.num_groups).float()
+        """[N, G]: env n is in group g. Sums per group go through it, not index_add_, whose float
+        atomics on CUDA add in a different order each run (ADR would not be reproducible)."""
         self.range = self.initial.repeat(cfg.num_groups, 1)
         """Current [low, high] of each group, [G, 2]."""
         self.per_env = self.range[self.group]
@@ -75,9 +78,9 @@ class AdaptiveRange:
         return env.rewards.episode_sums[k] / (env.rewards.weights[k] * steps)
 
     def record(self, env, done: torch.Tensor) -> None:
-        done = done.float()
-        self.tally.index_add_(0, self.group, self._metric(env) * done)
-        self.count.index_add_(0, self.group, done)
+        done = done.float().unsqueeze(1)
+        self.tally.add_((self._member * (self._metric(env).unsqueeze(1) * done)).sum(0))
+        self.count.add_((self._member * done).sum(0))
 
     def update(self) -> None:
         ready = self.count >= self.cfg.min_episodes

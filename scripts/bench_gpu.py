@@ -6,7 +6,11 @@
 Rates are control steps per second summed over environments (each is the task's decimation in
 physics steps: cartpole 2, the quadrupeds 4):
   raw engine    the engine alone, no robolearn code: mujoco_warp's decimated step captured in a
-                CUDA graph and replayed; MJX's jitted vmap(lax.scan(step)) on device arrays
+                CUDA graph and replayed, fed the controls the env's action mapping makes of random
+                actions (as the pipeline is: the engine's work depends on the state, and robots
+                chasing random targets make more contacts than standing ones); raw_engine_standing
+                holds the default pose instead (the column before 2026-11-27). MJX's jitted
+                vmap(lax.scan(step)) on device arrays, random controls
   env pipeline  BatchedEnv.step with random actions on the GPU (torch + engine, no host sync); with
                 --env-compile also with env.compile=true
   training      OnPolicyRunner iterations (rollout + PPO update) with the task's recipe, median over
@@ -23,6 +27,7 @@ mean episode length reaches 95 % of the maximum.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -65,8 +70,21 @@ def timed(step, seconds: float, warmup: int = 10) -> float:
     return n / (time.perf_counter() - start)
 
 
-def raw_warp(env: BatchedEnv, seconds: float) -> float:
-    """The env's own compiled model (terrain included) and contact buffers, stepped bare."""
+def env_controls(env: BatchedEnv, count: int = 16) -> list[torch.Tensor]:
+    """The controls the env writes for `count` uniform random actions (after its action mapping)."""
+    gen = torch.Generator(DEVICE).manual_seed(1)
+    controls = []
+    with torch.inference_mode():
+        for _ in range(count):
+            env.step(torch.rand(env.num_envs, env.num_actions, device=DEVICE, generator=gen) * 2 - 1)
+            controls.append(env.physics.state_dict()["ctrl"].to(DEVICE))
+    return controls
+
+
+def raw_warp(env: BatchedEnv, seconds: float, controls: list[torch.Tensor] | None = None) -> float:
+    """The env's own compiled model (terrain included) and contact buffers, stepped bare: holding
+    the env's current targets, or a new set of `controls` before each decimated step (copied on
+    the stream the graph replays on)."""
     import mujoco_warp as mjw
     import warp as wp
 
@@ -76,12 +94,24 @@ def raw_warp(env: BatchedEnv, seconds: float) -> float:
     m.opt.warn_overflow = 0
     d = mjw.make_data(model, nworld=n)  # mujoco_warp's default buffers, as the env's (physics.nconmax unset)
     wp.to_torch(d.qpos).copy_(env.physics.qpos)  # the env's states: standing robots, not qpos0
-    wp.to_torch(d.ctrl).copy_(env.physics.state_dict()["ctrl"])  # holding the env's targets
+    ctrl = wp.to_torch(d.ctrl)
+    ctrl.copy_(env.physics.state_dict()["ctrl"])  # holding the env's targets
     mjw.step(m, d)  # compile
     with wp.ScopedCapture() as capture:
         for _ in range(env.decimation):
             mjw.step(m, d)
-    return n * timed(lambda: wp.capture_launch(capture.graph), seconds)
+    if not controls:
+        return n * timed(lambda: wp.capture_launch(capture.graph), seconds)
+    stream = wp.stream_from_torch(torch.cuda.current_stream()) if DEVICE.type == "cuda" else None
+    count = [0]
+
+    def step():
+        ctrl.copy_(controls[count[0] % len(controls)])
+        count[0] += 1
+        with wp.ScopedStream(stream) if stream else contextlib.nullcontext():
+            wp.capture_launch(capture.graph)
+
+    return n * timed(step, seconds)
 
 
 def raw_mjx(env: BatchedEnv, seconds: float) -> float:
@@ -189,7 +219,11 @@ def pipeline_and_training(backend: str, num_envs: int, seconds: float, iteration
     env = make_env(backend, num_envs)
     sync()
     free1 = free_bytes()
-    row = {"raw_engine": {"warp": raw_warp, "mjx": raw_mjx}[backend](env, seconds)}
+    if backend == "warp":
+        row = {"raw_engine_standing": raw_warp(env, seconds)}
+        row["raw_engine"] = raw_warp(env, seconds, env_controls(env))
+    else:
+        row = {"raw_engine": raw_mjx(env, seconds)}
     row["env_pipeline"] = pipeline_rate(env, seconds)
     row["env_pipeline_eager"] = eager_rate
     if compiled_rate is not None:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The minimal Isaac Lab set for the GPU machine (issue 17 part 3: Isaac Lab on Newton vs robolearn's
-# warp backend on one H100), as offline wheel parts of at most 60 MB:
+# warp backend on one H100), as offline wheel parts of at most 45 MB (a device call carries 64 MiB,
+# the working tree included):
 #
 #   bash scripts/isaaclab/make_gpu_bundle.sh [DEST]          (default .gpu-isaaclab; add /DEST/ to .git/info/exclude)
 #   then on the GPU machine, one device call per part, back to back:  bash DEST/partN/stage.sh
@@ -39,7 +40,7 @@ count=$(ls "$wheels"/*.whl | wc -l)
 rm -rf "$dest"; mkdir -p "$dest"
 blob=$(mktemp -d)
 tar -C "$wheels" -cf "$blob/il.tar" .
-split -b 60000000 -d "$blob/il.tar" "$blob/il.tar.part."
+split -b 45000000 -d "$blob/il.tar" "$blob/il.tar.part."
 parts=("$blob"/il.tar.part.*)
 n=${#parts[@]}
 for i in $(seq 1 "$n"); do
