@@ -26,6 +26,9 @@
 #                                           now: terrain level over time), the rough table (the
 #                                           blocks' cost on warp), and where the physics phase loses
 #                                           to the bare engine (scripts/profile_physics_gap.py)
+#   bash scripts/gpu_acceptance.sh lease15c   ~6 minutes: where two eager quadruped envs first differ
+#                                           (scripts/determinism_probe.py), the flat table with the
+#                                           like-for-like raw column, the graph-vs-eager test again
 set -uo pipefail
 source /root/gpu-env.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache MUJOCO_GL=glfw
@@ -44,7 +47,7 @@ versions() {
 deadline=$(( $(date +%s) + ${LEASE_SECONDS:-510} ))
 left() { local l=$(( deadline - $(date +%s) )); echo $(( l < 1 ? 1 : (l < $1 ? l : $1) )); }
 
-case ${1:?checks, bench-rough, compile, walk, startup, rough, lease15 or lease15b} in
+case ${1:?checks, bench-rough, compile, walk, startup, rough, lease15, lease15b or lease15c} in
 checks)
   versions
   timeout 270 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/physics/test_warp_refresh.py tests/rl/test_iteration_clock.py \
@@ -162,5 +165,18 @@ lease15b)
     randomization=sim2real runner.max_iterations=100000 runner.save_interval=100000 runner.progress=false \
     runner.export_onnx=false runner.video_interval=0 hydra.run.dir=/root/rough/run 2>&1 | grep -v "^Warp\|^Module" | tail -4
   cp /root/rough/run/metrics.jsonl "$OUT/rough_metrics.jsonl"
+  ;;
+lease15c)
+  # which part of a quadruped step is not reproducible (engine field or torch op), then the flat table
+  # with the like-for-like raw column, then the graph-vs-eager test naming nondeterministic torch ops
+  versions
+  for task in quadruped_flat quadruped_rough; do
+    timeout $(left 60) python3 scripts/determinism_probe.py --task $task --out "$OUT/determinism.jsonl" 2>&1 \
+      | grep -v "^Warp\|^Module" | grep -E '"first_step"|"engine"|"observations"' | head -3
+  done
+  timeout $(left 150) python3 scripts/bench_gpu.py --task quadruped_flat --backends warp --num-envs 4096 8192 16384 \
+    --seconds 2 --iterations 4 --parity-envs 0 --amp --out "$OUT/bench.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -3
+  timeout $(left 200) python3 -m pytest -q -rA -p no:cacheprovider tests/gpu -k identical > "$OUT/gpu_tests.log" 2>&1
+  echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|torch ops" "$OUT/gpu_tests.log" | tail -8
   ;;
 esac
