@@ -1,11 +1,16 @@
 """The files a robot model is made of: what a bundle or a generated task package must carry.
 
 A model is its MJCF (or URDF), the files its `<include>` elements pull in, and the mesh, skin,
-heightfield and texture files it loads (found under the spec's meshdir / texturedir).
+heightfield and texture files it loads (found under the spec's meshdir / texturedir). A model
+whose files all lie below its folder is carried as it is; one that reaches outside it (a ROS
+package's `../meshes`, a benchmark suite's shared `../scene` and `../stls` folders) is carried as
+its compiled MJCF, includes inlined, with the files it loads copied next to it (`write_compiled`).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,9 +30,9 @@ def loaded_files(spec: mujoco.MjSpec) -> Iterator[tuple[object, str, str]]:
                 yield item, attr, what
 
 
-def model_files(asset: Path, carrier: str) -> list[Path]:
-    """The MJCF, the files it includes and the files it loads, relative to the MJCF's folder; a
-    file outside that folder is a UserError (`carrier`, e.g. "a bundle", carries only files below it)."""
+def _referenced(asset: Path) -> list[Path]:
+    """The MJCF, the files it includes and the files it loads, as the model names them (relative to
+    the MJCF's folder; unchecked)."""
     root = asset.parent
     found, pending = [Path(asset.name)], [asset]
     while pending:  # <include file=...> is resolved relative to the main model's folder
@@ -36,8 +41,56 @@ def model_files(asset: Path, carrier: str) -> list[Path]:
             pending.append(root / found[-1])
     spec = mujoco.MjSpec.from_file(str(asset))
     found += [Path(getattr(spec, attr) or "") / item.file for item, attr, _ in loaded_files(spec)]
+    return found
+
+
+def outside_files(asset: Path) -> list[Path]:
+    """The files the model names outside its own folder (absolute, or through `..`)."""
+    return [rel for rel in _referenced(asset) if rel.is_absolute() or ".." in rel.parts]
+
+
+def model_files(asset: Path, carrier: str) -> list[Path]:
+    """The MJCF, the files it includes and the files it loads, relative to the MJCF's folder; a
+    file outside that folder is a UserError (`carrier`, e.g. "a bundle", carries only files below it)."""
+    root = asset.parent
+    found = _referenced(asset)
     for rel in found:
         if rel.is_absolute() or ".." in rel.parts or not (root / rel).is_file():
             raise UserError(f"model file {rel} is not inside {root}: {carrier} carries only the files below the "
                             "model's folder; move them there")  # fmt: skip
     return sorted(set(found))
+
+
+def write_compiled(asset: Path, dest: Path, name: str, edit=None, reserved: tuple[str, ...] = ()) -> None:
+    """The model as MuJoCo compiles it (`edit` applied to its spec first), written as MJCF `name` in
+    `dest` with the mesh/skin/heightfield/texture files it loads copied next to it and its paths
+    pointing at them: a file below the model's folder keeps its path there; one outside it goes to
+    meshes/ (or textures/) with its path below the outside files' common folder, so two files of
+    one name in different folders (visual/ and collision/ meshes) stay apart. `reserved`: names
+    other files in `dest` take."""
+    spec = mujoco.MjSpec.from_file(str(asset))
+    if edit is not None:
+        edit(spec)
+    spec.compile()
+    root = asset.parent.resolve()
+    items = []
+    for item, attr, what in loaded_files(spec):
+        folder = getattr(spec, attr) or ""
+        source = (asset.parent / folder / (Path(item.file).name if spec.strippath else item.file)).resolve()
+        items.append((item, source, "textures" if what == "texture" else "meshes"))
+    outside: dict[str, list[str]] = {}
+    for _, source, kind in items:
+        if not source.is_relative_to(root):
+            outside.setdefault(kind, []).append(str(source.parent))
+    common = {kind: Path(os.path.commonpath(parents)) for kind, parents in outside.items()}
+    placed: dict[Path, object] = {Path(n): "a file written there" for n in (name, *reserved)}
+    for item, source, kind in items:
+        rel = source.relative_to(root) if source.is_relative_to(root) else Path(kind) / source.relative_to(common[kind])
+        if placed.setdefault(rel, source) != source:
+            raise UserError(f"{source} would be {rel} in {dest}, where {placed[rel]} is; rename one of them")
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest / rel)
+        item.file = rel.as_posix()
+    spec.meshdir, spec.texturedir, spec.strippath = "", "", False  # every path is now relative to the MJCF
+    spec.modelfiledir = f"{dest}{os.sep}"  # to_xml compiles again: from the copies
+    (dest / name).write_text(spec.to_xml())

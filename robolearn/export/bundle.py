@@ -35,7 +35,7 @@ from robolearn.evaluate import evaluate
 from robolearn.export.metadata import policy_state, robot_metadata, versions, write_robot_yaml
 from robolearn.export.onnx import (INPUT_NAME, OUTPUT_NAME, SEQUENCES, ParityReport, check_parity, export_onnx,
                                    state_input, state_output)  # fmt: skip
-from robolearn.model_files import loaded_files, model_files
+from robolearn.model_files import model_files, outside_files, write_compiled
 from robolearn.rl.models import ActorCritic, Controller, InferencePolicy, PolicyGraph
 from robolearn.run_dir import check_export_target
 from robolearn_deploy.engines import OnnxRuntimeEngine
@@ -74,46 +74,14 @@ class ExportResult:
     evaluation: dict[str, float]
 
 
-def _bundle_path(source: Path, root: Path, folder: str) -> Path:
-    """Where a file the model loads goes in the bundle: its path relative to the model's folder,
-    or `folder/<file name>` for one outside it (a ROS package's ../meshes)."""
-    try:
-        return source.relative_to(root.resolve())
-    except ValueError:
-        return Path(folder) / source.name
-
-
-def _write_compiled(asset: Path, staging: Path, name: str, edit=None) -> None:
-    """The model as MuJoCo compiles it (the task's spec edit applied), written as MJCF `name` with
-    the mesh/texture/heightfield files it loads copied next to it and its paths pointing at them."""
-    import mujoco
-
-    spec = mujoco.MjSpec.from_file(str(asset))
-    if edit is not None:
-        edit(spec)
-    spec.compile()
-    placed = {Path(n): "a bundle file" for n in (name, "robot.yaml", "task.yaml")}
-    for item, attr, what in loaded_files(spec):
-        folder = getattr(spec, attr) or ""
-        source = (asset.parent / folder / (Path(item.file).name if spec.strippath else item.file)).resolve()
-        rel = _bundle_path(source, asset.parent, "textures" if what == "texture" else "meshes")
-        if placed.setdefault(rel, source) != source:
-            raise UserError(f"{source} would be {rel} in the bundle, where {placed[rel]} is; rename one of them")
-        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, staging / rel)
-        item.file = rel.as_posix()
-    spec.meshdir, spec.texturedir, spec.strippath = "", "", False  # every path is now relative to the MJCF
-    spec.modelfiledir = f"{staging}{os.sep}"  # to_xml compiles again: from the copies
-    (staging / name).write_text(spec.to_xml())
-
-
 def copy_model(asset: Path, staging: Path, name: str, edit=None) -> None:
     """Put the robot model into the bundle as `name` (metadata.model_file_name): an MJCF no task
-    edits is copied as it is, with the files it includes and loads; a URDF, or a model a task
-    edits (robot constants, generated terrain), is written as its compiled model's MJCF (robot.urdf
-    -> robot.xml) with its meshes. Either way sim-to-sim rebuilds the robot from the bundle alone."""
-    if name != asset.name or edit is not None:
-        _write_compiled(asset, staging, name, edit)
+    edits is copied as it is, with the files it includes and loads; a URDF, a model a task edits
+    (robot constants, generated terrain) or one that loads files from outside its folder is written
+    as its compiled model's MJCF (robot.urdf -> robot.xml) with those files. Either way sim-to-sim
+    rebuilds the robot from the bundle alone."""
+    if name != asset.name or edit is not None or outside_files(asset):
+        write_compiled(asset, staging, name, edit, reserved=("robot.yaml", "task.yaml"))
         return
     for rel in model_files(asset, "a bundle"):
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)

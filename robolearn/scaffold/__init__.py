@@ -34,6 +34,7 @@ import mujoco
 
 from robolearn.errors import UserError, one_line
 from robolearn.memory import gib
+from robolearn.model_files import outside_files, write_compiled
 from robolearn.paths import assets_dir
 from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
@@ -113,12 +114,23 @@ def _umask() -> int:
     return mask
 
 
-def _copy_model(source: Path, package: Path) -> Path:
-    """Copy an MJCF and the files it loads (relative paths kept) into the package; the model's path there."""
+def _copy_model(source: Path, package: Path) -> tuple[Path, str | None]:
+    """Copy an MJCF and the files it loads (relative paths kept) into the package; the model's path
+    there, and a report line where the model reached outside its folder (then the package holds
+    its compiled MJCF, includes inlined, with those files copied under meshes/ and textures/)."""
+    load_spec(source)  # MuJoCo's own message for a file it cannot read
+    outside = outside_files(source)
+    if outside:
+        spec = load_spec(source)
+        compile_spec(spec, source)
+        write_compiled(source, package, source.name, reserved=("__init__.py", "robot.py", "terms.py"))
+        shown = ", ".join(p.as_posix() for p in outside[:2]) + (", ..." if len(outside) > 2 else "")
+        return package / source.name, (f"{source.name} loads files outside its folder ({shown}): the package "
+                                        "holds its compiled MJCF with those files copied beside it")  # fmt: skip
     for rel in model_files(source):
         (package / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source.parent / rel, package / rel)
-    return package / source.name
+    return package / source.name, None
 
 
 def _copy_urdf(source: Path, package: Path) -> Path:
@@ -158,7 +170,7 @@ def _builtin_model(template: str, package: Path) -> Path:
         shutil.copyfile(TEMPLATES / "minimal" / "robot.xml", target)
         return target
     source = assets_dir() / BUILTIN_MODELS[template]
-    target = _copy_model(source, package)
+    target, _ = _copy_model(source, package)
     text = target.read_text()
     if text.lstrip().startswith("<!--"):  # the asset's own notes speak of the built-in task's files
         text = text[text.index("-->") + 3:].lstrip()
@@ -323,18 +335,20 @@ def _package_data(package: Path) -> str:
 def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
     package = root / name
     package.mkdir()
+    copy_note = None
     if robot is None:
         model_path = _builtin_model(template, package)
     elif robot.suffix.lower() == ".urdf":
         model_path = _copy_urdf(robot, package)
     else:
-        model_path = _copy_model(robot, package)
+        model_path, copy_note = _copy_model(robot, package)
     shown = robot or model_path.name
     spec = load_spec(model_path)
     model = compile_spec(spec, robot or model_path)
     info = inspect_model(robot or model_path, model, urdf=model_path.suffix.lower() == ".urdf")
     plan = plan_robot(info, model, template)
-    result = NewTask(root, name, template, list(plan.lines))
+    found = [*plan.lines, *([copy_note] if copy_note else [])]
+    result = NewTask(root, name, template, list(found))
 
     robot_py = plan.robot_py(model_path.name)
     if robot_py is not None:
@@ -363,7 +377,7 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
     robot_rows = (f"| `{name}/robot.py` | the robot's constants (joints, gains, default pose, ...) and the edits "
                   f"`apply(spec)` makes to `{asset}` before it compiles |\n") if robot_py else ""  # fmt: skip
     robot_rows += f"| `{name}/{asset}` | the robot model{' and its meshes' if model_path.suffix == '.urdf' else ''} |\n"
-    findings = "\n## What new-task found in the model\n\n" + "".join(f"- {line}\n" for line in plan.lines)
+    findings = "\n## What new-task found in the model\n\n" + "".join(f"- {line}\n" for line in found)
     (root / "README.md").write_text(_render(
         TEMPLATES / "common" / "README.md.tmpl", project=project, summary=summary, name=name, package=name,
         template=template, robot_arg=f" --robot {shown.name}" if robot else "", robot_rows=robot_rows,
