@@ -226,18 +226,18 @@ def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: 
     envs, envs_note = num_envs(template, model_bytes)
     values = dict(name=name, asset=asset, decimation=decimation, control_hz=f"{1.0 / (timestep * decimation):.3g}",
                   num_envs=envs, num_envs_note=f"  # {envs_note}" if envs_note else "",
-                  actuators=_names(plan.actuators), num_actions=len(plan.joints) or len(plan.actuators),
+                  actuators=_names(plan.actuators), num_actions=len(plan.actuators) or len(plan.joints),
                   use_default_offset=str(plan.position).lower(), delay_steps=min(2, decimation),
                   sim_options=f"\nsim: {{integrator: {plan.integrator}}}  # the model's is euler: see README" if plan.integrator else "")  # fmt: skip
     pd_gains = ("\n  pd_gains:\n    func: randomize_pd_gains\n    mode: reset\n    level: default\n"
                 "    params: {kp_range: [0.85, 1.15], kd_range: [0.8, 1.2]}") if plan.position else ""  # fmt: skip
     if template == "minimal":
         ranges = []
-        for joint in plan.joints:
+        for joint in plan.tracked:
             low, high = plan.joint_ranges.get(joint, (-1.0, 1.0))
             margin = 0.1 * (high - low)
             ranges.append(f"{_yaml_name(joint)}: [{_num(low + margin)}, {_num(high - margin)}]")
-        values.update(joints=_names(plan.joints), num_joints=len(plan.joints), command_ranges=", ".join(ranges),
+        values.update(joints=_names(plan.tracked), num_joints=len(plan.tracked), command_ranges=", ".join(ranges),
                       action_scale=0.5 if plan.position else 1.0)  # fmt: skip
     elif template == "locomotion" and plan.planar:
         return _render(TEMPLATES / template / "planar.yaml.tmpl", **values, **_planar_values(plan, pd_gains))

@@ -76,6 +76,8 @@ class ModelInfo:
     actuators: list[Actuator] = field(default_factory=list)
     base: str | None = None
     """The body of the free joint (the floating base), None for a fixed-base model."""
+    loose: str | None = None
+    """A free body that carries no joint and no actuator (an object to push or pick): not the base."""
     root: str | None = None
     """The top body of the robot's tree (the floating base, or where one would go)."""
     root_joints: list[str] = field(default_factory=list)
@@ -237,6 +239,23 @@ def _feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int
     return feet
 
 
+def _carries_robot(model: mujoco.MjModel, body: int, children: dict[int, list[int]]) -> bool:
+    """Whether the free body `body` is a robot's base: a joint below it besides its own free joint,
+    or an actuator acting on it or a body below it (a drone's thrusters on sites)."""
+    below = set(subtree(children, body))
+    if sum(int(model.body_jntnum[b]) for b in below) > 1:
+        return True
+    for a in range(model.nu):
+        kind, target = int(model.actuator_trntype[a]), int(model.actuator_trnid[a, 0])
+        if kind == int(mujoco.mjtTrn.mjTRN_BODY) and target in below:
+            return True
+        if kind in (int(mujoco.mjtTrn.mjTRN_SITE), int(mujoco.mjtTrn.mjTRN_SLIDERCRANK)) and int(model.site_bodyid[target]) in below:
+            return True
+        if kind == int(mujoco.mjtTrn.mjTRN_JOINT) and int(model.jnt_bodyid[target]) in below:
+            return True
+    return False
+
+
 def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> ModelInfo:
     """What the compiled `model` (of file `path`) has; joints without names are refused (a task
     names what it drives)."""
@@ -261,6 +280,9 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
 
     children = body_children(model)
     free = floating_base_joint(model)
+    if free is not None and not _carries_robot(model, int(model.jnt_bodyid[free]), children):
+        info.loose = _name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.jnt_bodyid[free])) or f"#{model.jnt_bodyid[free]}"
+        free = None  # the robot is the largest tree under the world instead
     if free is not None:
         base = int(model.jnt_bodyid[free])
         info.base = _name(model, mujoco.mjtObj.mjOBJ_BODY, base)

@@ -30,6 +30,9 @@ class RobotPlan:
     """The policy's actuators in action order (empty: every actuator, some being unnamed)."""
     position: bool
     """Every policy actuator is a position servo (actions are joint targets)."""
+    tracked: list[str] = field(default_factory=list)
+    """The joints the task's targets and joint observations are about: `joints`, or where no
+    actuator drives a joint directly (tendons, muscles), every hinge/slide joint of the model."""
     joint_actuators: bool = True
     """Every policy actuator drives a joint (not a tendon, site or body)."""
     integrator: str | None = None
@@ -133,6 +136,10 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
                               "'actuator'), which it must apply as the MJCF does")  # fmt: skip
         if not named:
             plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
+        idle = [j.name for j in info.joints if j.name not in joints]
+        if plan.joint_actuators and idle:
+            plan.lines.append(f"joints no actuator drives: {_short(idle)} (they move only when pushed; add actuators "
+                              "in the MJCF or robot.py if the robot drives them)")  # fmt: skip
     else:
         if not info.joints:
             raise UserError(f"{info.path.name} has no hinge or slide joint and no actuator: nothing for a policy to drive")
@@ -160,7 +167,14 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
                                      f"Peak force of each joint's servo [N m or N]. {note}"))  # fmt: skip
         plan.constants.append(_const("JOINT_RANGE", _mapping({j.name: _tuple(j.range) for j in info.joints if j.range}),
                                      "Limits of the joints that have them: their servos' ctrlrange [rad or m]."))  # fmt: skip
-    plan.joint_ranges = {name: by_name[name].range for name in joints if name in by_name and by_name[name].range}
+    plan.tracked = list(joints) or [j.name for j in info.joints]
+    if not joints and plan.tracked:
+        plan.lines.append(f"no actuator drives a joint directly (tendons, muscles): the task's joint targets and "
+                          f"observations are the model's {len(plan.tracked)} joints")  # fmt: skip
+    if info.loose:
+        plan.lines.append(f"free body {info.loose} carries no joint and no actuator: a loose object, not the robot's "
+                          "base (the robot is the largest body tree under the world)")  # fmt: skip
+    plan.joint_ranges = {name: by_name[name].range for name in plan.tracked if name in by_name and by_name[name].range}
     plan.constants.insert(0, _const("JOINTS", "(" + "".join(f"\n    {_q(name)}," for name in joints) + "\n)",
                                     "The joints the policy drives, in action order."))  # fmt: skip
     kinds = {j.slide for j in info.joints}
@@ -353,18 +367,41 @@ def _plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: 
                               "site and its position sensor (a framepos in BASE's frame), read by the reach terms."))  # fmt: skip
         plan.lines.append(f"end-effector position sensor: missing -> added framepos sensor '{plan.ee_sensor}' of site "
                           f"'{site}' in the frame of {plan.base}")  # fmt: skip
-    plan.workspace = _workspace(info, model, body, np.asarray(point, dtype=float), ref, plan.joints)
+    plan.workspace = _workspace(info, model, body, np.asarray(point, dtype=float), ref,
+                                _chain_joints(model, body, ref, plan.joints if plan.joint_actuators else None))
+    if all(high - low < 0.01 for low, high in plan.workspace):
+        what = f"sensor {plan.ee_sensor}'s site" if info.ee_sensor else f"body {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, body)}"
+        raise UserError(f"{info.path.name}: the end effector ({what}) does not move relative to {plan.base} with the joints "
+                        "the policy drives; the reach template needs actuators that move it (add them, or use --template "
+                        "minimal)")  # fmt: skip
+
+
+def _chain_joints(model: mujoco.MjModel, body: int, ref: int, driven: list[str] | None) -> list[str]:
+    """The hinge/slide joints between body `ref` and body `body` (what moves the end effector in
+    ref's frame): those of `driven`, or all of them where `driven` is None (actuators on tendons
+    or muscles move joints without naming them)."""
+    chain = []
+    b = body
+    while b not in (ref, 0):
+        for j in range(int(model.body_jntadr[b]), int(model.body_jntadr[b]) + int(model.body_jntnum[b])):
+            if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+                chain.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j))
+        b = int(model.body_parentid[b])
+    return [name for name in chain if name and (driven is None or name in driven)]
 
 
 def _workspace(info: ModelInfo, model: mujoco.MjModel, body: int, point: np.ndarray, ref: int, joints: list[str],
                samples: int = 2000) -> list[tuple[float, float]]:
     """[low, high] per axis of the end effector's position in body `ref`'s frame over random joint
-    configurations within the limits: the middle 80 % of each axis (targets the arm can reach)."""
+    configurations within the limits (a joint without limits: a full turn, or 0.5 m either way for
+    a slide): the middle 80 % of each axis (targets the arm can reach)."""
     gen = np.random.default_rng(0)
     data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    ref_height = float(data.xpos[ref, 2])  # where the base stands in the model's own pose
     found = []
-    addresses = [(int(model.joint(name).qposadr[0]), next(j.range for j in info.joints if j.name == name) or (-np.pi, np.pi))
-                 for name in joints]  # fmt: skip
+    limits = {j.name: j.range or ((-0.5, 0.5) if j.slide else (-np.pi, np.pi)) for j in info.joints}
+    addresses = [(int(model.joint(name).qposadr[0]), limits[name]) for name in joints]
     for _ in range(samples):
         data.qpos[:] = model.qpos0
         for adr, (low, high) in addresses:
@@ -375,5 +412,5 @@ def _workspace(info: ModelInfo, model: mujoco.MjModel, body: int, point: np.ndar
     found = np.array(found)
     low, high = np.percentile(found, 10, axis=0), np.percentile(found, 90, axis=0)
     if info.has_floor:  # targets at least 5 cm above the ground, where the arm reaches that high
-        low[2] = min(max(low[2], 0.05 - float(data.xpos[ref, 2])), high[2])
+        low[2] = min(max(low[2], 0.05 - ref_height), high[2])
     return [(round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0) for lo, hi in zip(low, high)]

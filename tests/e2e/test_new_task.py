@@ -473,3 +473,64 @@ def test_a_mesh_heavy_robot_gets_as_many_cpu_environments_as_its_model_copies_al
     envs, why = num_envs("locomotion", 35 * 2**20)  # 512 -> 17.5 GiB, 256 -> 8.75 GiB, 128 -> 4.4 GiB <= 8 GiB
     assert envs == 128 and why.startswith("not 1024: on a CPU each environment holds its own copy of this 35 MiB model")
     assert num_envs("minimal", 2**30)[0] == 16  # never fewer than 16
+
+
+ARM_AND_BOX = """<mujoco><compiler angle="radian"/><worldbody>
+  <geom name="floor" type="plane" size="2 2 0.1"/>
+  <body name="box" pos="0.5 0 0.05"><freejoint name="box"/><geom type="box" size="0.05 0.05 0.05" mass="0.2"/></body>
+  <body name="base" pos="0 0 0.3"><geom type="cylinder" size="0.05 0.05"/>
+    <body name="upper"><joint name="shoulder" axis="0 1 0" range="-1.5 1.5"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+      <body name="fore" pos="0.3 0 0"><joint name="elbow" axis="0 1 0" range="-2 2"/>
+        <geom type="capsule" fromto="0 0 0 0.25 0 0" size="0.02"/>
+        <body name="hand" pos="0.25 0 0"><joint name="finger" type="slide" axis="1 0 0" range="0 0.02"/>
+          <geom type="box" size="0.01 0.02 0.02"/></body></body></body></body>
+</worldbody><actuator>ACTUATORS</actuator></mujoco>"""
+
+
+def test_a_fixed_arm_beside_a_loose_object_reaches_with_the_arm(tmp_path):
+    """A box with its own free joint (the only free joint) beside a fixed arm: the box is an object,
+    not the robot's floating base; the end effector is the arm's, and its targets span a workspace."""
+    import yaml
+
+    motors = ('<position name="shoulder" joint="shoulder" kp="20"/><position name="elbow" joint="elbow" kp="20"/>'
+              '<position name="finger" joint="finger" kp="50"/>')  # fmt: skip
+    (tmp_path / "arm.xml").write_text(ARM_AND_BOX.replace("ACTUATORS", motors))
+    made = new_task("arm_box", "reach", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    assert any("free body box carries no joint and no actuator: a loose object" in line for line in made.lines), made.lines
+    assert any("end effector (guessed: the end of the longest joint chain): body hand" in line for line in made.lines)
+    ranges = yaml.safe_load((tmp_path / "pkg" / "arm_box" / "arm_box.yaml").read_text())["commands"]["ee_target"]["ranges"]
+    assert ranges["x"][1] - ranges["x"][0] > 0.1 and ranges["z"][1] - ranges["z"][0] > 0.1, ranges
+
+
+def test_the_reach_template_refuses_an_arm_whose_actuators_do_not_move_its_end_effector(tmp_path):
+    """Only the gripper's finger is actuated (a suite's arm moved by a mocap weld): the reach targets
+    would be one point, so new-task says so in one line instead of writing an unlearnable task."""
+    (tmp_path / "arm.xml").write_text(ARM_AND_BOX.replace("ACTUATORS", '<position joint="finger" kp="50"/>').replace(
+        '<joint name="finger" type="slide" axis="1 0 0" range="0 0.02"/>', ""))  # fmt: skip
+    (tmp_path / "arm.xml").write_text((tmp_path / "arm.xml").read_text().replace(
+        '<geom type="box" size="0.01 0.02 0.02"/></body>',
+        '<geom type="box" size="0.01 0.02 0.02"/><body name="jaw"><joint name="finger" type="slide" axis="0 1 0" '
+        'range="0 0.0001"/><geom type="box" size="0.005 0.005 0.005"/></body></body>'))  # fmt: skip
+    with pytest.raises(UserError, match=r"arm.xml: the end effector \(body jaw\) does not move relative to base with the "
+                       "joints the policy drives; the reach template needs actuators that move it"):  # fmt: skip
+        new_task("stuck_arm", "reach", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    assert not (tmp_path / "pkg").exists()
+
+
+def test_a_robot_on_tendons_gets_joint_targets_for_its_joints(tmp_path):
+    """Every actuator pulls a tendon (muscles, cable drives): the minimal template's targets,
+    observations and rewards are about the model's joints, not an empty list."""
+    import yaml
+
+    tendons = ('<tendon><fixed name="flex"><joint joint="shoulder" coef="1"/><joint joint="elbow" coef="0.5"/></fixed>'
+               '<fixed name="extend"><joint joint="shoulder" coef="-1"/></fixed></tendon>')  # fmt: skip
+    motors = '<motor name="flexor" tendon="flex" gear="5"/><motor name="extensor" tendon="extend" gear="5"/>'
+    text = ARM_AND_BOX.replace("ACTUATORS", motors).replace("</worldbody>", "</worldbody>" + tendons)
+    (tmp_path / "arm.xml").write_text(text)
+    made = new_task("cable_arm", "minimal", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    assert any("no actuator drives a joint directly (tendons, muscles)" in line for line in made.lines), made.lines
+    task = yaml.safe_load((tmp_path / "pkg" / "cable_arm" / "cable_arm.yaml").read_text())
+    assert sorted(task["commands"]["joint_target"]["ranges"]) == ["elbow", "finger", "shoulder"]
+    assert task["rewards"]["track_target"]["params"]["joints"] == ["shoulder", "elbow", "finger"]
+    assert task["action"]["actuators"] == ["flexor", "extensor"] and "(2 actions" in task["description"]
