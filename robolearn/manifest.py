@@ -62,6 +62,69 @@ def describe_run(seed: int, task: str, backend: str, device: str, resumed_from: 
     }
 
 
+def read_manifest(run_dir: Path) -> dict | None:
+    """The run's manifest.json (None if it has none); one that does not parse is a UserError."""
+    from robolearn.errors import UserError
+
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+        if not isinstance(manifest, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{path} is not a readable run manifest ({' '.join(str(exc).split())}); it records how the run "
+                        "was made: move it aside, then try again") from None  # fmt: skip
+    return manifest
+
+
+def latest_start(manifest: dict) -> dict:
+    """The entry of the process that last trained the run: its first start or its last resume."""
+    resumes = manifest.get("resumes")
+    latest = resumes[-1] if isinstance(resumes, list) and resumes else manifest
+    return latest if isinstance(latest, dict) else {}
+
+
+def trainer_pid(manifest: dict) -> int | None:
+    """The id of the process on this host that is training the run now, None if none is."""
+    latest = latest_start(manifest)
+    pid = latest.get("pid")
+    if isinstance(pid, int) and latest.get("host") == platform.node() and alive(pid):
+        return pid
+    return None
+
+
+def alive(pid: int) -> bool:
+    """A process with this id runs and, where /proc tells, it is a robolearn one (not a new
+    process that got the id of a run that stopped)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    try:
+        return b"robolearn" in cmdline.read_bytes()
+    except OSError:
+        return not cmdline.parent.parent.is_dir()  # no /proc (macOS): trust the id
+
+
+def refuse_if_training(run_dir: Path, what: str) -> None:
+    """One line if a process on this host is training `run_dir` now (`what`: the refused action)."""
+    from robolearn.errors import UserError
+
+    manifest = read_manifest(run_dir)
+    pid = trainer_pid(manifest) if manifest else None
+    if pid is not None:
+        raise UserError(f"{run_dir} is being trained right now by process {pid} on this host: {what} would mix two "
+                        "trainings in one run; wait for it or stop it first (Ctrl-C, or kill -INT "
+                        f"{pid}: it saves a checkpoint)")  # fmt: skip
+
+
 def write_manifest(run_dir: Path, entry: dict) -> Path:
     """First start writes the manifest; each resume is appended to its `resumes` list."""
     path = run_dir / "manifest.json"

@@ -3,8 +3,10 @@
 - A training run goes into a directory that does not exist, is empty, or holds only what
   Hydra wrote at launch. One that already holds a run is refused unless `resume=` names it, or
   `overwrite=true` moves it aside first (`<dir>.replaced-<time>`; nothing is deleted).
-- An export goes to a new path, an empty directory or an existing bundle (replaced as a whole).
-  Any other file or directory is refused.
+- An export goes to a new path, an empty directory or an existing bundle (replaced as a whole):
+  a directory whose robot.yaml is a bundle's and which holds only the files that robot.yaml lists
+  (and engines built on the robot from them). Any other file or directory is refused: a robot
+  description folder with its own robot.yaml is not a bundle.
 - A file where a directory should be, or a place that cannot be written, is one line, not a
   traceback.
 """
@@ -12,10 +14,14 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
+import yaml
+
 from robolearn.errors import UserError
+from robolearn.manifest import refuse_if_training
 
 RUN_CONTENTS = ("config.yaml", "manifest.json", "metrics.jsonl", "checkpoints", "export", "tensorboard")
 """What a training run writes; any of it in a directory means a run lives there."""
@@ -62,20 +68,40 @@ def claim_run_dir(path: Path, overwrite: bool = False) -> Path | None:
             f"hydra.run.dir={path} already holds a run ({', '.join(found)}); continue it with resume={path}, "
             f"choose another directory, or add overwrite=true to move the old run aside"
         )
+    refuse_if_training(path, "overwrite=true")
     aside = _free_name(path, "replaced-" + time.strftime("%Y%m%d-%H%M%S"))
     path.rename(aside)
     return aside
+
+
+_LOCAL_ENGINE = re.compile(r"policy\.[A-Za-z0-9]+\.local\.engine(\.yaml)?")
+"""Engines built on the robot from a bundle's ONNX, and their sidecars (robolearn_deploy.tensorrt)."""
+
+
+def _not_a_bundle(out: Path) -> str | None:
+    """Why the directory `out` is not a bundle export may replace (None: it is one)."""
+    try:
+        meta = yaml.safe_load((out / "robot.yaml").read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        meta = None
+    if not isinstance(meta, dict) or "bundle_format" not in meta or not isinstance(meta.get("files"), dict):
+        return "its robot.yaml is not a robolearn bundle's" if (out / "robot.yaml").exists() else "no robot.yaml"
+    listed = {"robot.yaml", *map(str, meta["files"])}
+    other = [rel for rel in (p.relative_to(out).as_posix() for p in sorted(out.rglob("*")) if not p.is_dir())
+             if rel not in listed and not _LOCAL_ENGINE.fullmatch(rel)]  # fmt: skip
+    if other:
+        return f"it holds files its robot.yaml does not list: {', '.join(other[:3])}{', ...' if len(other) > 3 else ''}"
+    return None
 
 
 def check_export_target(out: Path) -> None:
     """Refuse an export path that is not new, an empty directory or a robolearn bundle."""
     if out.is_file() or out.is_symlink() and not out.is_dir():
         raise UserError(f"out={out} is an existing file; choose a new path (or an existing bundle to replace)")
-    if out.is_dir() and any(out.iterdir()) and not (out / "robot.yaml").is_file():
-        raise UserError(
-            f"out={out} is a directory that is not a robolearn bundle (no robot.yaml); choose a new path "
-            f"(or an existing bundle to replace)"
-        )
+    why = _not_a_bundle(out) if out.is_dir() and any(out.iterdir()) else None
+    if why:
+        raise UserError(f"out={out} is a directory that is not a robolearn bundle ({why}); choose a new path "
+                        "(or an existing bundle to replace)")  # fmt: skip
     _writable_place(out, "out")
     if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
         raise UserError(f"out={out} is not writable (permission denied)")

@@ -13,8 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import os
-import platform
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ import yaml
 
 from robolearn.checkpoint import list_checkpoints
 from robolearn.errors import UserError, one_line
+from robolearn.manifest import latest_start, read_manifest, trainer_pid
 from robolearn.run_dir import holds_run
 
 _FOLDER = re.compile(r"^(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(?:_\d{6})?(?:_(.+))?$")
@@ -156,43 +155,21 @@ def _read_metrics(run: Path, s: RunSummary) -> None:
 def _read_manifest(run: Path, s: RunSummary) -> None:
     """The start time, and whether the process that last trained the run (its first start or its
     last resume) still runs here."""
-    path = run / "manifest.json"
-    if not path.is_file():
-        return
     try:
-        manifest = json.loads(path.read_text())
-        latest = (manifest.get("resumes") or [manifest])[-1]
-    except (ValueError, AttributeError, TypeError):
+        manifest = read_manifest(run)
+    except UserError:
         s.notes.append("manifest.json is unreadable")
+        return
+    if manifest is None:
         return
     if s.started is None and isinstance(manifest.get("started"), str):
         try:
             s.started = datetime.datetime.fromisoformat(manifest["started"]).astimezone().replace(tzinfo=None)
         except ValueError:
             pass
-    pid = latest.get("pid") if isinstance(latest, dict) else None
-    if isinstance(pid, int):
+    if isinstance(latest_start(manifest).get("pid"), int):
         s.pid_known = True
-        if latest.get("host") == platform.node() and _alive(pid):
-            s.pid = pid
-
-
-def _alive(pid: int) -> bool:
-    """A process with this id runs and, where /proc tells, it is a robolearn one (not a new
-    process that got the id of a run that stopped)."""
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process: it exists
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    try:
-        return b"robolearn" in cmdline.read_bytes()
-    except OSError:
-        return not cmdline.parent.parent.is_dir()  # no /proc (macOS): trust the id
+        s.pid = trainer_pid(manifest)
 
 
 def _read_outputs(run: Path, s: RunSummary) -> None:

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from robolearn import distributed
 from robolearn.errors import UserError
+from robolearn.manifest import refuse_if_training
 from robolearn.run_dir import resolve_run
 
 
@@ -183,6 +184,7 @@ def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:
     if any(a in ("-m", "--multirun") for a in overrides):
         raise UserError("resume= cannot be combined with --multirun; resume one run at a time")
     checkpoint.latest(run_dir)  # no checkpoint: say so before anything else
+    refuse_if_training(run_dir, f"resume={run_dir}")  # also: a manifest that does not parse, before anything is written
     cfg = app.load_run_config(run_dir, overrides)
     cfg.resume = str(run_dir)
     handover.send(cfg, run_dir)

@@ -208,7 +208,9 @@ def seal(meta: dict, staging: Path, reports: list[ArtifactReport], evaluation: d
 def staging_dir(out_dir: Path) -> Path:
     """A fresh sibling of `out_dir` to build a bundle in (install() moves it into place)."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
+    staging.chmod(0o755)  # mkdtemp's 0700 would keep the bundle from the robot's other users
+    return staging
 
 
 def install(staging: Path, out_dir: Path) -> None:

@@ -61,12 +61,28 @@ def test_export_refuses_a_users_file_or_folder_and_replaces_a_bundle(run):
     one_line_error(robolearn("export", f"run={run}", f"out={user_dir}", cwd=folder), "not a robolearn bundle")
     assert [p.name for p in user_dir.iterdir()] == ["a.txt"]
 
+    description = folder / "my_robot"  # a robot description folder that has a robot.yaml of its own
+    (description / "meshes").mkdir(parents=True)
+    (description / "robot.yaml").write_text("name: my_robot\njoints: [hip, knee]\n")
+    (description / "my_robot.urdf").write_text("<robot name='my_robot'/>")
+    (description / "meshes" / "base.stl").write_bytes(b"solid base")
+    before = snapshot(description)
+    one_line_error(robolearn("export", f"run={run}", f"out={description}", cwd=folder),
+                   "not a robolearn bundle (its robot.yaml is not a robolearn bundle's)")  # fmt: skip
+    assert snapshot(description) == before
+
     bundle = folder / "bundle"
-    for _ in range(2):  # a new path, then the bundle it made: replaced
+    for _ in range(2):  # a new path, then the bundle it made (with an engine built on the robot): replaced
         result = robolearn("export", f"run={run}", f"out={bundle}", cwd=folder)
         assert result.returncode == 0, result.stderr
-        assert (bundle / "robot.yaml").is_file()
+        assert (bundle / "robot.yaml").is_file() and bundle.stat().st_mode & 0o777 == 0o755
+        (bundle / "policy.fp16.local.engine").write_bytes(b"engine")
     assert not [p for p in folder.iterdir() if p.name.startswith(".bundle")]  # no staging left behind
+    (bundle / "notes.md").write_text("my notes on this policy")  # a bundle the user added to: not replaced
+    before = snapshot(bundle)
+    one_line_error(robolearn("export", f"run={run}", f"out={bundle}", cwd=folder),
+                   "(it holds files its robot.yaml does not list: notes.md)")  # fmt: skip
+    assert snapshot(bundle) == before
 
 
 def test_resume_drops_a_metrics_line_cut_short(run):
@@ -76,3 +92,38 @@ def test_resume_drops_a_metrics_line_cut_short(run):
     assert result.returncode == 0, result.stderr
     assert "dropped its last line" in result.stderr
     assert [json.loads(line)["iteration"] for line in metrics.read_text().splitlines()] == [1, 2]
+
+
+def test_a_run_being_trained_is_neither_moved_aside_nor_resumed_twice(run, tmp_path):
+    """The manifest names the process training the run (host, pid): while it lives, overwrite=true
+    and a second resume are refused in one line and the run is left as it was."""
+    import platform
+    import shutil
+    import subprocess
+    import sys
+
+    busy = shutil.copytree(run, tmp_path / "busy")
+    trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "robolearn", "train"])
+    try:
+        manifest = json.loads((busy / "manifest.json").read_text())
+        (manifest.get("resumes") or [manifest])[-1].update(host=platform.node(), pid=trainer.pid)  # the latest start
+        (busy / "manifest.json").write_text(json.dumps(manifest))
+        before = snapshot(busy)
+        for args in ([*NO_EXPORT, f"hydra.run.dir={busy}", "overwrite=true"], [f"resume={busy}", "runner.max_iterations=3"]):
+            one_line_error(robolearn("train", *args, cwd=tmp_path), f"{busy} is being trained right now by process "
+                           f"{trainer.pid} on this host")  # fmt: skip
+            assert snapshot(busy) == before
+    finally:
+        trainer.kill()
+        trainer.wait()
+
+
+def test_resume_with_an_unreadable_manifest_is_one_line_and_writes_nothing(run, tmp_path):
+    import shutil
+
+    broken = shutil.copytree(run, tmp_path / "broken")
+    (broken / "manifest.json").write_text("{bad")
+    before = snapshot(broken)
+    one_line_error(robolearn("train", f"resume={broken}", "runner.max_iterations=3", cwd=tmp_path),
+                   f"{broken / 'manifest.json'} is not a readable run manifest")  # fmt: skip
+    assert snapshot(broken) == before
