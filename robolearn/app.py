@@ -33,7 +33,7 @@ from robolearn.physics import learner_device, resolve_placement
 from robolearn.registry import get_task
 from robolearn.rl.models import ActorCritic, Controller
 from robolearn.rl.runner import OnPolicyRunner
-from robolearn.run_dir import refuse_existing_run
+from robolearn.run_dir import check_writable, refuse_existing_run
 
 # ONNX, ONNX Runtime and the evaluation are imported where they are used (the end of a run,
 # export, eval), so that a run starts training without paying for them.
@@ -319,9 +319,19 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
     if not path.is_file():
         raise UserError(f"{run_dir} is not a robolearn run directory (no config.yaml)")
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(TrainCfg), OmegaConf.load(path))
+        saved = OmegaConf.load(path)
+        if not isinstance(saved, DictConfig) or not isinstance(saved.get("task"), DictConfig):
+            raise ValueError("it holds no task: mapping (robolearn train writes one)")
+        cfg = OmegaConf.merge(OmegaConf.structured(TrainCfg), saved)
     except Exception as exc:
         raise UserError(f"cannot read {path}: {one_line(exc)}") from None
+    for override in overrides:
+        group, _, value = override.partition("=")
+        if group == "physics":
+            raise UserError(f"{override}: a resumed run takes plain keys; physics.backend={value} resumes it on another engine")
+        if group in ("task", "randomization"):
+            raise UserError(f"{override}: a resumed run keeps the task and randomization it was started with "
+                            f"({cfg.task.name}); start a new run for another")  # fmt: skip
     bad = [o for o in overrides if "=" not in o or o.startswith(("hydra.", "+", "~", "-"))]
     if bad:
         raise UserError(f"cannot apply '{bad[0]}' to a saved run: use plain key=value overrides")
@@ -379,6 +389,7 @@ def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = N
 
     if episodes < 1:
         raise UserError(f"episodes must be at least 1, got {episodes}")
+    check_writable(run_dir / "eval.json", "eval")  # before the evaluation, not after it
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes)
     try:
         metrics, _ = evaluate(env, Controller(actor_critic, env.num_envs, env.device))

@@ -50,6 +50,8 @@ def prune(folder: Path, keep: int) -> None:
 
 
 def load(path: Path) -> dict:
+    if not path.is_file():
+        raise UserError(f"checkpoint {path} " + ("is a directory, not a checkpoint file" if path.is_dir() else "does not exist"))
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for truncated or foreign files

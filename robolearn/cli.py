@@ -213,6 +213,14 @@ def _runs(args: list[str]) -> int:
     opts = _key_values(args, {"task": None, "root": None}, "runs")
     root = _path(opts["root"]) or RUNS
     runs = list_runs(root, opts["task"] or None)
+    if not runs and opts["task"]:
+        from robolearn.errors import UserError
+        from robolearn.registry import discover_tasks
+
+        tasks = discover_tasks()
+        if opts["task"] not in tasks:  # no run of it here, and no such task to start one with
+            raise UserError(f"no runs of task '{opts['task']}' under {root}/, and no such task is installed; valid: "
+                            f"{', '.join(sorted(tasks))}")  # fmt: skip
     print(format_runs(runs) if runs else no_runs_line(root, opts["task"] or None), end="")
     return 0
 
@@ -344,21 +352,43 @@ def main(argv: list[str] | None = None) -> int:
             print(f"robolearn {verb}: {exc.line()}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a further Ctrl-C must not break the exit (JAX's atexit)
-        if verb == "train":
-            print(f"robolearn {verb}: stopped at once (a second signal, or outside training); only checkpoints "
-                  f"written before can be resumed", file=sys.stderr)  # fmt: skip
-        else:
-            print(f"robolearn {verb}: stopped (Ctrl+C)", file=sys.stderr)
-        return 130
+        return _stopped(verb)
     except Exception as exc:
-        # a bundle error (the deploy runtime is imported only by the verbs that use it)
-        deploy = sys.modules.get("robolearn_deploy.errors")
-        message = str(exc) if deploy is not None and isinstance(exc, deploy.DeployError) else hydra_error_message(exc, rest)
+        if _interrupted(exc):
+            return _stopped(verb)
+        message = _error_message(exc, rest)
         if message is None:
             raise
     print(f"robolearn {verb}: error: {message}", file=sys.stderr)
     return 2
+
+
+def _interrupted(exc: BaseException | None) -> bool:
+    """Ctrl-C that a library turned into an error of its own (torch's ONNX exporter does)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _error_message(exc: Exception, rest: list[str]) -> str | None:
+    """A bundle error's or Hydra's one line; None for anything else (a bug: its traceback shows)."""
+    deploy = sys.modules.get("robolearn_deploy.errors")  # the deploy runtime is imported only by the verbs that use it
+    return str(exc) if deploy is not None and isinstance(exc, deploy.DeployError) else hydra_error_message(exc, rest)
+
+
+def _stopped(verb: str) -> int:
+    """Ctrl-C outside a training iteration: one line, exit 130."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a further Ctrl-C must not break the exit (JAX's atexit)
+    if verb == "train":
+        print(f"robolearn {verb}: stopped at once (a second signal, or outside training); only checkpoints "
+              f"written before can be resumed", file=sys.stderr)  # fmt: skip
+    else:
+        print(f"robolearn {verb}: stopped (Ctrl+C)", file=sys.stderr)
+    return 130
 
 
 if __name__ == "__main__":

@@ -52,14 +52,14 @@ def _nonzero(v) -> bool:
 
 
 RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "seed": (_non_negative, "an integer >= 0"),
+    "seed": (lambda v: 0 <= v < 2**32, "an integer 0..4294967295"),
     "run_name": (lambda v: re.fullmatch(r"[A-Za-z0-9._-]*", str(v)) is not None, "letters, digits, '.', '_' and '-'"),
     "logger": (lambda v: v in LOGGERS, ", ".join(LOGGERS)),
     "wandb.mode": (lambda v: v in ("", *WANDB_MODES), ", ".join(WANDB_MODES) + ", or empty for WANDB_MODE"),
     "wandb.project": (lambda v: bool(str(v).strip()), "a project name"),
     "env.num_envs": (_at_least_one, "an integer >= 1"),
     "env.state_limit": (_positive, "> 0"),
-    "physics.num_threads": (_non_negative, ">= 0 (0: every core)"),
+    "physics.num_threads": (lambda v: 0 <= v <= 4096, "0..4096 (0: every core)"),
     "physics.nconmax": (_non_negative, ">= 0 (0: derived from the model)"),
     "physics.njmax": (_non_negative, ">= 0 (0: derived from the model)"),
     "algo.learning_rate": (lambda v: 0 < v <= 1, "0 < learning_rate <= 1"),
@@ -88,7 +88,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "algo.rnn_num_layers": (_at_least_one, "an integer >= 1"),
     "algo.bptt_length": (_non_negative, "an integer >= 0 (0: the whole rollout)"),
     "runner.num_steps_per_env": (_at_least_one, "an integer >= 1"),
-    "runner.max_iterations": (_at_least_one, "an integer >= 1"),
+    "runner.max_iterations": (lambda v: 1 <= v <= 10**9, "an integer 1..1000000000"),
     "runner.save_interval": (_at_least_one, "an integer >= 1"),
     "runner.keep_checkpoints": (_at_least_one, "an integer >= 1"),
     "runner.episode_window": (_at_least_one, "an integer >= 1"),
@@ -101,9 +101,9 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "distributed.timeout_s": (_positive, "> 0 (seconds)"),
     # the task (the rules that need the model, e.g. joint names, run when the env is built);
     # `*` stands for any key at that level (a term, a group, a command)
-    "task.decimation": (_at_least_one, "an integer >= 1"),
+    "task.decimation": (lambda v: 1 <= v <= 1000, "an integer 1..1000 (physics steps per control step)"),
     "task.episode_length_s": (_positive, "> 0 (seconds)"),
-    "task.sim_dt": (_positive, "> 0 (seconds), or null for the model's own timestep"),
+    "task.sim_dt": (lambda v: 1e-6 <= v <= 0.1, "1e-06..0.1 (seconds), or null for the model's own timestep"),
     "task.observations.*.terms.*.scale": (_nonzero, "a number other than 0"),
     "task.observations.*.terms.*.clip": (_positive, "> 0, or null for no clip"),
     "task.observations.*.terms.*.noise.scale": (_non_negative, ">= 0"),

@@ -22,6 +22,11 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = ()) -> str | 
         return f"unknown {noun} '{name}'; valid: {', '.join(options)}"
     if isinstance(exc, (HydraException, OmegaConfBaseException)):
         message = one_line(exc)
+        if "LexerNoViableAltException" in message or "NoViableAltException" in message:
+            text = message.split(": ", 1)[-1].split(" ^")[0].strip()
+            key, _, value = text.partition("=")
+            return (f"cannot read the override {text}: a value with spaces, accents or other characters outside "
+                    f"letters, digits and / . _ - must be quoted; valid: '{key}=\"{value}\"'")  # fmt: skip
         merged = _merged_addition(message, one_line(exc.__cause__ or ""))
         if merged:
             return merged

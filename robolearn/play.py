@@ -27,6 +27,7 @@ import numpy as np
 from robolearn.command_script import CommandScript
 from robolearn.errors import UserError
 from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, set_state, tile
+from robolearn.run_dir import check_writable
 from robolearn.scene.floating_base import floating_base_addresses
 
 MODES = ("video", "viewer", "web")
@@ -104,9 +105,8 @@ def output_path(cfg: PlayCfg, default: Path) -> Path:
             raise UserError(f"out={path} already exists; choose a new file (play never replaces one)")
         if path.suffix.lower() != ".mp4":
             raise UserError(f"out={path} must end in .mp4")
+    check_writable(path.parent, "out")
     path.parent.mkdir(parents=True, exist_ok=True)
-    if not os.access(path.parent, os.W_OK):
-        raise UserError(f"out={path}: {path.parent} is not writable")
     return path
 
 
@@ -279,17 +279,19 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
     period = policy.bundle.control_period_s
     every = max(1, round(1.0 / (cfg.fps * period)))
     ticks = max(1, round(cfg.duration / period))
+    inputs = referee.commands()
+    name = next(iter(inputs), None)
+    if cfg.command is not None:  # before any file is opened
+        if name is None:
+            loop.close()
+            referee.close()
+            raise UserError("command=: the bundle's task has no command")
+        cfg.command.check_width(len(inputs[name]), name)
+        inputs = {name: np.asarray(cfg.command.at(0.0), dtype=np.float32)}
     renderer = FrameRenderer(model, cfg.camera, cfg.width, cfg.height)
     writer = Mp4Writer(out, cfg.width, cfg.height, 1.0 / (every * period))
     qpos, qvel = referee.initial_state()
     robot.reset(qpos, qvel)
-    inputs = referee.commands()
-    name = next(iter(inputs), None)
-    if cfg.command is not None:
-        if name is None:
-            raise UserError("command=: the bundle's task has no command")
-        cfg.command.check_width(len(inputs[name]), name)
-        inputs = {name: np.asarray(cfg.command.at(0.0), dtype=np.float32)}
     robot.inputs = dict(inputs)
     title = f"{policy.bundle.meta.get('task', bundle_dir.name)} | bundle {bundle_dir.name} (deploy runtime)"
     tripped: list[str] = []
@@ -317,6 +319,10 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
     started = time.perf_counter()
     try:
         loop.run(ticks, on_step)
+    except BaseException:
+        writer.close()
+        out.unlink(missing_ok=True)  # no half-written video left behind
+        raise
     finally:
         loop.close()
         referee.close()

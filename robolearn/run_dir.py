@@ -25,9 +25,11 @@ from robolearn.manifest import refuse_if_training
 
 RUN_CONTENTS = ("config.yaml", "manifest.json", "metrics.jsonl", "checkpoints", "export", "tensorboard")
 """What a training run writes; any of it in a directory means a run lives there."""
+HYDRA_LAUNCH = (".hydra", "train.log")
+"""What Hydra writes into the run directory at launch, before the run's own files."""
 
 
-def _writable_place(path: Path, what: str) -> None:
+def check_writable(path: Path, what: str) -> None:
     """Fail in one line if `path` cannot be created or written (a file on the way, no permission)."""
     probe = path
     while not probe.exists():
@@ -38,6 +40,14 @@ def _writable_place(path: Path, what: str) -> None:
         raise UserError(f"{what}={path}: {probe} is a file, not a directory")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UserError(f"{what}={path}: {probe} is not writable (permission denied)")
+
+
+def check_run_writable(run_dir: Path, what: str) -> None:
+    """Fail in one line, before any work, if the run directory or a folder in it that `what` (e.g.
+    resume=...) writes to is read-only."""
+    for folder in (run_dir, *(run_dir / name for name in ("checkpoints", "tensorboard", "export", "videos"))):
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise UserError(f"{what}: {folder} is not writable (permission denied)")
 
 
 def holds_run(path: Path) -> list[str]:
@@ -59,9 +69,13 @@ def claim_run_dir(path: Path, overwrite: bool = False) -> Path | None:
     moved aside first; returns where it went (None if nothing was moved)."""
     if path.exists() and not path.is_dir():
         raise UserError(f"hydra.run.dir={path} is a file; choose a directory for the run")
-    _writable_place(path, "hydra.run.dir")
+    check_writable(path, "hydra.run.dir")
     found = holds_run(path)
     if not found:
+        others = sorted(p.name for p in path.iterdir() if p.name not in HYDRA_LAUNCH) if path.is_dir() else []
+        if others:
+            raise UserError(f"hydra.run.dir={path} holds files that are not a run's ({', '.join(others[:3])}"
+                            f"{', ...' if len(others) > 3 else ''}); choose a new or empty directory for the run")  # fmt: skip
         return None
     if not overwrite:
         raise UserError(
@@ -102,7 +116,7 @@ def check_export_target(out: Path) -> None:
     if why:
         raise UserError(f"out={out} is a directory that is not a robolearn bundle ({why}); choose a new path "
                         "(or an existing bundle to replace)")  # fmt: skip
-    _writable_place(out, "out")
+    check_writable(out, "out")
     if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
         raise UserError(f"out={out} is not writable (permission denied)")
 

@@ -155,11 +155,31 @@ def run_episode(loop: ControlLoop, robot: MujocoRobot, referee: Referee, max_len
     return episode, report.compute_s
 
 
+MAX_STEPS_PER_TICK = 10_000
+"""The most physics steps sim2sim takes per control tick (a smaller timestep is a typo, not a test)."""
+
+
+def check_timestep(timestep: float, control_period: float | None) -> None:
+    """timestep= is a positive, finite number of seconds, at most the control period and at least
+    1/MAX_STEPS_PER_TICK of it."""
+    if not math.isfinite(timestep) or timestep <= 0:
+        raise UserError(f"timestep={timestep} is not valid; valid: a positive number of seconds (the physics step)")
+    if isinstance(control_period, (int, float)) and control_period > 0:
+        if timestep > control_period:
+            raise UserError(f"timestep={timestep} is longer than the policy's control period ({control_period} s); valid: "
+                            f"{control_period / MAX_STEPS_PER_TICK:.2g} to {control_period} s")  # fmt: skip
+        if timestep < control_period / MAX_STEPS_PER_TICK:
+            raise UserError(f"timestep={timestep} would take {control_period / timestep:.3g} physics steps per control "
+                            f"tick; valid: {control_period / MAX_STEPS_PER_TICK:.2g} to {control_period} s")  # fmt: skip
+
+
 def open_sim(bundle_dir: Path, realtime: bool = False, timestep: float | None = None, integrator: str | None = None,
              engine: str = "auto", seed: int = 0, log: Path | None = None) -> tuple[Policy, MujocoRobot, Referee, ControlLoop]:
     """The deploy runtime on the MuJoCo stand-in robot, and the task's referee, for a bundle."""
     policy = Policy(bundle_dir, engine=engine)  # verifies the bundle before anything runs
     meta = policy.bundle.meta
+    if timestep is not None:
+        check_timestep(timestep, meta.get("control_period_s"))
     timestep = timestep or meta.get("physics_dt_s")  # the training timestep unless another is asked for
     if not meta.get("model_file") or not (bundle_dir / "task.yaml").is_file():
         raise UserError(f"{bundle_dir} carries no robot model and task.yaml to simulate (an imported bundle gets them "

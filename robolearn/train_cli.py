@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from robolearn import distributed
 from robolearn.errors import UserError
 from robolearn.manifest import refuse_if_training
-from robolearn.run_dir import resolve_run
+from robolearn.run_dir import check_run_writable, resolve_run
 
 
 def train_verb(args: list[str]) -> int:
@@ -100,6 +100,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     overrides = as_merges(sweeps.sweeper_direction(overrides))
     if not multirun:
         _claim_run_dir(overrides)
+    else:
+        _claim_sweep_dir(overrides)
     failures: list[UserError] = []
 
     def job(cfg) -> float | None:
@@ -161,6 +163,19 @@ def _is_completion_flag(arg: str) -> bool:
     return flag == "-sc" or (len(flag) > 2 and "--shell-completion".startswith(flag))
 
 
+def _claim_sweep_dir(overrides: list[str]) -> None:
+    """An explicit hydra.sweep.dir is new, empty, or not a sweep's yet: a second sweep into one would
+    replace the first one's summary and job folders' numbering."""
+    dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.sweep.dir=")]
+    if not dirs or "${" in dirs[-1]:
+        return
+    path = Path(dirs[-1]).expanduser()
+    if path.exists() and not path.is_dir():
+        raise UserError(f"hydra.sweep.dir={path} is a file; choose a directory for the sweep")
+    if path.is_dir() and any(path.iterdir()):
+        raise UserError(f"hydra.sweep.dir={path} is not empty (an earlier sweep's?); choose a new directory for the sweep")
+
+
 def _claim_run_dir(overrides: list[str]) -> None:
     """An explicit hydra.run.dir is checked before Hydra writes its .hydra/ files into it."""
     from robolearn.run_dir import claim_run_dir
@@ -185,6 +200,7 @@ def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:
         raise UserError("resume= cannot be combined with --multirun; resume one run at a time")
     checkpoint.latest(run_dir)  # no checkpoint: say so before anything else
     refuse_if_training(run_dir, f"resume={run_dir}")  # also: a manifest that does not parse, before anything is written
+    check_run_writable(run_dir, f"resume={run_dir}")
     cfg = app.load_run_config(run_dir, overrides)
     cfg.resume = str(run_dir)
     handover.send(cfg, run_dir)

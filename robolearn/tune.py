@@ -54,6 +54,9 @@ def tune_verb(args: list[str]) -> int:
     cfg = _check(fixed, space)
     scheduler, mode = _scheduler(options, cfg, space, fixed)
     cpus, gpus = _number(options, "cpus_per_trial", float, 0), _number(options, "gpus_per_trial", float, 0)
+    if cpus <= 0:
+        raise UserError(f"tune.cpus_per_trial={options['cpus_per_trial']} is out of range; valid: a number > 0 "
+                        "(a trial's env and learner run on at least part of a core)")  # fmt: skip
     samples, concurrent = _number(options, "num_samples", int, 1), _number(options, "max_concurrent", int, 0)
     num_cpus = _number(options, "num_cpus", int, 1) if options["num_cpus"] else None
     address = options["address"] or os.environ.get("RAY_ADDRESS") or None
@@ -146,8 +149,11 @@ def _check(fixed: list[str], space: dict):
     from robolearn.objective import EVAL_PREFIX, check_objective
     from robolearn.tune_trial import format_value
 
-    sample = [f"{key}={format_value(grid(domain)[0] if grid(domain) else domain.sample())}" for key, domain in space.items()]
-    cfg = compose_train([*fixed, *sample])
+    sample = {key: format_value(grid(domain)[0] if grid(domain) else domain.sample()) for key, domain in space.items()}
+    cfg = compose_train([*fixed, *(f"{k}={v}" for k, v in sample.items())])
+    for key, domain in space.items():  # every grid value and each end of a range: a bad one fails here, not in trial 7
+        for value in _extremes(domain):
+            compose_train([*fixed, *(f"{k}={format_value(value) if k == key else v}" for k, v in sample.items())])
     if cfg.objective.metric.startswith(EVAL_PREFIX):
         raise UserError(f"objective.metric={cfg.objective.metric}: Tune's schedulers compare trials every iteration; "
                         f"valid: a metrics.jsonl column, e.g. mean_episode_return")  # fmt: skip
@@ -160,6 +166,18 @@ def _check(fixed: list[str], space: dict):
         finally:
             env.close()
     return cfg
+
+
+def _extremes(domain) -> list:
+    """The values of a grid or a choice, or the two ends of a sampled range."""
+    values = grid(domain) or categories(domain)
+    if values is not None:
+        return list(values)
+    lower, upper = getattr(domain, "lower", None), getattr(domain, "upper", None)
+    if lower is None or upper is None:
+        return []
+    integer = type(domain).__name__ == "Integer"  # randint's upper bound is exclusive
+    return [lower, upper - 1 if integer else upper]
 
 
 def _scheduler(options: dict, cfg, space: dict, fixed: list[str]):
@@ -285,6 +303,8 @@ def _number(options: dict, key: str, kind: type, minimum: float):
 def _folder(given: str) -> Path:
     folder = Path(given).expanduser() if given else Path("runs/tune") / datetime.datetime.now().strftime(
         "%Y-%m-%d_%H-%M-%S_%f")  # fmt: skip
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"tune.dir={folder} is a file; choose a new folder for the search")
     if folder.exists() and any(folder.iterdir()):
         raise UserError(f"tune.dir={folder} is not empty; choose a new folder (a search never writes over runs)")
     folder.mkdir(parents=True, exist_ok=True)

@@ -201,6 +201,8 @@ class Bundle:
 def read_verified(path: Path) -> dict:
     """robot.yaml, after checking the format, its own checksum and every listed file's checksum."""
     manifest = path / "robot.yaml"
+    if path.exists() and not path.is_dir():
+        raise DeployError(f"{path} is a file; a bundle is the directory export wrote (with robot.yaml in it)")
     if not path.is_dir():
         raise DeployError(f"bundle directory {path} does not exist")
     if not manifest.is_file():

@@ -13,6 +13,8 @@ Requires the `mujoco` package (`pip install robolearn-deploy[sim]`).
 
 from __future__ import annotations
 
+import math
+
 import time
 from pathlib import Path
 
@@ -50,8 +52,8 @@ class MujocoRobot(RobotInterface):
         except Exception as exc:
             raise DeployError(f"cannot load {mjcf}: {' '.join(str(exc).split())}") from None
         if timestep is not None:
-            if timestep <= 0:
-                raise DeployError(f"timestep must be positive, got {timestep}")
+            if not math.isfinite(timestep) or timestep <= 0:
+                raise DeployError(f"timestep must be a positive number of seconds, got {timestep}")
             self.model.opt.timestep = timestep
         if integrator is not None:
             if integrator.lower() not in INTEGRATORS:

@@ -82,7 +82,7 @@ class MujocoBackend(PhysicsBackend):
         """(the model each environment holds a copy of, what it leaves out or why it is the nominal
         one), once model fields are written per environment."""
         _install_warning_hook()
-        self.num_threads = num_threads or len(os.sched_getaffinity(0))
+        self.num_threads = min(num_threads or len(os.sched_getaffinity(0)), num_envs)  # no idle threads
         self.schedule = RolloutSchedule(model, num_envs, self.num_threads)
         self._models = [model] * num_envs
         self._per_env_models = False

@@ -141,6 +141,11 @@ def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
     (damaged("badckpt_run") / "checkpoints" / checkpoints[-1].name).write_bytes(b"\x00garbage")
     (damaged("emptyckpt_run") / "checkpoints" / checkpoints[-1].name).write_bytes(b"")
     (damaged("badcfg_run") / "config.yaml").write_text("task: [unclosed\n")
+    (damaged("emptycfg_run") / "config.yaml").write_text("")
+    (damaged("badmanifest_run") / "manifest.json").write_text("{bad")
+    (root / "robot_description" / "meshes").mkdir(parents=True)  # a robot's own folder with a robot.yaml of its own
+    (root / "robot_description" / "robot.yaml").write_text("name: my_robot\njoints: [hip, knee]\n")
+    (root / "robot_description" / "my_robot.urdf").write_text("<robot name='my_robot'/>\n")
     metrics = damaged("badmetrics_run") / "metrics.jsonl"
     metrics.write_text("garbage line\n" + metrics.read_text())
     (damaged("nobundle_onnx", "bundle") / "policy.onnx").unlink()
@@ -245,7 +250,9 @@ CASES: list[Case] = [
     cli("play_run_without_checkpoint", "play", "run={ws}/nockpt_run", expect=("no checkpoint in",), cls="file"),
     cli("play_tampered_bundle", "play", "bundle={ws}/tampered_bundle", expect=("policy.onnx does not match its sha256",), cls="file"),
     # configuration values: every schema field with a range, types, unknown keys and choices
-    train("seed_negative", "seed=-1", expect=("seed=-1 is out of range", "an integer >= 0")),
+    train("seed_negative", "seed=-1", expect=("seed=-1 is out of range", "an integer 0..4294967295")),
+    train("seed_too_large", "seed=99999999999999999999", expect=("seed=99999999999999999999 is out of range", "0..4294967295")),
+    train("decimation_huge", "task.decimation=100000000", expect=("task.decimation=100000000 is out of range", "1..1000")),
     train("seed_not_an_integer", "seed=1.5", expect=("seed", "1.5")),
     train("seed_text", "seed=abc", expect=("seed", "abc")),
     train("num_envs_zero", "env.num_envs=0", expect=("env.num_envs=0 is out of range", "an integer >= 1")),
@@ -387,6 +394,27 @@ CASES: list[Case] = [
     cli("resume_empty_checkpoint", "train", "resume={ws}/emptyckpt_run", expect=("unreadable", "move it away"), cls="file"),
     cli("resume_corrupt_config", "train", "resume={ws}/badcfg_run", expect=("config.yaml",), cls="file"),
     cli("resume_corrupt_metrics", "train", "resume={ws}/badmetrics_run", "runner.max_iterations=2", expect=("metrics.jsonl line 1 is not a metrics row",), cls="file"),
+    cli("export_out_is_a_robot_description", "export", "run={ws}/run", "out={ws}/robot_description", cls="file",
+        expect=("robot_description is a directory that is not a robolearn bundle", "its robot.yaml is not a robolearn bundle's")),  # fmt: skip
+    cli("export_checkpoint_missing", "export", "run={ws}/run", "checkpoint={ws}/nope.pt", expect=("nope.pt does not exist",), cls="file"),
+    cli("export_checkpoint_is_a_folder", "export", "run={ws}/run", "checkpoint={ws}/plain_dir", expect=("plain_dir is a directory",), cls="file"),
+    cli("resume_empty_config", "train", "resume={ws}/emptycfg_run", expect=("config.yaml", "holds no task"), cls="file"),
+    cli("resume_corrupt_manifest", "train", "resume={ws}/badmanifest_run", expect=("manifest.json is not a readable run manifest",), cls="file"),
+    cli("resume_another_task", "train", "resume={ws}/run", "task=pendulum", expect=("task=pendulum", "keeps the task", "start a new run")),
+    cli("resume_physics_group", "train", "resume={ws}/run", "physics=warp", expect=("physics.backend=warp",)),
+    cli("run_dir_is_a_users_folder", "train", *FAST, "hydra.run.dir={ws}/plain_dir", cls="file",
+        expect=("plain_dir holds files that are not a run's (readme.txt)", "new or empty directory")),  # fmt: skip
+    cli("sweep_dir_is_a_file", "train", "--multirun", *FAST, "seed=1,2", "hydra.sweep.dir={ws}/notes.txt", cls="file",
+        expect=("hydra.sweep.dir=", "notes.txt is a file")),  # fmt: skip
+    cli("sweep_dir_not_empty", "train", "--multirun", *FAST, "seed=1,2", "hydra.sweep.dir={ws}/plain_dir", cls="file",
+        expect=("plain_dir is not empty",)),  # fmt: skip
+    cli("unquoted_accented_path", "train", *FAST, "hydra.run.dir={ws}/ünï", expect=("must be quoted", "hydra.run.dir=\"")),
+    cli("runs_unknown_task", "runs", "task=cartpol", expect=("no runs of task 'cartpol'", "no such task is installed", "cartpole")),
+    cli("sim2sim_bundle_is_a_file", "sim2sim", "bundle={ws}/notes.txt", expect=("notes.txt is a file",), cls="file"),
+    cli("sim2sim_timestep_nan", "sim2sim", "bundle={ws}/bundle", "timestep=nan", expect=("timestep=nan is not valid", "positive")),
+    cli("sim2sim_timestep_tiny", "sim2sim", "bundle={ws}/bundle", "timestep=1e-9", expect=("physics steps per control tick", "valid:")),
+    cli("sim2sim_timestep_over_the_control_period", "sim2sim", "bundle={ws}/bundle", "timestep=1", expect=("longer than the policy's control period",)),
+    cli("play_command_on_a_task_without_one", "play", "bundle={ws}/bundle", "command=[1,0]", expect=("the bundle's task has no command",)),
     cli("sim2sim_corrupt_robot_yaml", "sim2sim", "bundle={ws}/badyaml_bundle", expect=("robot.yaml",), cls="file"),
     cli("sim2sim_bundle_without_onnx", "sim2sim", "bundle={ws}/nobundle_onnx", expect=("policy.onnx",), cls="file"),
     cli("sim2sim_tampered_onnx", "sim2sim", "bundle={ws}/tampered_bundle", expect=("policy.onnx",), cls="file"),

@@ -33,7 +33,7 @@ def one_line_error(result, *expected):
     (["seed=1,2"], ["seed"]),  # a sweep without --multirun
     (["task.asset=missing.xml"], ["MJCF file not found", "missing.xml"]),
     (["algo.gamma=1.5"], ["algo.gamma=1.5 is out of range; valid: 0 <= gamma <= 1"]),
-    (["seed=-1"], ["seed=-1 is out of range; valid: an integer >= 0"]),
+    (["seed=-1"], ["seed=-1 is out of range; valid: an integer 0..4294967295"]),
     (["algo.num_mini_batches=0"], ["algo.num_mini_batches=0 is out of range"]),
     (["runner.save_interval=0"], ["runner.save_interval=0 is out of range"]),
     # Hydra's completion scripts assume `python script.py`: refused rather than installed broken
