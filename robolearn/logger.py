@@ -1,7 +1,8 @@
 """Per-iteration outputs of a run: metrics.jsonl, the loggers (log_sinks.py: TensorBoard, W&B),
 training clips (train_clips.py) and a live progress line.
 
-On a terminal the progress is a bar; piped into a file, a plain line every 1/20 of the run:
+On a terminal the progress is a bar; piped into a file, a plain line every 1/20 of the run (and at
+least once a minute):
 
     iteration 40/200 | 12,345 steps/s | return 1.23 | length 45.0 | 0:01:10 elapsed, ETA 0:04:40 | runs/cartpole/...
 """
@@ -43,6 +44,10 @@ def shown_path(path: Path) -> str:
     return str(path) if relative.startswith("..") else relative
 
 
+PLAIN_EVERY_S = 60.0
+"""A plain progress line at least this often, however long the run (1/20 of a huge one is days)."""
+
+
 class RunLogger:
     """`sinks`: the loggers (log_sinks.open_sinks); `clips`: a train_clips.ClipRecorder or None."""
 
@@ -59,6 +64,7 @@ class RunLogger:
         self._total = total_iterations
         self._progress = None
         self._every = max(1, total_iterations // 20)
+        self._last_plain = self._started
         if progress and self._console.is_terminal:
             self._progress = Progress(
                 TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -86,9 +92,14 @@ class RunLogger:
         summary = f"{row['steps_per_s']:,.0f} steps/s | {episode_summary(row)}"
         if self._progress is not None:
             self._progress.update(self._task, completed=it, description=summary)
-        elif self._show_plain and (it % self._every == 0 or it == self._total):
+        elif self._show_plain and (it % self._every == 0 or it == self._total or self._quiet_for() > PLAIN_EVERY_S):
+            self._last_plain = time.perf_counter()
             self._console.print(f"iteration {it}/{self._total} | {summary} | {self._timing(it)} | {self._run_dir}",
                                 highlight=False, soft_wrap=True)  # fmt: skip
+
+    def _quiet_for(self) -> float:
+        """Seconds since the last plain progress line (or the start)."""
+        return time.perf_counter() - self._last_plain
 
     def _timing(self, it: int) -> str:
         """Elapsed time of this process, and the ETA from its mean iteration time so far."""
