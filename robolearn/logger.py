@@ -92,18 +92,18 @@ class RunLogger:
         summary = f"{row['steps_per_s']:,.0f} steps/s | {episode_summary(row)}"
         if self._progress is not None:
             self._progress.update(self._task, completed=it, description=summary)
-        elif self._show_plain and (it % self._every == 0 or it == self._total or self._quiet_for() > PLAIN_EVERY_S):
-            self._last_plain = time.perf_counter()
-            self._console.print(f"iteration {it}/{self._total} | {summary} | {self._timing(it)} | {self._run_dir}",
+        elif self._show_plain and self._plain_due(it, now := time.perf_counter()):
+            self._last_plain = now
+            self._console.print(f"iteration {it}/{self._total} | {summary} | {self._timing(it, now)} | {self._run_dir}",
                                 highlight=False, soft_wrap=True)  # fmt: skip
 
-    def _quiet_for(self) -> float:
-        """Seconds since the last plain progress line (or the start)."""
-        return time.perf_counter() - self._last_plain
+    def _plain_due(self, it: int, now: float) -> bool:
+        """A plain line every 1/20 of the run, at its end, and after a minute without one."""
+        return it % self._every == 0 or it == self._total or now - self._last_plain > PLAIN_EVERY_S
 
-    def _timing(self, it: int) -> str:
+    def _timing(self, it: int, now: float) -> str:
         """Elapsed time of this process, and the ETA from its mean iteration time so far."""
-        elapsed = time.perf_counter() - self._started
+        elapsed = now - self._started
         done = it - self._start_iteration
         eta = elapsed / done * (self._total - it) if done > 0 else 0.0
         return f"{clock(elapsed)} elapsed, ETA {clock(eta)}"

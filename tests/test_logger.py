@@ -116,3 +116,15 @@ def test_a_clip_renderer_that_fails_is_one_warning_and_training_goes_on(tmp_path
     logger.close()
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert warnings == ["warning: training clips are off: cannot render offscreen with MUJOCO_GL=egl (no EGL)"]
+
+
+def test_a_long_run_prints_a_plain_line_at_least_once_a_minute(tmp_path, capsys, monkeypatch):
+    """1,000 iterations print every 50th; an iteration more than a minute after the last line prints too."""
+    clock = iter([0.0, 10.0, 75.0, 80.0])
+    monkeypatch.setattr("robolearn.logger.time.perf_counter", lambda: next(clock))
+    logger = RunLogger(tmp_path, 1000, 0, progress=True)
+    for it in (1, 2, 3):
+        logger.log(row(it, 0))
+    logger.close()
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(" |")[0] for line in lines] == ["iteration 2/1000"]
