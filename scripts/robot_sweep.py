@@ -36,8 +36,8 @@ def default_template(model: Path) -> str:
         m = mujoco.MjModel.from_xml_path(str(model))
     except Exception:  # new-task reports the load error itself
         return "minimal"
-    free = any(m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE for j in range(m.njnt))
-    return "locomotion" if free or inspect_model(model, m).planar else "reach"
+    info = inspect_model(model, m)  # a free body that carries no joint (a loose object) is not a floating base
+    return "locomotion" if info.base or info.planar else "reach"
 
 
 def first_error(text: str) -> str:

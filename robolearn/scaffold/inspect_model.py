@@ -344,7 +344,9 @@ def _tip(info: ModelInfo, model: mujoco.MjModel, data: mujoco.MjData, base: int,
         return
     tip = max(leaves, key=lambda b: (chain_length(b), -b))
     info.tip = _name(model, mujoco.mjtObj.mjOBJ_BODY, tip) or None
-    tip_sites = [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip]
+    wrapped = {int(model.wrap_objid[w]) for w in range(model.nwrap) if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_SITE)}
+    # a site a tendon or muscle path runs through (MyoSuite's TRIlong-P5) is not an end effector
+    tip_sites = [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip and s not in wrapped]
     info.tip_site = _name(model, mujoco.mjtObj.mjOBJ_SITE, tip_sites[0]) or None if tip_sites else None
     tip_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == tip]
     if tip_geoms:
