@@ -287,8 +287,10 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
         base = int(model.jnt_bodyid[free])
         info.base = _name(model, mujoco.mjtObj.mjOBJ_BODY, base)
         info.free_qpos = int(model.jnt_qposadr[free])
-    else:  # the largest tree under the world
-        base = max(children[0], key=lambda b: len(subtree(children, b)), default=0)
+    else:  # the tree under the world with the most actuated joints (a kitchen's cabinets have none), then the largest
+        driven = {int(model.jnt_bodyid[int(model.actuator_trnid[a, 0])]) for a in range(model.nu)
+                  if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)}  # fmt: skip
+        base = max(children[0], key=lambda b: (len(driven & set(subtree(children, b))), len(subtree(children, b))), default=0)
     info.root = _name(model, mujoco.mjtObj.mjOBJ_BODY, base) if base else None
     robot = sorted(subtree(children, base)) if base else []
     info.mass = float(sum(model.body_mass[b] for b in robot))

@@ -173,7 +173,7 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
                           f"observations are the model's {len(plan.tracked)} joints")  # fmt: skip
     if info.loose:
         plan.lines.append(f"free body {info.loose} carries no joint and no actuator: a loose object, not the robot's "
-                          "base (the robot is the largest body tree under the world)")  # fmt: skip
+                          "base (the robot is the body tree under the world with the most actuated joints)")  # fmt: skip
     plan.joint_ranges = {name: by_name[name].range for name in plan.tracked if name in by_name and by_name[name].range}
     plan.constants.insert(0, _const("JOINTS", "(" + "".join(f"\n    {_q(name)}," for name in joints) + "\n)",
                                     "The joints the policy drives, in action order."))  # fmt: skip
@@ -331,6 +331,9 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
 
 def _plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:
     plan.base = info.root
+    if info.root == "" and not info.base:  # a fixed arm whose root body has no name: targets in the world's frame
+        plan.base = "world"
+        plan.lines.append("the arm's root body has no name: its end-effector targets are in the world's frame")
     if info.ee_sensor:
         s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, info.ee_sensor)
         site = int(model.sensor_objid[s])
