@@ -372,9 +372,11 @@ def _plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: 
                           f"'{site}' in the frame of {plan.base}")  # fmt: skip
     plan.workspace = _workspace(info, model, body, np.asarray(point, dtype=float), ref,
                                 _chain_joints(model, body, ref, plan.joints if plan.joint_actuators else None))
-    if all(high - low < 0.01 for low, high in plan.workspace):
+    moving = sum(high - low >= 0.01 for low, high in plan.workspace)
+    if moving < 2:  # a point, or a line (a gripper's slide): not an arm's reach
         what = f"sensor {plan.ee_sensor}'s site" if info.ee_sensor else f"body {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, body)}"
-        raise UserError(f"{info.path.name}: the end effector ({what}) does not move relative to {plan.base} with the joints "
+        how = "does not move" if moving == 0 else "moves along one line only"
+        raise UserError(f"{info.path.name}: the end effector ({what}) {how} relative to {plan.base} with the joints "
                         "the policy drives; the reach template needs actuators that move it (add them, or use --template "
                         "minimal)")  # fmt: skip
 
