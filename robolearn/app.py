@@ -382,13 +382,17 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
     return result.path
 
 
+MAX_EVAL_EPISODES = 65536
+"""eval runs one environment per episode, all at once."""
+
+
 def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = None) -> dict:
     """The deterministic policy over `episodes` episodes with the task's randomization on (native
     MuJoCo on the CPU); prints the metrics and writes them to <run>/eval.json."""
     from robolearn.evaluate import evaluate
 
-    if episodes < 1:
-        raise UserError(f"episodes must be at least 1, got {episodes}")
+    if not 1 <= episodes <= MAX_EVAL_EPISODES:
+        raise UserError(f"episodes={episodes} is out of range; valid: 1..{MAX_EVAL_EPISODES} (one environment per episode)")
     check_writable(run_dir / "eval.json", "eval")  # before the evaluation, not after it
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes)
     try:
