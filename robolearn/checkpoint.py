@@ -32,16 +32,25 @@ def list_checkpoints(folder: Path) -> list[Path]:
 
 
 def save_atomic(payload: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write a checkpoint whole or not at all; a write that fails (disk full, a folder made
+    read-only) is one line naming the last checkpoint that is intact."""
     tmp = path.with_name(path.name + ".tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
             torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        earlier = [p for p in list_checkpoints(path.parent) if p != path] if path.parent.is_dir() else []
+        last = f"the last intact one is {earlier[-1]}" if earlier else "no earlier checkpoint exists"
+        raise UserError(f"cannot write checkpoint {path} ({exc.strerror or one_line(exc)}); {last}") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def prune(folder: Path, keep: int) -> None:

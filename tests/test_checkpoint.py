@@ -57,3 +57,24 @@ def test_prune_keeps_newest(tmp_path):
         checkpoint.save_atomic({"iteration": it}, checkpoint.checkpoint_path(tmp_path, it))
     checkpoint.prune(tmp_path, keep=2)
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["iter_000004.pt", "iter_000005.pt"]
+
+
+def test_a_checkpoint_that_cannot_be_written_is_one_line_naming_the_last_intact_one(tmp_path, monkeypatch):
+    """Disk full while saving: no partial file is left, the earlier checkpoint is untouched, and the
+    error says which one a resume would use."""
+    import errno
+
+    ckpt = checkpoint
+    folder = tmp_path / "checkpoints"
+    ckpt.save_atomic({"iteration": 10}, folder / "iter_000010.pt")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(UserError, match=r"cannot write checkpoint .*iter_000020.pt \(No space left on device\); the last "
+                       r"intact one is .*iter_000010.pt"):  # fmt: skip
+        ckpt.save_atomic({"iteration": 20}, folder / "iter_000020.pt")
+    assert sorted(p.name for p in folder.iterdir()) == ["iter_000010.pt"]
+    monkeypatch.undo()
+    assert ckpt.load(folder / "iter_000010.pt")["iteration"] == 10
