@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import time
@@ -21,12 +22,14 @@ from pathlib import Path
 import yaml
 
 from robolearn.errors import UserError
-from robolearn.manifest import refuse_if_training
+from robolearn.manifest import alive, refuse_if_training
 
 RUN_CONTENTS = ("config.yaml", "manifest.json", "metrics.jsonl", "checkpoints", "export", "tensorboard")
 """What a training run writes; any of it in a directory means a run lives there."""
-HYDRA_LAUNCH = (".hydra", "train.log")
-"""What Hydra writes into the run directory at launch, before the run's own files."""
+LOCK = "train.lock"
+"""Held by the process that trains or resumes a run from the command line (its pid), removed at its exit."""
+HYDRA_LAUNCH = (".hydra", "train.log", LOCK)
+"""What Hydra writes into the run directory at launch, before the run's own files (and the lock)."""
 
 
 def check_writable(path: Path, what: str) -> None:
@@ -40,6 +43,49 @@ def check_writable(path: Path, what: str) -> None:
         raise UserError(f"{what}={path}: {probe} is a file, not a directory")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UserError(f"{what}={path}: {probe} is not writable (permission denied)")
+
+
+_held: list[Path] = []
+"""The run locks this process holds (release_run_locks, or at exit)."""
+
+
+def release_run_locks() -> None:
+    """Remove the locks this process took (the train verb does when it returns or fails)."""
+    while _held:
+        try:
+            _held.pop().unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+atexit.register(release_run_locks)
+
+
+def lock_run_dir(path: Path, what: str) -> None:
+    """Hold `path` for this process until it exits (train.lock, with its pid): a second training or
+    resume started into it meanwhile is refused in one line, even when both start at once (the
+    manifest that also tells is written only once training starts). A lock left by a process that
+    no longer runs is taken over."""
+    path.mkdir(parents=True, exist_ok=True)
+    lock = path / LOCK
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and alive(pid):
+                raise UserError(f"{path} is being trained right now by process {pid} on this host: {what} would mix two "
+                                f"trainings in one run; wait for it or stop it first") from None  # fmt: skip
+            lock.unlink(missing_ok=True)  # its process is gone
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+        _held.append(lock)
+        return
+    raise UserError(f"{path}: cannot take {LOCK} (another process keeps making it); try again")
 
 
 def check_run_writable(run_dir: Path, what: str) -> None:

@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from robolearn import distributed
 from robolearn.errors import UserError
 from robolearn.manifest import refuse_if_training
-from robolearn.run_dir import check_run_writable, resolve_run
+from robolearn.run_dir import check_run_writable, lock_run_dir, release_run_locks, resolve_run
 
 
 def train_verb(args: list[str]) -> int:
@@ -33,6 +33,7 @@ def train_verb(args: list[str]) -> int:
             return _lead(list(args), handover)
         finally:
             handover.release()
+            release_run_locks()
     finally:
         ranks.close()
 
@@ -178,7 +179,7 @@ def _claim_sweep_dir(overrides: list[str]) -> None:
 
 def _claim_run_dir(overrides: list[str]) -> None:
     """An explicit hydra.run.dir is checked before Hydra writes its .hydra/ files into it."""
-    from robolearn.run_dir import claim_run_dir
+    from robolearn.run_dir import claim_run_dir, lock_run_dir
 
     run_dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.run.dir=")]
     flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
@@ -186,6 +187,7 @@ def _claim_run_dir(overrides: list[str]) -> None:
         raise UserError(f"overwrite={flags[-1]} is not valid: use overwrite=true or overwrite=false")
     if run_dirs and "${" not in run_dirs[-1]:
         aside = claim_run_dir(Path(run_dirs[-1]).expanduser(), overwrite=bool(flags) and flags[-1] == "true")
+        lock_run_dir(Path(run_dirs[-1]).expanduser(), f"hydra.run.dir={run_dirs[-1]}")  # before Hydra writes into it
         if aside is not None:
             print(f"moved the run that was in {run_dirs[-1]} aside to {aside}")
 
@@ -201,6 +203,7 @@ def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:
     checkpoint.latest(run_dir)  # no checkpoint: say so before anything else
     refuse_if_training(run_dir, f"resume={run_dir}")  # also: a manifest that does not parse, before anything is written
     check_run_writable(run_dir, f"resume={run_dir}")
+    lock_run_dir(run_dir, f"resume={run_dir}")
     cfg = app.load_run_config(run_dir, overrides)
     cfg.resume = str(run_dir)
     handover.send(cfg, run_dir)

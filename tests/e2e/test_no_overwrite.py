@@ -127,3 +127,26 @@ def test_resume_with_an_unreadable_manifest_is_one_line_and_writes_nothing(run, 
     one_line_error(robolearn("train", f"resume={broken}", "runner.max_iterations=3", cwd=tmp_path),
                    f"{broken / 'manifest.json'} is not a readable run manifest")  # fmt: skip
     assert snapshot(broken) == before
+
+
+def test_a_run_directory_is_locked_while_a_command_line_trains_into_it(tmp_path):
+    """train.lock (with the pid) is held from before Hydra writes until the process exits: a second
+    training started into the directory at the same moment is refused, not mixed in; a lock whose
+    process is gone is taken over and removed at the end."""
+    import subprocess
+    import sys
+
+    held = tmp_path / "held"
+    held.mkdir()
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "robolearn", "train"])
+    try:
+        (held / "train.lock").write_text(f"{owner.pid}\n")
+        one_line_error(robolearn("train", *NO_EXPORT, f"hydra.run.dir={held}", cwd=tmp_path),
+                       f"{held} is being trained right now by process {owner.pid}")  # fmt: skip
+        assert sorted(p.name for p in held.iterdir()) == ["train.lock"]  # Hydra wrote nothing
+    finally:
+        owner.kill()
+        owner.wait()
+    result = robolearn("train", *NO_EXPORT, f"hydra.run.dir={held}", cwd=tmp_path)  # the lock's process is gone
+    assert result.returncode == 0, result.stderr
+    assert not (held / "train.lock").exists() and (held / "manifest.json").is_file()
