@@ -9,6 +9,8 @@
   description folder with its own robot.yaml is not a bundle.
 - A file where a directory should be, or a place that cannot be written, is one line, not a
   traceback.
+- While a command line trains or resumes a run, its directory holds train.lock (the process id):
+  a second training or resume into it is refused, even when both start at the same moment.
 """
 
 from __future__ import annotations
