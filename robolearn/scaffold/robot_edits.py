@@ -136,7 +136,7 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
                               "'actuator'), which it must apply as the MJCF does")  # fmt: skip
         if not named:
             plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
-        idle = [j.name for j in info.joints if j.name not in joints]
+        idle = [j.name for j in info.joints if j.name not in joints and j.name not in {b.name for b in info.planar}]
         if plan.joint_actuators and idle:
             plan.lines.append(f"joints no actuator drives: {_short(idle)} (they move only when pushed; add actuators "
                               "in the MJCF or robot.py if the robot drives them)")  # fmt: skip
