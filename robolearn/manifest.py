@@ -120,9 +120,13 @@ def refuse_if_training(run_dir: Path, what: str) -> None:
     manifest = read_manifest(run_dir)
     pid = trainer_pid(manifest) if manifest else None
     if pid is not None:
-        raise UserError(f"{run_dir} is being trained right now by process {pid} on this host: {what} would mix two "
-                        "trainings in one run; wait for it or stop it first (Ctrl-C, or kill -INT "
-                        f"{pid}: it saves a checkpoint)")  # fmt: skip
+        raise UserError(busy_line(run_dir, pid, what))
+
+
+def busy_line(run_dir: Path, pid: int, what: str) -> str:
+    """The one line that refuses `what` because process `pid` trains `run_dir` now."""
+    return (f"{run_dir} is being trained right now by process {pid} on this host: {what} would mix two trainings in "
+            f"one run; wait for it or stop it first (Ctrl-C, or kill -INT {pid}: it saves a checkpoint)")
 
 
 def write_manifest(run_dir: Path, entry: dict) -> Path:

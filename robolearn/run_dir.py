@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from robolearn.errors import UserError
-from robolearn.manifest import alive, refuse_if_training
+from robolearn.manifest import alive, busy_line, refuse_if_training
 
 RUN_CONTENTS = ("config.yaml", "manifest.json", "metrics.jsonl", "checkpoints", "export", "tensorboard")
 """What a training run writes; any of it in a directory means a run lives there."""
@@ -79,8 +79,7 @@ def lock_run_dir(path: Path, what: str) -> None:
             except (OSError, ValueError):
                 pid = 0
             if pid and alive(pid):
-                raise UserError(f"{path} is being trained right now by process {pid} on this host: {what} would mix two "
-                                f"trainings in one run; wait for it or stop it first") from None  # fmt: skip
+                raise UserError(busy_line(path, pid, what)) from None
             lock.unlink(missing_ok=True)  # its process is gone
             continue
         with os.fdopen(fd, "w") as f:

@@ -118,11 +118,9 @@ def _copy_model(source: Path, package: Path) -> tuple[Path, str | None]:
     """Copy an MJCF and the files it loads (relative paths kept) into the package; the model's path
     there, and a report line where the model reached outside its folder (then the package holds
     its compiled MJCF, includes inlined, with those files copied under meshes/ and textures/)."""
-    load_spec(source)  # MuJoCo's own message for a file it cannot read
+    compile_spec(load_spec(source), source)  # MuJoCo's own one line for a model it cannot read or compile
     outside = outside_files(source)
     if outside:
-        spec = load_spec(source)
-        compile_spec(spec, source)
         write_compiled(source, package, source.name, reserved=("__init__.py", "robot.py", "terms.py"))
         shown = ", ".join(p.as_posix() for p in outside[:2]) + (", ..." if len(outside) > 2 else "")
         return package / source.name, (f"{source.name} loads files outside its folder ({shown}): the package "
