@@ -26,9 +26,10 @@
 #                                           now: terrain level over time), the rough table (the
 #                                           blocks' cost on warp), and where the physics phase loses
 #                                           to the bare engine (scripts/profile_physics_gap.py)
-#   bash scripts/gpu_acceptance.sh lease15c   ~6 minutes: where two eager quadruped envs first differ
-#                                           (scripts/determinism_probe.py), the flat table with the
-#                                           like-for-like raw column, the graph-vs-eager test again
+#   bash scripts/gpu_acceptance.sh lease15c   ~8.5 minutes: a cold-cache walk (seed 0) with the kernels
+#                                           compiled ahead in parallel, where two eager quadruped envs
+#                                           first differ (scripts/determinism_probe.py), the flat table
+#                                           with the like-for-like raw column, the graph-vs-eager test again
 set -uo pipefail
 source /root/gpu-env.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache MUJOCO_GL=glfw
@@ -46,6 +47,28 @@ versions() {
 # the lease rows: seconds left before the call's deadline, at most $1 and at least 1 (timeout 0 means no limit)
 deadline=$(( $(date +%s) + ${LEASE_SECONDS:-510} ))
 left() { local l=$(( deadline - $(date +%s) )); echo $(( l < 1 ? 1 : (l < $1 ? l : $1) )); }
+
+walk() {  # seed, time limit: train 300 iterations as a user would, the launch time beside the run
+  # (WALK_CACHE: a Warp kernel cache other than the shared one, e.g. an empty one for a cold start)
+  [ "$(left 60)" -lt 60 ] && { echo "seed $1: skipped, under 60 s left"; return; }
+  local t0=$(date +%s) rc
+  mkdir -p /root/walk$1 && date +%s.%N > /root/walk$1/launch_epoch
+  WARP_CACHE_PATH=${WALK_CACHE:-$WARP_CACHE_PATH} timeout $(left $2) python3 -m robolearn.cli train task=quadruped_flat physics=warp \
+    env.num_envs=${WALK_ENVS:-4096} seed=$1 algo.cuda_graph=${WALK_GRAPH:-true} runner.max_iterations=${WALK_ITERS:-300} \
+    runner.save_interval=20 runner.keep_checkpoints=100000 runner.progress=false runner.export_onnx=false \
+    hydra.run.dir=/root/walk$1/run > /root/walk$1/train.log 2>&1
+  rc=$?; echo "seed $1: exit $rc after $(( $(date +%s) - t0 )) s"; grep -v "^Warp\|^Module" /root/walk$1/train.log | tail -3
+  # the model weights only (the env's and optimizer's state are ~20 MB a checkpoint), file times kept
+  python3 - /root/walk$1/run/checkpoints <<'PY'
+import os, sys, torch
+from pathlib import Path
+for f in sorted(Path(sys.argv[1]).glob("iter_*.pt")):
+  p, st = torch.load(f, map_location="cpu", weights_only=True), f.stat()
+  torch.save({k: p[k] for k in ("format", "iteration", "env_steps", "wall_time_s", "model")}, f)
+  os.utime(f, (st.st_atime, st.st_mtime))
+PY
+  tar -C /root/walk$1 -czf "$OUT/walk$1.tgz" launch_epoch train.log run
+}
 
 case ${1:?checks, bench-rough, compile, walk, startup, rough, lease15, lease15b or lease15c} in
 checks)
@@ -123,26 +146,6 @@ rough)
 lease15)
   # each step is cut at the call's deadline (LEASE_SECONDS, ~8.5 minutes after the start)
   versions
-  walk() {  # seed, time limit: train 300 iterations as a user would, the launch time beside the run
-    [ "$(left 60)" -lt 60 ] && { echo "seed $1: skipped, under 60 s left"; return; }
-    local t0=$(date +%s) rc
-    mkdir -p /root/walk$1 && date +%s.%N > /root/walk$1/launch_epoch
-    timeout $(left $2) python3 -m robolearn.cli train task=quadruped_flat physics=warp \
-      env.num_envs=${WALK_ENVS:-4096} seed=$1 algo.cuda_graph=${WALK_GRAPH:-true} runner.max_iterations=${WALK_ITERS:-300} \
-      runner.save_interval=20 runner.keep_checkpoints=100000 runner.progress=false runner.export_onnx=false \
-      hydra.run.dir=/root/walk$1/run > /root/walk$1/train.log 2>&1
-    rc=$?; echo "seed $1: exit $rc after $(( $(date +%s) - t0 )) s"; grep -v "^Warp\|^Module" /root/walk$1/train.log | tail -3
-    # the model weights only (the env's and optimizer's state are ~20 MB a checkpoint), file times kept
-    python3 - /root/walk$1/run/checkpoints <<'PY'
-import os, sys, torch
-from pathlib import Path
-for f in sorted(Path(sys.argv[1]).glob("iter_*.pt")):
-    p, st = torch.load(f, map_location="cpu", weights_only=True), f.stat()
-    torch.save({k: p[k] for k in ("format", "iteration", "env_steps", "wall_time_s", "model")}, f)
-    os.utime(f, (st.st_atime, st.st_mtime))
-PY
-    tar -C /root/walk$1 -czf "$OUT/walk$1.tgz" launch_epoch train.log run
-  }
   walk 0 180
   timeout $(left 220) python3 -m pytest -q -rA -p no:cacheprovider tests/gpu \
     tests/physics/test_warp_refresh.py tests/rl/test_iteration_clock.py -k "not compiled" > "$OUT/gpu_tests.log" 2>&1
@@ -167,9 +170,12 @@ lease15b)
   cp /root/rough/run/metrics.jsonl "$OUT/rough_metrics.jsonl"
   ;;
 lease15c)
-  # which part of a quadruped step is not reproducible (engine field or torch op), then the flat table
-  # with the like-for-like raw column, then the graph-vs-eager test naming nondeterministic torch ops
+  # a cold start first (an empty kernel cache, kernels compiled ahead in parallel:
+  # robolearn/physics/warp_kernels.py), its checkpoints scored on the CPU for the cold time to walking;
+  # then which part of a quadruped step is not reproducible (engine field or torch op), the flat table
+  # with the like-for-like raw column, and the graph-vs-eager test naming nondeterministic torch ops
   versions
+  WALK_CACHE=/root/warp-cold-$RANDOM walk 0 150
   for task in quadruped_flat quadruped_rough; do
     timeout $(left 60) python3 scripts/determinism_probe.py --task $task --out "$OUT/determinism.jsonl" 2>&1 \
       | grep -v "^Warp\|^Module" | grep -E '"first_step"|"engine"|"observations"' | head -3

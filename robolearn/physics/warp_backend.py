@@ -40,6 +40,7 @@ from robolearn.errors import UserError
 from robolearn.physics.base import (INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr,
                                     unsupported_model)
 from robolearn.physics.contact_budget import buffer_sizes
+from robolearn.physics.warp_kernels import compile_ahead
 
 wp.config.log_level = wp.LOG_WARNING
 wp.config.quiet = True
@@ -150,10 +151,21 @@ class WarpBackend(PhysicsBackend):
         self._work: dict[str, object] = {}
         self.graph_safe = self.device.type == "cuda"
         self.refreshes = model.nsensordata > 0
+        with self._scope():  # the kernels of a reset, a forward and a step, compiled in parallel
+            compile_ahead(self._first_calls)
         self._run("reset", lambda: mjw.reset_data(self.m, self.d, self._wp_reset_mask))
         self._reset_mask.fill_(True)
         self._run("reset", None)
         self._run("forward", lambda: mjw.forward(self.m, self.d))
+
+    def _first_calls(self) -> None:
+        """What the first reset and step launch, and set_const (inertial randomization): recorded by
+        compile_ahead, whose pass runs no kernel (the Model is only written by kernels; the Data
+        is reset right after)."""
+        mjw.reset_data(self.m, self.d, self._wp_reset_mask)
+        mjw.forward(self.m, self.d)
+        mjw.step(self.m, self.d)
+        mjw.set_const(self.m, self.d)
 
     def _torch_stream(self) -> wp.Stream:
         stream = torch.cuda.current_stream(self.device)
