@@ -78,13 +78,17 @@ class ModelInfo:
     """The body of the free joint (the floating base), None for a fixed-base model."""
     loose: str | None = None
     """A free body that carries no joint and no actuator (an object to push or pick): not the base."""
+    mocap_welds: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """Active weld/connect constraints between a mocap body and the robot: (the constraint's two
+    bodies or sites as the MJCF names them, the mocap body, the robot's body)."""
     root: str | None = None
     """The top body of the robot's tree (the floating base, or where one would go)."""
     root_joints: list[str] = field(default_factory=list)
     """Joints of the root body itself when it has no free joint (a planar base's, or a fixed-base
     arm's first joint)."""
     planar: list[BaseJoint] = field(default_factory=list)
-    """The root body's joints when they include a horizontal slide (a planar robot), else empty."""
+    """The root body's joints no actuator drives when they include a horizontal slide (a planar
+    robot), else empty."""
     imu_site: str | None = None
     """A site of the base carrying a gyro, accelerometer or framequat sensor."""
     feet: list[Foot] = field(default_factory=list)
@@ -181,10 +185,14 @@ def _actuator_kind(model: mujoco.MjModel, a: int) -> str:
 
 
 def _planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[list[str], list[BaseJoint]]:
-    """The root body's own joints, and their roles when one of them is a horizontal slide (a planar
-    robot: it moves along the floor on that slide)."""
-    joints = range(int(model.body_jntadr[body]), int(model.body_jntadr[body] + model.body_jntnum[body]))
-    names = [_name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in joints]
+    """The root body's own joints, and the roles of those no actuator drives when one of them is a
+    horizontal slide (a planar robot: it moves along the floor on that slide). A driven slide is a
+    rail (a cart's, a gantry's): the robot drives it, nothing about it is a base that moves freely."""
+    all_joints = range(int(model.body_jntadr[body]), int(model.body_jntadr[body] + model.body_jntnum[body]))
+    names = [_name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in all_joints]
+    driven = {int(model.actuator_trnid[a, 0]) for a in range(model.nu)
+              if int(model.actuator_trntype[a]) in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))}  # fmt: skip
+    joints = [j for j in all_joints if j not in driven]
     axes = {}
     for j in joints:
         if int(model.jnt_type[j]) not in _ONE_DOF:
@@ -196,7 +204,8 @@ def _planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple
         return names, []
     forward = max(horizontal, key=lambda j: (abs(axes[j][0]), -j))  # the slide closest to the world's x
     found = []
-    for j, name in zip(joints, names):
+    for j in joints:
+        name = _name(model, mujoco.mjtObj.mjOBJ_JOINT, j)
         vertical = abs(axes[j][2]) > 0.7
         if j in slide:
             role = "forward" if j == forward else "height" if vertical else "lateral"
@@ -237,6 +246,29 @@ def _feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int
             feet.append(Foot(name, tuple(round(float(v), 4) for v in local), round(radius, 4),
                              sensors[0][1] if sensors else None))  # fmt: skip
     return feet
+
+
+def _mocap_welds(model: mujoco.MjModel, robot: set[int]) -> list[tuple[str, str, str, str]]:
+    """Active weld and connect constraints that tie a body of `robot` to a mocap body (what
+    gymnasium-robotics' Fetch and hands are moved by: a controller writes the mocap pose)."""
+    body, site = int(mujoco.mjtObj.mjOBJ_BODY), int(mujoco.mjtObj.mjOBJ_SITE)
+    found = []
+    for e in range(model.neq):
+        if not model.eq_active0[e] or int(model.eq_type[e]) not in (int(mujoco.mjtEq.mjEQ_WELD), int(mujoco.mjtEq.mjEQ_CONNECT)):
+            continue
+        ids, kind = (int(model.eq_obj1id[e]), int(model.eq_obj2id[e])), int(model.eq_objtype[e])
+        if kind == site:
+            bodies, names = [int(model.site_bodyid[i]) for i in ids], [_name(model, mujoco.mjtObj.mjOBJ_SITE, i) for i in ids]
+        elif kind in (body, int(mujoco.mjtObj.mjOBJ_XBODY)):
+            bodies, names = list(ids), [_name(model, mujoco.mjtObj.mjOBJ_BODY, i) for i in ids]
+        else:
+            continue
+        mocap = [b for b in bodies if model.body_mocapid[b] >= 0]
+        held = [b for b in bodies if b in robot]
+        if mocap and held:
+            found.append((names[0], names[1], _name(model, mujoco.mjtObj.mjOBJ_BODY, mocap[0]),
+                          _name(model, mujoco.mjtObj.mjOBJ_BODY, held[0])))  # fmt: skip
+    return found
 
 
 def _carries_robot(model: mujoco.MjModel, body: int, children: dict[int, list[int]]) -> bool:
@@ -293,6 +325,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
         base = max(children[0], key=lambda b: (len(driven & set(subtree(children, b))), len(subtree(children, b))), default=0)
     info.root = _name(model, mujoco.mjtObj.mjOBJ_BODY, base) if base else None
     robot = sorted(subtree(children, base)) if base else []
+    info.mocap_welds = _mocap_welds(model, set(robot))
     info.mass = float(sum(model.body_mass[b] for b in robot))
     info.has_home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0
     info.has_floor = has_ground(model)

@@ -171,6 +171,14 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     if not joints and plan.tracked:
         plan.lines.append(f"no actuator drives a joint directly (tendons, muscles): the task's joint targets and "
                           f"observations are the model's {len(plan.tracked)} joints")  # fmt: skip
+    if info.mocap_welds:
+        plan.steps.append("release_mocap_welds")
+        pairs = "".join(f"\n    ({_q(a)}, {_q(b)})," for a, b, _, _ in info.mocap_welds)
+        plan.constants.append(_const("MOCAP_WELDS", f"({pairs}\n)", "Weld/connect constraints (their two bodies or "
+                                     "sites) that tie the robot to a mocap body: turned off by apply()."))  # fmt: skip
+        held = ", ".join(f"{m} holds {b}" for _, _, m, b in info.mocap_welds)
+        plan.lines.append(f"mocap welds: {held} -> turned off (nothing moves a mocap body in a robolearn task, so "
+                          "the weld would pin the robot against the policy; MOCAP_WELDS in robot.py)")  # fmt: skip
     if info.loose:
         plan.lines.append(f"free body {info.loose} carries no joint and no actuator: a loose object, not the robot's "
                           "base (the robot is the body tree under the world with the most actuated joints)")  # fmt: skip
@@ -227,10 +235,13 @@ def _plan_base(plan: RobotPlan, info: ModelInfo) -> None:
     elif info.base:
         plan.lines.append(f"floating base: body {info.base} (free joint)")
     elif info.root_joints:
+        held = ", ".join(n or "<unnamed>" for n in info.root_joints)
+        driven = [f"{a.joint} by {a.name}" for a in info.actuators if a.joint in info.root_joints]
+        why = (f"driven ({', '.join(driven)}: a rail or a mount the robot moves, not a base that moves freely)"
+               if driven else "none of them a horizontal slide no actuator drives")  # fmt: skip
         raise UserError(f"the locomotion template needs a robot that moves freely or on a planar base (a horizontal "
-                        f"slide joint); {info.path.name}'s root body {info.root} is held by "
-                        f"{', '.join(n or '<unnamed>' for n in info.root_joints)} with none: use --template minimal "
-                        "or reach")  # fmt: skip
+                        f"slide joint no actuator drives); {info.path.name}'s root body {info.root} is held by {held}, "
+                        f"{why}: use --template minimal or reach")  # fmt: skip
     elif info.root:
         plan.steps.append("add_free_joint")
         plan.lines.append(f"floating base: missing -> added a free joint on the root body {info.root}")
@@ -331,9 +342,11 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
 
 def _plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:
     plan.base = info.root
-    if info.root == "" and not info.base:  # a fixed arm whose root body has no name: targets in the world's frame
+    own = [name for name in info.root_joints if name in plan.tracked]  # the arm's first joints: on its root body
+    if not info.base and (info.root == "" or own):  # targets in the world's frame
         plan.base = "world"
-        plan.lines.append("the arm's root body has no name: its end-effector targets are in the world's frame")
+        why = "has no name" if info.root == "" else f"turns or slides on joints the policy drives ({', '.join(own)})"
+        plan.lines.append(f"the arm's root body {why}: its end-effector targets are in the world's frame")
     if info.ee_sensor:
         s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, info.ee_sensor)
         site = int(model.sensor_objid[s])

@@ -16,12 +16,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mujoco
 import pytest
 
 from robolearn import cli
 from robolearn.errors import UserError
 from robolearn.paths import assets_dir
 from robolearn.scaffold import new_task
+from robolearn.scaffold.inspect_model import inspect_model
 
 from .conftest import robolearn
 
@@ -180,10 +182,23 @@ def test_the_locomotion_template_refuses_a_robot_held_by_a_hinge(tmp_path):
       <body name="tip" pos="0 0 -0.5"><joint name="knee" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.04"/>
       </body></body></worldbody><actuator><motor joint="knee"/></actuator></mujoco>""")
     with pytest.raises(UserError, match="the locomotion template needs a robot that moves freely or on a planar base "
-                       r"\(a horizontal slide joint\); pendulum.xml's root body link is held by swing with none: "
-                       "use --template minimal or reach"):  # fmt: skip
+                       r"\(a horizontal slide joint no actuator drives\); pendulum.xml's root body link is held by "
+                       "swing, none of them a horizontal slide no actuator drives: use --template minimal or reach"):  # fmt: skip
         new_task("swinging", "locomotion", robot=tmp_path / "pendulum.xml", out=tmp_path / "pkg")
     assert not (tmp_path / "pkg").exists()
+
+
+def test_the_locomotion_template_refuses_a_cart_on_a_driven_rail(tmp_path):
+    """The cart-pole's slide is driven (a rail): not a planar base to walk on. Without its actuator the
+    same slide moves freely, and the cart is a planar base."""
+    with pytest.raises(UserError, match="cartpole.xml's root body cart is held by slider, driven \\(slider by slide: a "
+                       "rail or a mount the robot moves, not a base that moves freely\\): use --template minimal or reach"):  # fmt: skip
+        new_task("rail", "locomotion", robot=assets_dir() / "cartpole.xml", out=tmp_path / "pkg")
+    assert not (tmp_path / "pkg").exists()
+    text = re.sub(r"<actuator>.*</actuator>", "", (assets_dir() / "cartpole.xml").read_text(), flags=re.S)
+    (tmp_path / "cart.xml").write_text(text)
+    info = inspect_model(tmp_path / "cart.xml", mujoco.MjModel.from_xml_string(text))
+    assert [(b.name, b.role) for b in info.planar] == [("slider", "forward")]
 
 
 def test_a_urdf_robot_with_meshes_trains(installed):
@@ -340,6 +355,11 @@ def test_a_planar_arm_near_the_floor_gets_a_valid_target_range(tmp_path):
     ranges = yaml.safe_load((tmp_path / "pkg" / "planar_arm" / "planar_arm.yaml").read_text())["commands"]["ee_target"]["ranges"]
     assert ranges["z"][0] <= ranges["z"][1] and abs(ranges["z"][1]) < 0.02, ranges
     assert ranges["x"][1] - ranges["x"][0] > 0.1, ranges
+    # the root body turns on j0: targets are in the world's frame and span the whole disc (radius 0.2),
+    # not the arc the elbow alone draws in the turning arm's frame (x 0.0..0.2, y -0.1..0.1)
+    assert _module(tmp_path / "pkg" / "planar_arm" / "robot.py").BASE == "world"
+    for axis in "xy":
+        assert ranges[axis][0] < -0.12 and ranges[axis][1] > 0.12, ranges  # middle 80 % of the disc: ±0.15
 
 
 def test_a_loose_object_listed_first_does_not_become_the_base(tmp_path):
@@ -534,3 +554,33 @@ def test_a_robot_on_tendons_gets_joint_targets_for_its_joints(tmp_path):
     assert sorted(task["commands"]["joint_target"]["ranges"]) == ["elbow", "finger", "shoulder"]
     assert task["rewards"]["track_target"]["params"]["joints"] == ["shoulder", "elbow", "finger"]
     assert task["action"]["actuators"] == ["flexor", "extensor"] and "(2 actions" in task["description"]
+
+
+def test_a_mocap_weld_on_the_robot_is_turned_off_and_one_on_an_object_is_kept(tmp_path):
+    """gymnasium-robotics' Fetch moves its gripper by a mocap body welded to it. Nothing moves mocap
+    bodies in a robolearn task, so that weld would pin the arm against the policy: new-task turns it
+    off (and says so); a mocap weld that holds an object, not the robot, stays."""
+    (tmp_path / "arm.xml").write_text("""<mujoco><worldbody>
+      <body name="mount" mocap="true" pos="0.3 0 0.5"/>
+      <body name="holder" mocap="true" pos="0 1 0.5"/>
+      <body name="link" pos="0 0 0.5"><joint name="shoulder" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.15 0 0" size="0.02"/>
+        <body name="hand" pos="0.15 0 0"><joint name="elbow" axis="0 1 0"/>
+          <geom type="capsule" fromto="0 0 0 0.15 0 0" size="0.02"/></body></body>
+      <body name="box" pos="0 1 0.5"><freejoint/><geom type="box" size="0.03 0.03 0.03"/></body>
+    </worldbody>
+    <equality><weld body1="mount" body2="hand"/><weld body1="holder" body2="box"/></equality>
+    <actuator><position joint="shoulder" kp="20"/><position joint="elbow" kp="20"/></actuator></mujoco>""")
+    new_task("welded", "reach", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    assert "mocap welds: mount holds hand -> turned off" in (tmp_path / "pkg" / "README.md").read_text()
+    robot = _module(tmp_path / "pkg" / "welded" / "robot.py")
+    assert robot.MOCAP_WELDS == (("mount", "hand"),)
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "pkg" / "welded" / "arm.xml"))
+    robot.apply(spec)
+    model = spec.compile()
+    assert model.eq_active0.tolist() == [False, True]
+    data = mujoco.MjData(model)  # the policy's servo now turns the elbow
+    data.ctrl[:] = [0.0, 0.8]
+    for _ in range(500):
+        mujoco.mj_step(model, data)
+    assert data.qpos[model.joint("elbow").qposadr[0]] > 0.9  # 1.15 here; held by the weld: 0.30
