@@ -219,6 +219,22 @@ def num_envs(template: str, model_bytes: int) -> tuple[int, str]:
                f"randomized model fields ({gib(wanted * model_bytes)} at {wanted}); a GPU needs none")  # fmt: skip
 
 
+def _action_scale(plan: RobotPlan, servo_scale: float) -> str:
+    """The task YAML's `action.scale` value, followed by an `action.offset` line where actuators take
+    controls off-centre (plan.ctrl_spans): one value when every actuator shares one span, else
+    per actuator (keys are patterns: the names escaped)."""
+    if plan.position or not plan.ctrl_spans:
+        return _num(servo_scale) if plan.position else "1.0"
+    spans = plan.ctrl_spans
+    if len(spans) == len(plan.actuators) and len(set(spans.values())) == 1:
+        offset, scale = next(iter(spans.values()))
+        return f"{_num(scale)}\n  offset: {_num(offset)}"
+    key = lambda name: json.dumps(re.escape(name))  # noqa: E731
+    scale = ", ".join(f"{key(n)}: {_num(s)}" for n, (_, s) in spans.items())
+    offset = ", ".join(f"{key(n)}: {_num(o)}" for n, (o, _) in spans.items())
+    return f"{{{scale}}}  # the others: 1.0\n  offset: {{{offset}}}  # the others: 0"
+
+
 def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: float, model_bytes: int) -> str:
     decimation = max(1, round(0.02 / timestep))
     envs, envs_note = num_envs(template, model_bytes)
@@ -236,7 +252,7 @@ def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: 
             margin = 0.1 * (high - low)
             ranges.append(f"{_yaml_name(joint)}: [{_num(low + margin)}, {_num(high - margin)}]")
         values.update(joints=_names(plan.tracked), num_joints=len(plan.tracked), command_ranges=", ".join(ranges),
-                      action_scale=0.5 if plan.position else 1.0)  # fmt: skip
+                      action_scale=_action_scale(plan, 0.5))  # fmt: skip
     elif template == "locomotion" and plan.planar:
         return _render(TEMPLATES / template / "planar.yaml.tmpl", **values, **_planar_values(plan, pd_gains))
     elif template == "locomotion":
@@ -248,12 +264,12 @@ def _task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: 
             effort, energy = "effort: {func: action_l2, weight: -0.01}  # joint_torques_l2 sees joint actuators only", ""
         values.update(effort_reward=effort, energy_metric=energy)
         values.update(base=_yaml_name(plan.base or ""), critic_feet=critic_feet, feet_air_time=air_time,
-                      pd_gains=pd_gains, action_scale=0.25 if plan.position else 1.0)  # fmt: skip
+                      pd_gains=pd_gains, action_scale=_action_scale(plan, 0.25))  # fmt: skip
     else:
         (x, y, z) = plan.workspace
         values.update(base=plan.base, ee_sensor=_yaml_name(plan.ee_sensor or ""), pd_gains=pd_gains,
                       range_x=f"[{_num(x[0])}, {_num(x[1])}]", range_y=f"[{_num(y[0])}, {_num(y[1])}]",
-                      range_z=f"[{_num(z[0])}, {_num(z[1])}]", action_scale=0.5 if plan.position else 1.0,
+                      range_z=f"[{_num(z[0])}, {_num(z[1])}]", action_scale=_action_scale(plan, 0.5),
                       workspace_note="middle 80 % of reachable")  # fmt: skip
     return _render(TEMPLATES / template / "task.yaml.tmpl", **values)
 
@@ -303,7 +319,7 @@ def _planar_values(plan: RobotPlan, pd_gains: str) -> dict[str, str]:
                 base_pose_policy=base_pose["policy"], base_pose_critic=base_pose["critic"], joints=_names(joints),
                 tilt_rewards=tilt_rewards, terminations="\n" + "\n".join(terminations) if terminations else " {}",
                 critic_feet=critic_feet, feet_air_time=air_time, base=_yaml_name(plan.base or ""), pd_gains=pd_gains,
-                action_scale=str(0.25 if plan.position else 1.0))  # fmt: skip
+                action_scale=_action_scale(plan, 0.25))  # fmt: skip
 
 
 def _verify_edit(robot_py: Path, model: Path) -> None:

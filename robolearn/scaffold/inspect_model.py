@@ -41,6 +41,8 @@ class Actuator:
     """The hinge or slide joint it drives, None for a ball joint or a tendon, site or body transmission."""
     kind: str
     """position, motor or other (what an exported bundle can carry: position servos and motors)."""
+    ctrlrange: tuple[float, float] | None = None
+    """Its control range where the model limits it (a muscle's is [0, 1])."""
 
 
 @dataclass(frozen=True)
@@ -308,7 +310,9 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
         target = int(model.actuator_trnid[a, 0])
         if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT) and int(model.jnt_type[target]) in _ONE_DOF:
             joint = _name(model, mujoco.mjtObj.mjOBJ_JOINT, target)
-        info.actuators.append(Actuator(_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, _actuator_kind(model, a)))
+        ctrlrange = tuple(float(v) for v in model.actuator_ctrlrange[a]) if model.actuator_ctrllimited[a] else None
+        info.actuators.append(Actuator(_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, _actuator_kind(model, a),
+                                       ctrlrange))  # fmt: skip
 
     children = body_children(model)
     free = floating_base_joint(model)

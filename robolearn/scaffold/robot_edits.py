@@ -47,6 +47,10 @@ class RobotPlan:
     default_pose: dict[str, float] = field(default_factory=dict)
     base: str | None = None
     base_height: float = 0.0
+    ctrl_spans: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Policy actuators (not position servos) whose control range is not centred on 0, e.g. a
+    muscle's [0, 1]: (offset, scale) that map actions -1..1 onto that range, so that a policy's
+    exploration around 0 is not half clipped away."""
     planar: list[BaseJoint] = field(default_factory=list)
     """A planar robot's base joints (locomotion on a planar base: no free joint), else empty."""
     limbs: list[str] = field(default_factory=list)
@@ -136,6 +140,8 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
                               "'actuator'), which it must apply as the MJCF does")  # fmt: skip
         if not named:
             plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
+        elif not plan.position:
+            _plan_ctrl_spans(plan, info)
         idle = [j.name for j in info.joints if j.name not in joints and j.name not in {b.name for b in info.planar}]
         if plan.joint_actuators and idle:
             plan.lines.append(f"joints no actuator drives: {_short(idle)} (they move only when pushed; add actuators "
@@ -202,6 +208,18 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     elif template == "reach":
         _plan_reach(plan, info, model, sites, sensors)
     return plan
+
+
+def _plan_ctrl_spans(plan: RobotPlan, info: ModelInfo) -> None:
+    for a in info.actuators:
+        if a.ctrlrange and a.kind != "position":
+            low, high = a.ctrlrange
+            if high > low and abs(low + high) > 1e-9 * (high - low):
+                plan.ctrl_spans[a.name] = ((low + high) / 2, (high - low) / 2)
+    if plan.ctrl_spans:
+        spans = sorted({f"[{_fmt(o - s)}, {_fmt(o + s)}]" for o, s in plan.ctrl_spans.values()})
+        plan.lines.append(f"actions: {len(plan.ctrl_spans)} actuators take controls in {', '.join(spans)}, not "
+                          "centred on 0: action.offset and action.scale map actions -1..1 onto those ranges")  # fmt: skip
 
 
 def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import mujoco
 import pytest
+import torch
 
 from robolearn import cli
 from robolearn.errors import UserError
@@ -584,3 +585,29 @@ def test_a_mocap_weld_on_the_robot_is_turned_off_and_one_on_an_object_is_kept(tm
     for _ in range(500):
         mujoco.mj_step(model, data)
     assert data.qpos[model.joint("elbow").qposadr[0]] > 0.9  # 1.15 here; held by the weld: 0.30
+
+
+def test_actuators_with_off_centre_control_ranges_get_actions_mapped_onto_them(tmp_path):
+    """A muscle's control range is [0, 1]: with ctrl = action, the half of a policy's exploration
+    below 0 was clipped away. new-task's action.offset and action.scale map -1..1 onto each such
+    range (here one motor on [0, 2], one on [-3, -1] with a regex character in its name) and leave a
+    centred one alone."""
+    import yaml
+
+    from robolearn.config_task import ActionCfg
+    from robolearn.envs.actions import ActionManager
+
+    (tmp_path / "arm.xml").write_text("""<mujoco><worldbody>
+      <body name="link" pos="0 0 0.5"><joint name="a" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/>
+        <body name="mid" pos="0.2 0 0"><joint name="b" axis="0 0 1"/><geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/>
+          <body name="tip" pos="0.2 0 0"><joint name="c" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/>
+    </body></body></body></worldbody><actuator>
+      <motor name="pull" joint="a" ctrlrange="0 2"/><motor name="push+" joint="b" ctrlrange="-3 -1"/>
+      <motor name="even" joint="c" ctrlrange="-1 1"/></actuator></mujoco>""")
+    new_task("ranged", "reach", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    action = yaml.safe_load((tmp_path / "pkg" / "ranged" / "ranged.yaml").read_text())["action"]
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "arm.xml"))
+    cfg = ActionCfg(actuators=action["actuators"], scale=action["scale"], offset=action["offset"])
+    manager = ActionManager(cfg, model, 3, torch.device("cpu"), torch.zeros(3, model.nq))
+    manager.process(torch.tensor([[-1.0, -1.0, -1.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]))
+    assert manager.ctrl.tolist() == [[0.0, -3.0, -1.0], [1.0, -2.0, 0.0], [2.0, -1.0, 1.0]]
