@@ -1,9 +1,9 @@
-"""What the CLI verbs do, given a composed config: build env + runner, train, export."""
+"""What `train` does, given a composed config: seed, build the env and the runner, train, export at
+the end (robolearn/run_policy.py: what the verbs after training do with a run)."""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import random
@@ -15,14 +15,13 @@ from typing import Protocol
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import ConfigKeyError
 
 from robolearn import checkpoint
 from robolearn.config import EnvCfg, TrainCfg
-from robolearn.config_checks import check_train_cfg, not_a_setting
+from robolearn.config_checks import check_train_cfg
 from robolearn.distributed import Ranks, more_ranks_than_gpus
 from robolearn.envs.batched_env import BatchedEnv
-from robolearn.errors import UserError, one_line
+from robolearn.errors import UserError
 from robolearn.interrupts import Interrupted, stop_on_signals
 from robolearn.isaaclab import isaaclab_task
 from robolearn.log_sinks import check_logger, open_sinks
@@ -31,9 +30,9 @@ from robolearn.manifest import describe_run, write_manifest
 from robolearn.objective import Objective, check_objective
 from robolearn.physics import learner_device, resolve_placement
 from robolearn.registry import get_task
-from robolearn.rl.models import ActorCritic, Controller
+from robolearn.rl.models import Controller
 from robolearn.rl.runner import OnPolicyRunner
-from robolearn.run_dir import check_writable, refuse_existing_run
+from robolearn.run_dir import refuse_existing_run
 
 # ONNX, ONNX Runtime and the evaluation are imported where they are used (the end of a run,
 # export, eval), so that a run starts training without paying for them.
@@ -249,7 +248,7 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
             from robolearn.export.bundle import export_bundle
 
             result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress)
-            print_export(result)
+            result.print()
             evaluation = result.evaluation
         elif objective.needs_evaluation:
             from robolearn.evaluate import evaluate
@@ -311,100 +310,3 @@ def read_metrics(path: Path) -> list[dict]:
 def config_of(container: dict) -> DictConfig:
     """A training config from its plain form (what rank 0 hands the other ranks under torchrun)."""
     return OmegaConf.merge(OmegaConf.structured(TrainCfg), container)
-
-
-def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
-    """The resolved config a run was trained with (validated), plus `key=value` overrides."""
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise UserError(f"{run_dir} is not a robolearn run directory (no config.yaml)")
-    try:
-        saved = OmegaConf.load(path)
-        if not isinstance(saved, DictConfig) or not isinstance(saved.get("task"), DictConfig):
-            raise ValueError("it holds no task: mapping (robolearn train writes one)")
-        cfg = OmegaConf.merge(OmegaConf.structured(TrainCfg), saved)
-    except Exception as exc:
-        raise UserError(f"cannot read {path}: {one_line(exc)}") from None
-    for override in overrides:
-        group, _, value = override.partition("=")
-        if group == "physics":
-            raise UserError(f"{override}: a resumed run takes plain keys; physics.backend={value} resumes it on another engine")
-        if group in ("task", "randomization"):
-            raise UserError(f"{override}: a resumed run keeps the task and randomization it was started with "
-                            f"({cfg.task.name}); start a new run for another")  # fmt: skip
-    bad = [o for o in overrides if "=" not in o or o.startswith(("hydra.", "+", "~", "-"))]
-    if bad:
-        raise UserError(f"cannot apply '{bad[0]}' to a saved run: use plain key=value overrides")
-    try:
-        return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
-    except Exception as exc:  # a key the schema does not have, a value of the wrong type
-        kind, key = getattr(exc, "object_type", None), getattr(exc, "full_key", None)
-        if isinstance(exc, ConfigKeyError) and key and dataclasses.is_dataclass(kind):
-            raise UserError(not_a_setting(key, kind)) from None
-        raise UserError(f"cannot apply {' '.join(overrides)} to {path}: {one_line(exc).split(' full_key:')[0]}") from None
-
-
-def print_export(result, source: str = "") -> None:
-    """The export's summary: the training evaluation and each artifact's parity and latency."""
-    e = result.evaluation
-    print(f"exported {result.path}{source}; training evaluation over {e['episodes']} episodes: return "
-          f"{e['return_mean']:.2f} +- {e['return_std']:.2f}, episode length {e['episode_length_mean']:.1f} steps")
-    for artifact in result.artifacts:
-        print(f"  {artifact.line()}")
-
-
-def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None) -> tuple[BatchedEnv, ActorCritic, dict, Path]:
-    """A CPU env for a run's task (native MuJoCo; num_envs None: as in training, at most 64) and
-    the policy of a checkpoint (the latest unless one is named)."""
-    cfg = load_run_config(run_dir)
-    num_envs = num_envs or min(cfg.env.num_envs, 64)
-    source = checkpoint_file or checkpoint.latest(run_dir)
-    payload = checkpoint.load(source)
-    seed_everything(cfg.seed)
-    env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=num_envs)
-    actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
-    checkpoint.restore(actor_critic, payload["model"], source)
-    return env, actor_critic, payload, source
-
-
-def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | None = None, fmt: str = "onnx",
-               precision: str = "fp32") -> Path:  # fmt: skip
-    """Re-export a run's policy (latest checkpoint unless one is named) as a deploy bundle."""
-    from robolearn.export.bundle import check_options, export_bundle
-
-    check_options(fmt, precision)
-    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, None)
-    try:
-        result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision)
-    finally:
-        env.close()
-    print_export(result, f" from {source.name} (iteration {payload['iteration']})")
-    return result.path
-
-
-MAX_EVAL_EPISODES = 65536
-"""eval runs one environment per episode, all at once."""
-
-
-def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = None) -> dict:
-    """The deterministic policy over `episodes` episodes with the task's randomization on (native
-    MuJoCo on the CPU); prints the metrics and writes them to <run>/eval.json."""
-    from robolearn.evaluate import evaluate
-
-    if not 1 <= episodes <= MAX_EVAL_EPISODES:
-        raise UserError(f"episodes={episodes} is out of range; valid: 1..{MAX_EVAL_EPISODES} (one environment per episode)")
-    check_writable(run_dir / "eval.json", "eval")  # before the evaluation, not after it
-    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes)
-    try:
-        metrics, _ = evaluate(env, Controller(actor_critic, env.num_envs, env.device))
-    finally:
-        env.close()
-    metrics = {"checkpoint": source.name, "iteration": payload["iteration"], **metrics}
-    path = run_dir / "eval.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(metrics, indent=2) + "\n")
-    tmp.replace(path)
-    for key, value in metrics.items():
-        print(f"{key:<28} {value:.4g}" if isinstance(value, float) else f"{key:<28} {value}")
-    print(f"wrote {path}")
-    return metrics

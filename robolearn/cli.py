@@ -43,7 +43,7 @@ def _key_values(args: list[str], valid: dict[str, str | None], verb: str) -> dic
 
 
 def _export(args: list[str]) -> int:
-    from robolearn import app
+    from robolearn import run_policy
     from robolearn.compose import register_configs
     from robolearn.errors import UserError
 
@@ -51,7 +51,7 @@ def _export(args: list[str]) -> int:
     opts = _key_values(args, {"run": None, "checkpoint": None, "out": None, "format": "onnx", "precision": "fp32"}, "export")
     if not opts["run"]:
         raise UserError("export needs run=<run dir>")
-    app.export_run(resolve_run(opts["run"]), _path(opts["checkpoint"]), _path(opts["out"]), opts["format"], opts["precision"])
+    run_policy.export_run(resolve_run(opts["run"]), _path(opts["checkpoint"]), _path(opts["out"]), opts["format"], opts["precision"])
     return 0
 
 
@@ -109,7 +109,7 @@ def _flag(key: str, value: str) -> bool:
 
 
 def _eval(args: list[str]) -> int:
-    from robolearn import app
+    from robolearn import run_policy
     from robolearn.compose import register_configs
     from robolearn.errors import UserError
 
@@ -117,7 +117,7 @@ def _eval(args: list[str]) -> int:
     opts = _key_values(args, {"run": None, "episodes": "64", "checkpoint": None}, "eval")
     if not opts["run"]:
         raise UserError("eval needs run=<run dir>")
-    app.eval_run(resolve_run(opts["run"]), _number("episodes", opts["episodes"], int), _path(opts["checkpoint"]))
+    run_policy.eval_run(resolve_run(opts["run"]), _number("episodes", opts["episodes"], int), _path(opts["checkpoint"]))
     return 0
 
 

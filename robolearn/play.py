@@ -141,7 +141,7 @@ def fmt(values) -> str:
 def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
     import torch
 
-    from robolearn.app import policy_from_run
+    from robolearn.run_policy import policy_from_run
 
     cfg.check()
     if cfg.mode == "web":

@@ -196,7 +196,7 @@ def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:
     """Continue a run with the config it was trained with (its config.yaml), plus overrides such as
     runner.max_iterations=300. Hydra does not compose anything here: today's defaults and task
     YAML may have changed since the run started, and the run must not silently pick that up."""
-    from robolearn import app, checkpoint
+    from robolearn import app, checkpoint, run_policy
 
     if any(a in ("-m", "--multirun") for a in overrides):
         raise UserError("resume= cannot be combined with --multirun; resume one run at a time")
@@ -204,7 +204,7 @@ def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:
     refuse_if_training(run_dir, f"resume={run_dir}")  # also: a manifest that does not parse, before anything is written
     check_run_writable(run_dir, f"resume={run_dir}")
     lock_run_dir(run_dir, f"resume={run_dir}")
-    cfg = app.load_run_config(run_dir, overrides)
+    cfg = run_policy.load_run_config(run_dir, overrides)
     cfg.resume = str(run_dir)
     handover.send(cfg, run_dir)
     app.train(cfg, run_dir, handover.ranks)

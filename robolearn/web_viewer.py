@@ -71,7 +71,7 @@ class LivePolicy:
     """A run's env and policy, the checkpoint it acts with, and the rollout's bookkeeping."""
 
     def __init__(self, run_dir: Path, checkpoint_file: Path | None, num_envs: int):
-        from robolearn.app import policy_from_run
+        from robolearn.run_policy import policy_from_run
 
         self.run_dir = run_dir
         from robolearn.rl.models import Controller

@@ -35,7 +35,8 @@ from pathlib import Path
 import torch
 
 from robolearn import checkpoint
-from robolearn.app import build_env, load_run_config
+from robolearn.app import build_env
+from robolearn.run_policy import load_run_config
 from robolearn.evaluate import evaluate
 from robolearn.rl.models import ActorCritic, Controller
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from robolearn.app import policy_from_run
+from robolearn.run_policy import policy_from_run
 from robolearn.command_script import CommandScript
 from robolearn.play import Clip, _record
 from robolearn.render import CameraCfg, FrameRenderer

@@ -18,7 +18,6 @@ replaces a good bundle.
 from __future__ import annotations
 
 import copy
-import os
 import shutil
 import sys
 import tempfile
@@ -72,6 +71,14 @@ class ExportResult:
     path: Path
     artifacts: list[ArtifactReport]
     evaluation: dict[str, float]
+
+    def print(self, source: str = "") -> None:
+        """The export's summary: the training evaluation and each artifact's parity and latency."""
+        e = self.evaluation
+        print(f"exported {self.path}{source}; training evaluation over {e['episodes']} episodes: return "
+              f"{e['return_mean']:.2f} +- {e['return_std']:.2f}, episode length {e['episode_length_mean']:.1f} steps")
+        for artifact in self.artifacts:
+            print(f"  {artifact.line()}")
 
 
 def copy_model(asset: Path, staging: Path, name: str, edit=None) -> None:

@@ -39,7 +39,8 @@ from robolearn.paths import assets_dir
 from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import compile_spec, inspect_model, load_spec, model_files, urdf_meshes
-from robolearn.scaffold.robot_edits import TEMPLATES, RobotPlan, plan_robot
+from robolearn.scaffold.plan import TEMPLATES, RobotPlan
+from robolearn.scaffold.robot_edits import plan_robot
 
 TEMPLATE_NAMES = ("minimal", "locomotion", "reach")
 BUILTIN_MODELS = {"locomotion": "quadruped.xml", "reach": "arm.xml"}

@@ -16,7 +16,7 @@ import numpy as np
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import model_files as shared_model_files
 from robolearn.scene.floating_base import floating_base_joint
-from robolearn.scene.geometry import body_children, collision_geoms, geom_corners, lowest_point, subtree
+from robolearn.scene.geometry import body_children, collision_geoms, geom_corners, subtree
 from robolearn.scene.ground import has_ground
 
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))

@@ -112,8 +112,8 @@ def _child(request: dict) -> None:
 
 def _serve() -> None:
     # what the verbs import anyway; having imported it is all the head start a child gets
-    for module in ("torch", "hydra", "mujoco", "onnxruntime", "robolearn.cli", "robolearn.app", "robolearn.compose",
-                   "robolearn.export.bundle", "robolearn.sim2sim"):  # fmt: skip
+    for module in ("torch", "hydra", "mujoco", "onnxruntime", "robolearn.cli", "robolearn.app", "robolearn.run_policy",
+                   "robolearn.compose", "robolearn.export.bundle", "robolearn.sim2sim"):  # fmt: skip
         importlib.import_module(module)
 
     print("ready", flush=True)

@@ -1,0 +1,109 @@
+"""A trained run's config and policy, and what the verbs after training do with them: `export`
+re-exports a checkpoint as a deploy bundle, `eval` scores it, `play` and the web viewer drive it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError
+
+from robolearn import checkpoint
+from robolearn.app import build_env, seed_everything
+from robolearn.config import TrainCfg
+from robolearn.config_checks import not_a_setting
+from robolearn.envs.batched_env import BatchedEnv
+from robolearn.errors import UserError, one_line
+from robolearn.rl.models import ActorCritic, Controller
+from robolearn.run_dir import check_writable
+
+
+def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
+    """The resolved config a run was trained with (validated), plus `key=value` overrides."""
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise UserError(f"{run_dir} is not a robolearn run directory (no config.yaml)")
+    try:
+        saved = OmegaConf.load(path)
+        if not isinstance(saved, DictConfig) or not isinstance(saved.get("task"), DictConfig):
+            raise ValueError("it holds no task: mapping (robolearn train writes one)")
+        cfg = OmegaConf.merge(OmegaConf.structured(TrainCfg), saved)
+    except Exception as exc:
+        raise UserError(f"cannot read {path}: {one_line(exc)}") from None
+    for override in overrides:
+        group, _, value = override.partition("=")
+        if group == "physics":
+            raise UserError(f"{override}: a resumed run takes plain keys; physics.backend={value} resumes it on another engine")
+        if group in ("task", "randomization"):
+            raise UserError(f"{override}: a resumed run keeps the task and randomization it was started with "
+                            f"({cfg.task.name}); start a new run for another")  # fmt: skip
+    bad = [o for o in overrides if "=" not in o or o.startswith(("hydra.", "+", "~", "-"))]
+    if bad:
+        raise UserError(f"cannot apply '{bad[0]}' to a saved run: use plain key=value overrides")
+    try:
+        return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+    except Exception as exc:  # a key the schema does not have, a value of the wrong type
+        kind, key = getattr(exc, "object_type", None), getattr(exc, "full_key", None)
+        if isinstance(exc, ConfigKeyError) and key and dataclasses.is_dataclass(kind):
+            raise UserError(not_a_setting(key, kind)) from None
+        raise UserError(f"cannot apply {' '.join(overrides)} to {path}: {one_line(exc).split(' full_key:')[0]}") from None
+
+
+def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None) -> tuple[BatchedEnv, ActorCritic, dict, Path]:
+    """A CPU env for a run's task (native MuJoCo; num_envs None: as in training, at most 64) and
+    the policy of a checkpoint (the latest unless one is named)."""
+    cfg = load_run_config(run_dir)
+    num_envs = num_envs or min(cfg.env.num_envs, 64)
+    source = checkpoint_file or checkpoint.latest(run_dir)
+    payload = checkpoint.load(source)
+    seed_everything(cfg.seed)
+    env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=num_envs)
+    actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
+    checkpoint.restore(actor_critic, payload["model"], source)
+    return env, actor_critic, payload, source
+
+
+def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | None = None, fmt: str = "onnx",
+               precision: str = "fp32") -> Path:  # fmt: skip
+    """Re-export a run's policy (latest checkpoint unless one is named) as a deploy bundle."""
+    from robolearn.export.bundle import check_options, export_bundle
+
+    check_options(fmt, precision)
+    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, None)
+    try:
+        result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision)
+    finally:
+        env.close()
+    result.print(f" from {source.name} (iteration {payload['iteration']})")
+    return result.path
+
+
+MAX_EVAL_EPISODES = 65536
+"""eval runs one environment per episode, all at once."""
+
+
+def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = None) -> dict:
+    """The deterministic policy over `episodes` episodes with the task's randomization on (native
+    MuJoCo on the CPU); prints the metrics and writes them to <run>/eval.json."""
+    from robolearn.evaluate import evaluate
+
+    if not 1 <= episodes <= MAX_EVAL_EPISODES:
+        raise UserError(f"episodes={episodes} is out of range; valid: 1..{MAX_EVAL_EPISODES} (one environment per episode)")
+    check_writable(run_dir / "eval.json", "eval")  # before the evaluation, not after it
+    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes)
+    try:
+        metrics, _ = evaluate(env, Controller(actor_critic, env.num_envs, env.device))
+    finally:
+        env.close()
+    metrics = {"checkpoint": source.name, "iteration": payload["iteration"], **metrics}
+    path = run_dir / "eval.json"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(metrics, indent=2) + "\n")
+    tmp.replace(path)
+    for key, value in metrics.items():
+        print(f"{key:<28} {value:.4g}" if isinstance(value, float) else f"{key:<28} {value}")
+    print(f"wrote {path}")
+    return metrics

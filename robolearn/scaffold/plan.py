@@ -1,0 +1,109 @@
+"""What new-task plans for a robot (RobotPlan: the joints and actuators the policy drives, the
+report, the edits of the generated robot.py) and the helpers that write robot.py's Python text."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+
+import mujoco
+
+from robolearn.scaffold.inspect_model import BaseJoint
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class RobotPlan:
+    joints: list[str]
+    """The joints the policy drives, in action order."""
+    actuators: list[str]
+    """The policy's actuators in action order (empty: every actuator, some being unnamed)."""
+    position: bool
+    """Every policy actuator is a position servo (actions are joint targets)."""
+    tracked: list[str] = field(default_factory=list)
+    """The joints the task's targets and joint observations are about: `joints`, or where no
+    actuator drives a joint directly (tendons, muscles), every hinge/slide joint of the model."""
+    joint_actuators: bool = True
+    """Every policy actuator drives a joint (not a tendon, site or body)."""
+    integrator: str | None = None
+    """The integrator the task YAML sets (sim.integrator), None to keep the model's."""
+    lines: list[str] = field(default_factory=list)
+    """The report: what was found, guessed and added."""
+    steps: list[str] = field(default_factory=list)
+    """The edits robot.py's apply() makes, in order (templates/robot/<step>.py.tmpl)."""
+    constants: list[str] = field(default_factory=list)
+    """robot.py's constant definitions."""
+    joint_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    default_pose: dict[str, float] = field(default_factory=dict)
+    base: str | None = None
+    base_height: float = 0.0
+    ctrl_spans: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Policy actuators (not position servos) whose control range is not centred on 0, e.g. a
+    muscle's [0, 1]: (offset, scale) that map actions -1..1 onto that range, so that a policy's
+    exploration around 0 is not half clipped away."""
+    planar: list[BaseJoint] = field(default_factory=list)
+    """A planar robot's base joints (locomotion on a planar base: no free joint), else empty."""
+    limbs: list[str] = field(default_factory=list)
+    """A planar robot's other hinge/slide joints (its legs), driven or not."""
+    foot_sensors: list[str] = field(default_factory=list)
+    ee_sensor: str | None = None
+    """The end effector's position sensor (framepos, base frame), read by the reach terms."""
+    workspace: list[tuple[float, float]] = field(default_factory=list)
+    """The end effector's [low, high] per axis x, y, z in the base frame: the reach target's ranges."""
+
+    def robot_py(self, model_file: str) -> str | None:
+        """The generated robot.py, or None when the model needs no edit."""
+        if not self.steps:
+            return None
+        header = Template((TEMPLATES / "robot" / "header.py.tmpl").read_text())
+        text = header.substitute(model_file=model_file, report="\n".join(textwrap.fill(f"- {line}", 100, subsequent_indent="  ") for line in self.lines))
+        text += "\n\n".join(self.constants) + "\n"
+        for step in self.steps:
+            text += (TEMPLATES / "robot" / f"{step}.py.tmpl").read_text()
+        calls = "\n".join(f"    {step}(spec)" for step in self.steps)
+        text += f'\n\ndef apply(spec: mujoco.MjSpec) -> None:\n    """Edit the model before it compiles (the task\'s edit_spec)."""\n{calls}\n'
+        return text
+
+
+def short(names: list[str], limit: int = 6) -> str:
+    return ", ".join(names) if len(names) <= limit else ", ".join(names[:limit]) + f", ... ({len(names)} in all)"
+
+
+def unique(name: str, taken: set[str]) -> str:
+    candidate, k = name, 2
+    while candidate in taken:
+        candidate, k = f"{name}_{k}", k + 1
+    taken.add(candidate)
+    return candidate
+
+
+def object_names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> set[str]:
+    return {mujoco.mj_id2name(model, objtype, i) or "" for i in range(count)}
+
+
+def num(value: float) -> str:
+    return repr(round(float(value), 4))
+
+
+def quoted(name: str) -> str:
+    return json.dumps(name)
+
+
+def mapping(entries: dict[str, str]) -> str:
+    """A dict literal, one entry a line: {"name": <value text>}."""
+    return "{" + "".join(f"\n    {quoted(k)}: {v}," for k, v in entries.items()) + ("\n}" if entries else "}")
+
+
+def const(name: str, value: str, doc: str, annotation: str = "") -> str:
+    """A module constant (with a type annotation if given) and its docstring, wrapped to 100 columns."""
+    lines = textwrap.wrap(doc, 97)
+    body = lines[0] if len(lines) == 1 else "\n".join(lines)
+    return f'{name}{": " + annotation if annotation else ""} = {value}\n"""{body}"""'
+
+
+def tuple_text(values) -> str:
+    return "(" + ", ".join(num(v) for v in values) + ")"
