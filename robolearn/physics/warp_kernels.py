@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 
 import warp as wp
 
+from robolearn.errors import UserError
+
 try:
     from warp._src.context import Module as _Module
 except ImportError:  # another Warp layout: compile lazily as Warp does by itself
@@ -27,9 +29,14 @@ except ImportError:  # another Warp layout: compile lazily as Warp does by itsel
 
 
 def workers() -> int:
-    """Compile threads: the cores this process may use (`ROBOLEARN_WARP_COMPILE_WORKERS` overrides)."""
-    if "ROBOLEARN_WARP_COMPILE_WORKERS" in os.environ:
-        return max(0, int(os.environ["ROBOLEARN_WARP_COMPILE_WORKERS"]))
+    """Compile threads: the cores this process may use (`ROBOLEARN_WARP_COMPILE_WORKERS` overrides;
+    0 or 1: Warp's own loading, one module at a time on first launch)."""
+    text = os.environ.get("ROBOLEARN_WARP_COMPILE_WORKERS", "").strip()
+    if text:
+        if not text.isdigit():
+            raise UserError(f"ROBOLEARN_WARP_COMPILE_WORKERS={text} is not valid; valid: a whole number >= 0 "
+                            "(threads compiling Warp kernels; 0: one module at a time)")  # fmt: skip
+        return int(text)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 

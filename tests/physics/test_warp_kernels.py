@@ -123,3 +123,15 @@ def test_the_backend_built_with_kernels_compiled_ahead_equals_one_built_without(
         other = built["2"][key]
         same = torch.equal(value, other) if isinstance(value, torch.Tensor) else (value.tobytes() == other.tobytes())
         assert same, f"{key} differs"
+
+
+@pytest.mark.parametrize("text", ["abc", "-2", "1.5"])
+def test_a_bad_worker_count_is_one_line(monkeypatch, text):
+    from robolearn.errors import UserError
+    from robolearn.physics.warp_kernels import workers
+
+    monkeypatch.setenv("ROBOLEARN_WARP_COMPILE_WORKERS", text)
+    with pytest.raises(UserError, match=f"ROBOLEARN_WARP_COMPILE_WORKERS={text} is not valid; valid: a whole number >= 0"):
+        workers()
+    monkeypatch.setenv("ROBOLEARN_WARP_COMPILE_WORKERS", " 3 ")
+    assert workers() == 3
