@@ -199,11 +199,12 @@ def _mean_episode_return(env, act, steps=300):
     return float(np.mean(finished))
 
 
-def test_sb3_ppo_learns_cartpole(vec):
+def test_sb3_ppo_learns_cartpole(vec, tmp_path):
     """16k steps of SB3's PPO through the adapter balance the pole several times longer than random
     actions do (measured: random ~60, PPO 240-440 over seeds 0-5; an upright 5 s episode ~480)."""
     pytest.importorskip("stable_baselines3")
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import VecMonitor
 
     threads = torch.get_num_threads()
@@ -215,6 +216,7 @@ def test_sb3_ppo_learns_cartpole(vec):
         train = VecMonitor(to_sb3(vec("cartpole", 16, CPU)))
         model = PPO("MlpPolicy", train, n_steps=128, batch_size=256, n_epochs=5, learning_rate=1e-3, seed=0,
                     device="cpu")  # fmt: skip
+        model.set_logger(configure(str(tmp_path), []))  # not a new SB3-<date> folder in /tmp per run
         model.learn(16 * 128 * 8)
         assert len(model.ep_info_buffer) > 0  # VecMonitor saw the adapter's episodes end
         trained_return = _mean_episode_return(evaluation, lambda obs: model.predict(obs, deterministic=True)[0])
