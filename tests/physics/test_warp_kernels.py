@@ -41,8 +41,8 @@ def work_on(wp, kernels, x, flag):
 
     def body():
         passes.append(1)
-        if len(passes) > 3:  # a loop the record pass did not cut short
-            raise RuntimeError("capture_while ran its body more than once")
+        if len(passes) > 3:  # one pass in the record run, one in the real run: this loop never ends
+            raise RuntimeError("capture_while did not stop after one pass")
         wp.launch(loop, dim=x.shape[0], inputs=[x])
         wp.launch(done, dim=1, inputs=[flag])  # a kernel ends the loop, as a solver's done flag
 
