@@ -29,14 +29,16 @@ SMALL_TERRAIN = ["task.terrain.num_levels=2", "task.terrain.num_cols=2", "task.t
 @pytest.mark.parametrize(("task", "backend"), CASES)
 def test_task_builds_and_steps_500_steps_without_nan(make_env, task, backend):
     small = SMALL_TERRAIN if compose_train([f"task={task}"]).task.terrain is not None else []
-    env = make_env(task, overrides=[*small, "randomization=sim2real"], num_envs=8, physics=backend)
+    # MJX on a 2-core CPU steps the rough terrain's 8 envs at 0.11 s a step and 4 at 0.04 s (2026-11-27)
+    n = 4 if backend == "mjx" else 8
+    env = make_env(task, overrides=[*small, "randomization=sim2real"], num_envs=n, physics=backend)
     obs = env.reset()
     gen = torch.Generator().manual_seed(1)
     dims = env.observation_dims()
     for _ in range(500):
         obs, reward, terminated, truncated = env.step(random_actions(env, gen))
         for group, value in obs.items():
-            assert value.shape == (8, dims[group])
+            assert value.shape == (n, dims[group])
             assert torch.isfinite(value).all(), group
         assert torch.isfinite(reward).all()
     assert env.physics.health() is None
