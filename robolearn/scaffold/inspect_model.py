@@ -186,14 +186,19 @@ def _actuator_kind(model: mujoco.MjModel, a: int) -> str:
     return "other"
 
 
+def _driven_joints(model: mujoco.MjModel) -> set[int]:
+    """The joints an actuator drives through a joint transmission."""
+    joint = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+    return {int(model.actuator_trnid[a, 0]) for a in range(model.nu) if int(model.actuator_trntype[a]) in joint}
+
+
 def _planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[list[str], list[BaseJoint]]:
     """The root body's own joints, and the roles of those no actuator drives when one of them is a
     horizontal slide (a planar robot: it moves along the floor on that slide). A driven slide is a
     rail (a cart's, a gantry's): the robot drives it, nothing about it is a base that moves freely."""
     all_joints = range(int(model.body_jntadr[body]), int(model.body_jntadr[body] + model.body_jntnum[body]))
     names = [_name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in all_joints]
-    driven = {int(model.actuator_trnid[a, 0]) for a in range(model.nu)
-              if int(model.actuator_trntype[a]) in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))}  # fmt: skip
+    driven = _driven_joints(model)
     joints = [j for j in all_joints if j not in driven]
     axes = {}
     for j in joints:
@@ -324,8 +329,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
         info.base = _name(model, mujoco.mjtObj.mjOBJ_BODY, base)
         info.free_qpos = int(model.jnt_qposadr[free])
     else:  # the tree under the world with the most actuated joints (a kitchen's cabinets have none), then the largest
-        driven = {int(model.jnt_bodyid[int(model.actuator_trnid[a, 0])]) for a in range(model.nu)
-                  if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)}  # fmt: skip
+        driven = {int(model.jnt_bodyid[j]) for j in _driven_joints(model)}
         base = max(children[0], key=lambda b: (len(driven & set(subtree(children, b))), len(subtree(children, b))), default=0)
     info.root = _name(model, mujoco.mjtObj.mjOBJ_BODY, base) if base else None
     robot = sorted(subtree(children, base)) if base else []

@@ -107,3 +107,10 @@ def const(name: str, value: str, doc: str, annotation: str = "") -> str:
 
 def tuple_text(values) -> str:
     return "(" + ", ".join(num(v) for v in values) + ")"
+
+
+def render(path: Path, **values) -> str:
+    try:
+        return Template(path.read_text()).substitute(**values)
+    except KeyError as exc:  # a template bug, not a user mistake
+        raise RuntimeError(f"template {path.name} needs a value for {exc}") from None

@@ -28,65 +28,13 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     locomotion)."""
     legged = template == "locomotion"
     by_name = {j.name: j for j in info.joints}
-    if info.actuators:
-        joints = [a.joint for a in info.actuators if a.joint]
-        named = all(a.name for a in info.actuators)
-        plan = RobotPlan(joints, [a.name for a in info.actuators] if named else [], info.position_only)
-        kinds = sorted({a.kind for a in info.actuators})
-        plan.lines.append(f"actuators: {len(info.actuators)} ({', '.join(kinds)}): {short([a.name or '<unnamed>' for a in info.actuators])}")
-        plan.joint_actuators = all(a.joint for a in info.actuators)
-        odd = [a.name or "<unnamed>" for a in info.actuators if a.kind == "other" or not a.joint]
-        if odd:
-            plan.lines.append(f"actuators {short(odd)} are neither a motor nor a position servo on a hinge or slide "
-                              "joint: a deploy bundle hands the robot driver their MuJoCo ctrl (robot.yaml kind "
-                              "'actuator'), which it must apply as the MJCF does")  # fmt: skip
-        if not named:
-            plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
-        elif not plan.position:
-            _plan_ctrl_spans(plan, info)
-        idle = [j.name for j in info.joints if j.name not in joints and j.name not in {b.name for b in info.planar}]
-        if plan.joint_actuators and idle:
-            plan.lines.append(f"joints no actuator drives: {short(idle)} (they move only when pushed; add actuators "
-                              "in the MJCF or robot.py if the robot drives them)")  # fmt: skip
-    else:
-        if not info.joints:
-            raise UserError(f"{info.path.name} has no hinge or slide joint and no actuator: nothing for a policy to drive")
-        # a walker's planar base (rootx, rootz, rooty) is not the robot's to drive; for the other templates a
-        # slide under the root body is a rail the robot drives (a gantry, a cart)
-        base_joints = {b.name for b in info.planar} if legged else set()
-        joints = [j.name for j in info.joints if j.name not in base_joints]
-        if not joints:
-            raise UserError(f"{info.path.name} has no joint but its base's ({', '.join(sorted(base_joints))}) and no "
-                            "actuator: nothing for a policy to drive")  # fmt: skip
-        plan = RobotPlan(joints, list(joints), True)
-        kp = float(max(5, round(2 * info.mass)))
-        kd = round(kp / 40, 3)
-        effort = {j.name: j.effort for j in info.joints if j.effort}
-        plan.steps.append("add_position_actuators")
-        plan.lines.append(f"actuators: none -> added a position servo on each of the {len(joints)} joints "
-                          f"(KP={num(kp)}, KD={num(kd)}: placeholders, set your robot's gains in robot.py)")  # fmt: skip
-        plan.constants.append(const("KP", num(kp), "Position gain of every servo [N m/rad or N/m]. TODO: a placeholder "
-                                     f"(2 x the robot's {info.mass:.1f} kg): set your robot's."))  # fmt: skip
-        plan.constants.append(const("KD", num(kd), "Damping gain of every servo [N m s/rad or N s/m]. TODO: a "
-                                     "placeholder: set your robot's."))  # fmt: skip
-        note = ("From the model's joint effort limits." if effort else
-                "TODO: the model gives none, so the servos are not force-limited: add your motors' peak torques.")
-        plan.constants.append(const("EFFORT_LIMIT", mapping({n: num(v) for n, v in effort.items()}),
-                                     f"Peak force of each joint's servo [N m or N]. {note}"))  # fmt: skip
-        plan.constants.append(const("JOINT_RANGE", mapping({j.name: tuple_text(j.range) for j in info.joints if j.range}),
-                                     "Limits of the joints that have them: their servos' ctrlrange [rad or m]."))  # fmt: skip
+    plan = _plan_actuators(info) if info.actuators else _plan_servos(info, legged)
+    joints = plan.joints
     plan.tracked = list(joints) or [j.name for j in info.joints]
     if not joints and plan.tracked:
         plan.lines.append(f"no actuator drives a joint directly (tendons, muscles): the task's joint targets and "
                           f"observations are the model's {len(plan.tracked)} joints")  # fmt: skip
-    if info.mocap_welds:
-        plan.steps.append("release_mocap_welds")
-        pairs = "".join(f"\n    ({quoted(a)}, {quoted(b)})," for a, b, _, _ in info.mocap_welds)
-        plan.constants.append(const("MOCAP_WELDS", f"({pairs}\n)", "Weld/connect constraints (their two bodies or "
-                                     "sites) that tie the robot to a mocap body: turned off by apply()."))  # fmt: skip
-        held = ", ".join(f"{m} holds {b}" for _, _, m, b in info.mocap_welds)
-        plan.lines.append(f"mocap welds: {held} -> turned off (nothing moves a mocap body in a robolearn task, so "
-                          "the weld would pin the robot against the policy; MOCAP_WELDS in robot.py)")  # fmt: skip
+    _plan_mocap_welds(plan, info)
     if info.loose:
         plan.lines.append(f"free body {info.loose} carries no joint and no actuator: a loose object, not the robot's "
                           "base (the robot is the body tree under the world with the most actuated joints)")  # fmt: skip
@@ -110,6 +58,73 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     elif template == "reach":
         plan_reach(plan, info, model, sites, sensors)
     return plan
+
+
+def _plan_actuators(info: ModelInfo) -> RobotPlan:
+    """The model's own actuators drive: what they are, what they leave undriven."""
+    joints = [a.joint for a in info.actuators if a.joint]
+    named = all(a.name for a in info.actuators)
+    plan = RobotPlan(joints, [a.name for a in info.actuators] if named else [], info.position_only)
+    kinds = sorted({a.kind for a in info.actuators})
+    plan.lines.append(f"actuators: {len(info.actuators)} ({', '.join(kinds)}): {short([a.name or '<unnamed>' for a in info.actuators])}")
+    plan.joint_actuators = all(a.joint for a in info.actuators)
+    odd = [a.name or "<unnamed>" for a in info.actuators if a.kind == "other" or not a.joint]
+    if odd:
+        plan.lines.append(f"actuators {short(odd)} are neither a motor nor a position servo on a hinge or slide "
+                          "joint: a deploy bundle hands the robot driver their MuJoCo ctrl (robot.yaml kind "
+                          "'actuator'), which it must apply as the MJCF does")  # fmt: skip
+    if not named:
+        plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
+    elif not plan.position:
+        _plan_ctrl_spans(plan, info)
+    idle = [j.name for j in info.joints if j.name not in joints and j.name not in {b.name for b in info.planar}]
+    if plan.joint_actuators and idle:
+        plan.lines.append(f"joints no actuator drives: {short(idle)} (they move only when pushed; add actuators "
+                          "in the MJCF or robot.py if the robot drives them)")  # fmt: skip
+    return plan
+
+
+def _plan_servos(info: ModelInfo, legged: bool) -> RobotPlan:
+    """A model without actuators: a position servo added on each joint the robot drives."""
+    if not info.joints:
+        raise UserError(f"{info.path.name} has no hinge or slide joint and no actuator: nothing for a policy to drive")
+    # a walker's planar base (rootx, rootz, rooty) is not the robot's to drive; for the other templates a
+    # slide under the root body is a rail the robot drives (a gantry, a cart)
+    base_joints = {b.name for b in info.planar} if legged else set()
+    joints = [j.name for j in info.joints if j.name not in base_joints]
+    if not joints:
+        raise UserError(f"{info.path.name} has no joint but its base's ({', '.join(sorted(base_joints))}) and no "
+                        "actuator: nothing for a policy to drive")  # fmt: skip
+    plan = RobotPlan(joints, list(joints), True)
+    kp = float(max(5, round(2 * info.mass)))
+    kd = round(kp / 40, 3)
+    effort = {j.name: j.effort for j in info.joints if j.effort}
+    plan.steps.append("add_position_actuators")
+    plan.lines.append(f"actuators: none -> added a position servo on each of the {len(joints)} joints "
+                      f"(KP={num(kp)}, KD={num(kd)}: placeholders, set your robot's gains in robot.py)")  # fmt: skip
+    plan.constants.append(const("KP", num(kp), "Position gain of every servo [N m/rad or N/m]. TODO: a placeholder "
+                                 f"(2 x the robot's {info.mass:.1f} kg): set your robot's."))  # fmt: skip
+    plan.constants.append(const("KD", num(kd), "Damping gain of every servo [N m s/rad or N s/m]. TODO: a "
+                                 "placeholder: set your robot's."))  # fmt: skip
+    note = ("From the model's joint effort limits." if effort else
+            "TODO: the model gives none, so the servos are not force-limited: add your motors' peak torques.")
+    plan.constants.append(const("EFFORT_LIMIT", mapping({n: num(v) for n, v in effort.items()}),
+                                 f"Peak force of each joint's servo [N m or N]. {note}"))  # fmt: skip
+    plan.constants.append(const("JOINT_RANGE", mapping({j.name: tuple_text(j.range) for j in info.joints if j.range}),
+                                 "Limits of the joints that have them: their servos' ctrlrange [rad or m]."))  # fmt: skip
+    return plan
+
+
+def _plan_mocap_welds(plan: RobotPlan, info: ModelInfo) -> None:
+    if not info.mocap_welds:
+        return
+    plan.steps.append("release_mocap_welds")
+    pairs = "".join(f"\n    ({quoted(a)}, {quoted(b)})," for a, b, _, _ in info.mocap_welds)
+    plan.constants.append(const("MOCAP_WELDS", f"({pairs}\n)", "Weld/connect constraints (their two bodies or "
+                                 "sites) that tie the robot to a mocap body: turned off by apply()."))  # fmt: skip
+    held = ", ".join(f"{m} holds {b}" for _, _, m, b in info.mocap_welds)
+    plan.lines.append(f"mocap welds: {held} -> turned off (nothing moves a mocap body in a robolearn task, so "
+                      "the weld would pin the robot against the policy; MOCAP_WELDS in robot.py)")  # fmt: skip
 
 
 def _plan_ctrl_spans(plan: RobotPlan, info: ModelInfo) -> None:

@@ -1,0 +1,143 @@
+"""The generated task YAML: its training recipe's size (num_envs), the action mapping, and each
+template's terms filled in from the robot's plan (robot_edits.plan_robot)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from robolearn.memory import gib
+from robolearn.scaffold.plan import TEMPLATES, RobotPlan, num, render
+
+
+def _yaml_name(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name) else json.dumps(name)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(_yaml_name(n) for n in names)
+
+
+CPU_MODEL_COPIES_BYTES = 8 * 2**30
+"""What a generated recipe's environments may hold in MjModel copies on the CPU backend: each
+environment there has its own copy once an event randomizes a model field (the templates' friction
+and mass events do). The copies leave visual meshes and textures out (physics/physics_copy.py), so
+only a robot whose collision geometry itself is heavy gets fewer environments than the template's
+default."""
+TEMPLATE_NUM_ENVS = {"minimal": 128, "locomotion": 1024, "reach": 512}
+
+
+def num_envs(template: str, model_bytes: int) -> tuple[int, str]:
+    """The recipe's env.num_envs and, where the model's size lowered it, why (else ''):
+    the template's default, halved until its per-environment model copies fit CPU_MODEL_COPIES_BYTES
+    (at least 16)."""
+    wanted = n = TEMPLATE_NUM_ENVS[template]
+    while n > 16 and n * model_bytes > CPU_MODEL_COPIES_BYTES:
+        n //= 2
+    if n == wanted:
+        return n, ""
+    return n, (f"not {wanted}: on a CPU each environment holds its own copy of this {gib(model_bytes)} model for the "
+               f"randomized model fields ({gib(wanted * model_bytes)} at {wanted}); a GPU needs none")  # fmt: skip
+
+
+def _action_values(plan: RobotPlan, servo_scale: float) -> dict[str, str]:
+    """The task YAML's `action.scale` and `action.offset`: position servos get `servo_scale` (about
+    their default pose); actuators whose controls are off-centre (plan.ctrl_spans) get the offset and
+    scale that map -1..1 onto their range: one value when every actuator shares one span, else per
+    actuator (keys are patterns: the names escaped)."""
+    if plan.position or not plan.ctrl_spans:
+        return {"action_scale": num(servo_scale) if plan.position else "1.0", "action_offset": "0.0"}
+    spans = plan.ctrl_spans
+    if len(spans) == len(plan.actuators) and len(set(spans.values())) == 1:
+        offset, scale = next(iter(spans.values()))
+        return {"action_scale": num(scale), "action_offset": num(offset)}
+    key = lambda name: json.dumps(re.escape(name))  # noqa: E731
+    scale = ", ".join(f"{key(n)}: {num(s)}" for n, (_, s) in spans.items())
+    offset = ", ".join(f"{key(n)}: {num(o)}" for n, (o, _) in spans.items())
+    return {"action_scale": f"{{{scale}}}  # the others: 1.0", "action_offset": f"{{{offset}}}  # the others: 0"}
+
+
+def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: float, model_bytes: int) -> str:
+    decimation = max(1, round(0.02 / timestep))
+    envs, envs_note = num_envs(template, model_bytes)
+    values = dict(name=name, asset=asset, decimation=decimation, control_hz=f"{1.0 / (timestep * decimation):.3g}",
+                  num_envs=envs, num_envs_note=f"  # {envs_note}" if envs_note else "",
+                  actuators=_names(plan.actuators), num_actions=len(plan.actuators) or len(plan.joints),
+                  use_default_offset=str(plan.position).lower(), delay_steps=min(2, decimation),
+                  sim_options=f"\nsim: {{integrator: {plan.integrator}}}  # the model's is euler: see README" if plan.integrator else "")  # fmt: skip
+    values.update(_action_values(plan, 0.25 if template == "locomotion" else 0.5))
+    pd_gains = ("\n  pd_gains:\n    func: randomize_pd_gains\n    mode: reset\n    level: default\n"
+                "    params: {kp_range: [0.85, 1.15], kd_range: [0.8, 1.2]}") if plan.position else ""  # fmt: skip
+    if template == "minimal":
+        ranges = []
+        for joint in plan.tracked:
+            low, high = plan.joint_ranges.get(joint, (-1.0, 1.0))
+            margin = 0.1 * (high - low)
+            ranges.append(f"{_yaml_name(joint)}: [{num(low + margin)}, {num(high - margin)}]")
+        values.update(joints=_names(plan.tracked), num_joints=len(plan.tracked), command_ranges=", ".join(ranges))  # fmt: skip
+    elif template == "locomotion" and plan.planar:
+        return render(TEMPLATES / template / "planar.yaml.tmpl", **values, **_planar_values(plan, pd_gains))
+    elif template == "locomotion":
+        critic_feet, air_time = _feet_terms(plan, "base_velocity")
+        if plan.joint_actuators:  # actuator forces are computed for joint actuators only (mdp/state.py)
+            effort = "torques: {func: joint_torques_l2, weight: -2.0e-4}"
+            energy = "\n  energy_per_meter: {func: mechanical_power, per: meter, units: J/m}"
+        else:
+            effort, energy = "effort: {func: action_l2, weight: -0.01}  # joint_torques_l2 sees joint actuators only", ""
+        values.update(effort_reward=effort, energy_metric=energy)
+        values.update(base=_yaml_name(plan.base or ""), critic_feet=critic_feet, feet_air_time=air_time,
+                      pd_gains=pd_gains)  # fmt: skip
+    else:
+        (x, y, z) = plan.workspace
+        values.update(base=plan.base, ee_sensor=_yaml_name(plan.ee_sensor or ""), pd_gains=pd_gains,
+                      range_x=f"[{num(x[0])}, {num(x[1])}]", range_y=f"[{num(y[0])}, {num(y[1])}]",
+                      range_z=f"[{num(z[0])}, {num(z[1])}]",
+                      workspace_note="middle 80 % of reachable")  # fmt: skip
+    return render(TEMPLATES / template / "task.yaml.tmpl", **values)
+
+
+def _feet_terms(plan: RobotPlan, command: str) -> tuple[str, str]:
+    """The critic's foot contact observation and the feet_air_time reward, where the robot has foot sensors."""
+    if not plan.foot_sensors:
+        return "", ""
+    sensors = _names(plan.foot_sensors)
+    critic = f"\n      feet_contact_forces: {{func: sensor, params: {{names: [{sensors}]}}, scale: 0.01, units: N}}"
+    air_time = (f"\n  feet_air_time:\n    func: feet_air_time\n    weight: 0.5\n    params:\n      sensors: [{sensors}]\n"
+                f"      command: {command}\n      target: 0.5")  # fmt: skip
+    return critic, air_time
+
+
+def _planar_values(plan: RobotPlan, pd_gains: str) -> dict[str, str]:
+    """What templates/locomotion/planar.yaml.tmpl needs: the base's joints by role, and the terms that
+    exist only for some roles (a height slide ends the episode when the base sinks to half its
+    standing height; a pitch hinge when the base tilts more than 1 rad from its home angle)."""
+    role = lambda *roles: [b for b in plan.planar if b.role in roles]  # noqa: E731
+    pose = role("height", "pitch", "yaw")
+    base_pose = {"policy": "", "critic": ""}
+    if pose:
+        joints = _names([b.name for b in pose])
+        base_pose["policy"] = (f"\n      base_pose: {{func: joint_pos, params: {{joints: [{joints}], relative: true}}, "
+                               'units: "m, rad", noise: {scale: 0.01}}')  # fmt: skip
+        base_pose["critic"] = f"\n      base_pose: {{func: joint_pos, params: {{joints: [{joints}], relative: true}}}}"
+    terminations = []
+    for b in role("height"):
+        home, drop = plan.default_pose[b.name], 0.5 * plan.base_height / b.axis[2]
+        bounds = f"[{num(home - drop)}, 1000.0]" if drop > 0 else f"[-1000.0, {num(home - drop)}]"
+        terminations.append(f"  base_too_low: {{func: joint_pos_out_of_bounds, params: {{joints: [{_yaml_name(b.name)}], "
+                            f"bounds: {bounds}}}}}  # {plan.base} below {num(0.5 * plan.base_height)} m")  # fmt: skip
+    tilt = role("pitch")
+    for b in tilt:
+        home = plan.default_pose[b.name]
+        terminations.append(f"  {b.name}_too_far: {{func: joint_pos_out_of_bounds, params: {{joints: [{_yaml_name(b.name)}], "
+                            f"bounds: [{num(home - 1.0)}, {num(home + 1.0)}]}}}}")  # fmt: skip
+    tilt_rewards = ""
+    if tilt:
+        joints = _names([b.name for b in tilt])
+        tilt_rewards = (f"\n  pitch_rate: {{func: joint_vel_l2, weight: -0.05, params: {{joints: [{joints}]}}}}"
+                        f"\n  pitch: {{func: joint_pos_l2, weight: -1.0, params: {{joints: [{joints}], relative: true}}}}")  # fmt: skip
+    critic_feet, air_time = _feet_terms(plan, "forward_velocity")
+    joints = plan.joints or plan.limbs  # the legs' joints (every actuator drives a tendon: all of them)
+    return dict(base_joints=_names([b.name for b in plan.planar]), forward=_yaml_name(role("forward")[0].name),
+                base_pose_policy=base_pose["policy"], base_pose_critic=base_pose["critic"], joints=_names(joints),
+                tilt_rewards=tilt_rewards, terminations="\n" + "\n".join(terminations) if terminations else " {}",
+                critic_feet=critic_feet, feet_air_time=air_time, base=_yaml_name(plan.base or ""), pd_gains=pd_gains)  # fmt: skip
