@@ -12,7 +12,8 @@ gravity tilt and the terrain cost.
    keeping a checkpoint every `--save-interval` iterations; the wall clock starts at launch
    (imports, kernel compilation and graph capture included).
 2. Scores each checkpoint with the deterministic policy on forward commands only (x in [0, 1]
-   m/s, no lateral or yaw command, no standing), randomization on, one full episode per env:
+   m/s, no lateral or yaw command, no standing), randomization on, one full episode per env
+   (an Isaac Lab velocity task's run is scored on Isaac Lab with the same commands):
    tracking error = mean |commanded - actual| planar base velocity (m/s), fall rate = fraction
    of episodes that terminated.
 3. Reports the first checkpoint with tracking error < 0.2 m/s and fall rate < 5 %, its wall time
@@ -43,6 +44,11 @@ from robolearn.rl.models import ActorCritic, Controller
 FORWARD = ["task.commands.base_velocity.ranges.lin_vel_x=[0.0,1.0]", "task.commands.base_velocity.ranges.lin_vel_y=[0.0,0.0]",
            "task.commands.base_velocity.ranges.ang_vel_z=[0.0,0.0]", "task.commands.base_velocity.standing_probability=0.0",
            "task.commands.base_velocity.resampling_time_s=[100.0,100.0]"]  # fmt: skip
+ISAACLAB_FORWARD = [f"env.commands.base_velocity.{k}" for k in (
+    "ranges.lin_vel_x=[0.0,1.0]", "ranges.lin_vel_y=[0.0,0.0]", "ranges.ang_vel_z=[0.0,0.0]", "heading_command=false",
+    "rel_standing_envs=0.0", "resampling_time_range=[100.0,100.0]")]  # fmt: skip
+"""The same forward-only commands for an Isaac Lab velocity task (task=isaaclab:..., e.g. its run from
+scripts/isaaclab/gpu_compare.sh): Isaac Lab's own overrides, after the run's."""
 TARGET_ERROR, TARGET_FALLS = 0.2, 0.05
 
 
@@ -56,8 +62,16 @@ def train(args, run_dir: Path) -> float:
     return start
 
 
+def forward_overrides(run_dir: Path) -> list[str]:
+    trained = load_run_config(run_dir)
+    if not trained.task.name.startswith("isaaclab:"):
+        return FORWARD
+    given = [*trained.isaaclab.overrides, *ISAACLAB_FORWARD]
+    return ["isaaclab.overrides=[" + ",".join(f'"{o}"' for o in given) + "]"]
+
+
 def score(run_dir: Path, ckpt: Path, physics: str, num_envs: int) -> dict:
-    cfg = load_run_config(run_dir, FORWARD)
+    cfg = load_run_config(run_dir, forward_overrides(run_dir))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     env = build_env(cfg, physics, device, num_envs=num_envs)
     model = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions).to(device)

@@ -59,14 +59,7 @@ walk() {  # seed, time limit: train 300 iterations as a user would, the launch t
     hydra.run.dir=/root/walk$1/run > /root/walk$1/train.log 2>&1
   rc=$?; echo "seed $1: exit $rc after $(( $(date +%s) - t0 )) s"; grep -v "^Warp\|^Module" /root/walk$1/train.log | tail -3
   # the model weights only (the env's and optimizer's state are ~20 MB a checkpoint), file times kept
-  python3 - /root/walk$1/run/checkpoints <<'PY'
-import os, sys, torch
-from pathlib import Path
-for f in sorted(Path(sys.argv[1]).glob("iter_*.pt")):
-  p, st = torch.load(f, map_location="cpu", weights_only=True), f.stat()
-  torch.save({k: p[k] for k in ("format", "iteration", "env_steps", "wall_time_s", "model")}, f)
-  os.utime(f, (st.st_atime, st.st_mtime))
-PY
+  python3 scripts/slim_checkpoints.py /root/walk$1/run/checkpoints
   tar -C /root/walk$1 -czf "$OUT/walk$1.tgz" launch_epoch train.log run
 }
 

@@ -78,3 +78,30 @@ def test_a_checkpoint_that_cannot_be_written_is_one_line_naming_the_last_intact_
     assert sorted(p.name for p in folder.iterdir()) == ["iter_000010.pt"]
     monkeypatch.undo()
     assert ckpt.load(folder / "iter_000010.pt")["iteration"] == 10
+
+
+def test_slim_checkpoints_keep_the_weights_and_the_file_times(tmp_path):
+    """scripts/slim_checkpoints.py (what the GPU machine sends back): weights and counters only,
+    each file's time unchanged (scoring reads it as the checkpoint's wall time)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = tmp_path / "checkpoints"
+    model = {"actor.0.weight": torch.arange(6.0).reshape(2, 3)}
+    for it in (20, 40):
+        path = checkpoint.checkpoint_path(folder, it)
+        checkpoint.save_atomic({"format": 3, "iteration": it, "env_steps": it * 100, "wall_time_s": it / 10,
+                                "model": model, "optimizer": {"state": torch.zeros(10_000)}, "env": {"x": 1}}, path)  # fmt: skip
+        os.utime(path, (1_000_000 + it, 2_000_000 + it))
+    out = tmp_path / "slim"
+    script = Path(__file__).parents[1] / "scripts" / "slim_checkpoints.py"
+    subprocess.run([sys.executable, str(script), str(folder), str(out)], check=True)
+    for it in (20, 40):
+        slim = out / f"iter_{it:06d}.pt"
+        payload = checkpoint.load(slim)
+        assert sorted(payload) == ["env_steps", "format", "iteration", "model", "wall_time_s"]
+        assert payload["iteration"] == it and torch.equal(payload["model"]["actor.0.weight"], model["actor.0.weight"])
+        assert slim.stat().st_mtime == 2_000_000 + it
+        assert slim.stat().st_size < checkpoint.checkpoint_path(folder, it).stat().st_size / 10

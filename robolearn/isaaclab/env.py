@@ -25,6 +25,7 @@ import torch
 from robolearn.envs.episode_stats import EpisodeStats
 from robolearn.errors import UserError
 from robolearn.isaaclab import PREFIX
+from robolearn.isaaclab.metrics import task_metrics
 from robolearn.isaaclab.runtime import ResolvedTask, open_env, resolve_task
 from robolearn.isaaclab.views import CommandView, PhysicsView, RewardView, mujoco_solver
 
@@ -40,18 +41,6 @@ class _Terminations:
     def update(self) -> None:
         for k, name in enumerate(self.names):
             self.fired[k] = self.manager.get_term(name)
-
-
-class _NoMetrics:
-    """robolearn task metrics (tracking error per meter, ...) do not exist for an Isaac Lab task;
-    its own Metrics/ logs are reported under isaaclab/ instead."""
-
-    enabled = False
-
-    def __init__(self, num_envs: int, device: torch.device):
-        self.names, self.per_meter, self.per_final = [], [], []
-        self.values = self.window_mean = torch.zeros(0, num_envs, device=device)
-        self.distance = torch.zeros(num_envs, device=device)
 
 
 class IsaacLabEnv:
@@ -78,7 +67,7 @@ class IsaacLabEnv:
             self.close()
             raise
         self.terminations = _Terminations(env.termination_manager, self.num_envs, self.device)
-        self.metrics = _NoMetrics(self.num_envs, self.device)
+        self.metrics = task_metrics(env.command_manager, self.num_envs, self.device)
         self.stats = EpisodeStats(episode_window, ["mean_episode_return", "mean_episode_length",
                                                    *(f"termination/{n}" for n in self.terminations.names)], self.device)  # fmt: skip
         self.episode_return = torch.zeros(self.num_envs, device=self.device)
@@ -137,6 +126,7 @@ class IsaacLabEnv:
         self.episode_return += reward
         self.episode_steps += 1
         self.terminations.update()
+        self.metrics.update()
         rows = torch.cat([self.episode_return.unsqueeze(0), self.episode_steps.unsqueeze(0), self.terminations.fired.float()])
         self.stats.record(done, rows.T)
         self.episode_return.masked_fill_(done, 0.0)
@@ -168,7 +158,8 @@ class IsaacLabEnv:
         return ", ".join(n for k, n in enumerate(self.terminations.names) if self.terminations.fired[k, i]) or "time-out"
 
     def track_metrics(self, enabled: bool) -> None:
-        """No robolearn metrics to track (see _NoMetrics)."""
+        """Compute the task's metrics (metrics.py) each step from now on, or stop."""
+        self.metrics.enabled = enabled
 
     # --- checkpoints ------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -7,6 +7,9 @@
 #   after staging scripts/isaaclab/make_gpu_bundle.sh's parts (one device call each, back to back):
 #   bash scripts/isaaclab/gpu_compare.sh [SECONDS]     (default 420; one call: the first is the cold
 #                                                      Warp kernel cache, a second call the warm one)
+#   IL_OVERRIDES='"env.sim.physics.num_substeps=1"' bash scripts/isaaclab/gpu_compare.sh ...
+#       Isaac Lab's own overrides (quoted, comma-separated), e.g. one solver step per 5 ms physics step
+#       as robolearn takes (Isaac Lab's stock Newton config takes 2 of 2.5 ms)
 #
 # Writes under $OUT, per call (N = 1, 2, ...): il_versions.txt; il_run<N>_metrics.jsonl (every
 # iteration: env-steps/s, robolearn's episode means and Isaac Lab's own episode logs under
@@ -19,7 +22,8 @@ set -uo pipefail
 #  a CPU dry run of this script)
 site=${IL_SITE:-/root/site-il}
 [ -d "$site" ] || { echo "stage scripts/isaaclab/make_gpu_bundle.sh's parts first ($site is missing)"; exit 2; }
-export PYTHONPATH=$site:$PWD PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache-il
+# mujoco imports on EGL there only with the .gl packages: glfw (nothing is drawn in these runs)
+export PYTHONPATH=$site:$PWD PYTHONUNBUFFERED=1 WARP_CACHE_PATH=/root/warp-cache-il MUJOCO_GL=${MUJOCO_GL:-glfw}
 OUT=${OUT:-/tmp/out}
 root=${IL_ROOT:-/root/il}
 mkdir -p "$OUT" "$root"
@@ -41,7 +45,8 @@ PY
 launch_ms=$(( $(date +%s%N) / 1000000 ))
 python3 -m robolearn.cli train task=${IL_TASK:-isaaclab:RoboLearn-Velocity-Flat-Quadruped} env.num_envs=${IL_ENVS:-4096} \
   runner.max_iterations=100000 runner.save_interval=20 runner.keep_checkpoints=1000 runner.progress=false \
-  runner.export_onnx=false runner.video_interval=0 hydra.run.dir=$run > "$OUT/il_run${n}_train.log" 2>&1 &
+  runner.export_onnx=false runner.video_interval=0 "isaaclab.overrides=[${IL_OVERRIDES:-}]" hydra.run.dir=$run \
+  > "$OUT/il_run${n}_train.log" 2>&1 &
 train=$!
 : > "$OUT/il_run${n}_rows_at.txt"
 rows=0
@@ -58,5 +63,8 @@ while kill -0 $train 2>/dev/null; do
 done
 grep -v "^Warp\|^Module" "$OUT/il_run${n}_train.log" | tail -6
 cp $run/metrics.jsonl "$OUT/il_run${n}_metrics.jsonl" 2>/dev/null
-tar -C $root -czf "$OUT/il_run${n}_checkpoints.tgz" run$n/checkpoints run$n/config.yaml 2>/dev/null
+# the weights only (~20 MB a checkpoint with the optimizer: too much to send back)
+python3 scripts/slim_checkpoints.py $run/checkpoints $root/slim$n/run$n/checkpoints
+cp $run/config.yaml $root/slim$n/run$n/
+tar -C $root/slim$n -czf "$OUT/il_run${n}_checkpoints.tgz" run$n 2>/dev/null
 echo "run $n: $rows metrics rows; last row at $(tail -1 "$OUT/il_run${n}_rows_at.txt" | cut -d' ' -f2) s from launch"

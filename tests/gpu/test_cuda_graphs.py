@@ -27,38 +27,56 @@ def make_env(task: str, randomization: str, num_envs: int, cuda_graph: bool | No
     return cfg, env
 
 
+ENVELOPE = 10.0
+"""Once two eager envs differ (the engine's own float atomics), the graphed env may differ from the
+first eager one by at most this many times as much (running maxima) plus 1e-6: a graph-path fault
+(a stale buffer, a missed reset, a wrong mask) shows as O(0.1-1) at once, engine noise as 1e-7."""
+
+
 @pytest.mark.parametrize("task,randomization", TASKS)
 def test_graphed_and_eager_steps_are_identical(task, randomization):
-    """Same seed, same actions, 200 steps: observations, rewards and resets equal bit for bit
-    (commands, pushes, actuator latency and gravity tilt on for the quadrupeds), in MuJoCo Warp's
-    deterministic mode (without it, contacts are ordered by GPU atomics). A second eager env is
-    the control: H200, 2026-11-27, two *eager* quadruped envs already differed (flat: 4e-7 at step
-    1; rough: 5e-6 at step 0), so the graph path is not what differs there. Torch's deterministic
-    algorithms run in warn mode: a nondeterministic torch op in the step is named in the failure
-    (none named means the engine: report it upstream; ADR's per-group sums were one such op)."""
+    """Same seed, same actions, 200 steps, in MuJoCo Warp's deterministic mode: observations, rewards
+    and resets of the graphed and the eager env equal bit for bit while a second eager env (the
+    control) equals the first (commands, pushes, actuator latency and gravity tilt on for the
+    quadrupeds). The control tells the engine's nondeterminism apart from the graph path's:
+    mujoco_warp's deterministic mode orders contacts and the solver's sums, but its smooth stage
+    (RNE, CRB, subtree sums) still accumulates with float atomics (upstream mujoco_warp PR #1533,
+    open), so branching-tree models differ from the first step: H200, 2026-11-27, two eager
+    quadruped_flat envs differed in cacc/cfrc/qacc at step 0 (scripts/determinism_probe.py). From
+    the step the control differs, the graphed env must stay within ENVELOPE of it. Torch's
+    deterministic algorithms run in warn mode: a failure names the nondeterministic torch ops the
+    step ran (ADR's per-group sums were one such op)."""
     envs = [make_env(task, randomization, 512, flag, deterministic=True)[1] for flag in (True, False, False)]
     assert envs[0]._use_graphs and not envs[1]._use_graphs
     for env in envs:
         env.reset()
     gen = torch.Generator(CUDA).manual_seed(0)
-    resets = 0
+    resets, graph_gap, engine_gap = 0, 0.0, 0.0
     with torch.inference_mode(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.use_deterministic_algorithms(True, warn_only=True)
         try:
             for step in range(200):
                 action = torch.randn(512, envs[0].num_actions, device=CUDA, generator=gen)
-                (o1, r1, te1, tr1), (o2, r2, te2, tr2), (o3, *_) = (env.step(action) for env in envs)
-                for group in o1:
-                    engine = (o2[group] - o3[group]).abs().max().item()
-                    ops = sorted({str(w.message).split(".")[0] for w in caught if "determinis" in str(w.message)})
-                    assert engine == 0, f"two eager envs differ at step {step}, {group}: {engine}; torch ops: {ops}"
-                    assert torch.equal(o1[group], o2[group]), (step, group, (o1[group] - o2[group]).abs().max().item())
-                assert torch.equal(r1, r2) and torch.equal(te1, te2) and torch.equal(tr1, tr2), step
+                (o1, r1, te1, tr1), (o2, r2, te2, tr2), (o3, r3, *_) = (env.step(action) for env in envs)
+                ops = sorted({str(w.message).split(".")[0] for w in caught if "determinis" in str(w.message)})
+                gaps = [(a[g] - b[g]).abs().max().item() for a, b in ((o1, o2), (o2, o3)) for g in o1]
+                half = len(gaps) // 2
+                graph_gap = max(graph_gap, *gaps[:half], (r1 - r2).abs().max().item())
+                engine_gap = max(engine_gap, *gaps[half:], (r2 - r3).abs().max().item())
+                if engine_gap == 0:  # the engine has been deterministic so far: bit for bit
+                    assert all(torch.equal(o1[g], o2[g]) for g in o1), (step, graph_gap, ops)
+                    assert torch.equal(r1, r2) and torch.equal(te1, te2) and torch.equal(tr1, tr2), (step, ops)
+                else:
+                    assert graph_gap <= ENVELOPE * engine_gap + 1e-6, (
+                        f"step {step}: graphed vs eager {graph_gap:.3g}, two eager envs {engine_gap:.3g}; "
+                        f"nondeterministic torch ops: {ops}")  # fmt: skip
                 resets += int((te1 | tr1).sum())
         finally:
             torch.use_deterministic_algorithms(False)
     assert resets > 0  # the reset path (and the sensor refresh) was exercised
+    if task == "cartpole":  # no contacts, no branching tree: the engine is deterministic, so bit for bit throughout
+        assert engine_gap == 0 and graph_gap == 0
 
 
 def one_iteration(runner, obs):

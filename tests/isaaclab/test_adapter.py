@@ -126,3 +126,33 @@ def test_bad_tasks_end_in_one_line(tmp_path, task, expected):
     assert len(errors) == 1 and expected in errors[0], result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_velocity_tasks_report_robolearns_tracking_errors():
+    """A base-velocity command gives evaluation lin_vel_error/ang_vel_error per step: equal to what
+    Isaac Lab's own command term adds to its episode sums each step (its Metrics/ logs)."""
+    import torch
+
+    from robolearn.evaluate import evaluate
+    from robolearn.isaaclab.env import IsaacLabEnv
+
+    forward = [f"env.commands.base_velocity.{k}" for k in ("ranges.lin_vel_x=[0.5,0.5]", "ranges.lin_vel_y=[0.0,0.0]",
+               "ranges.ang_vel_z=[0.0,0.0]", "heading_command=false", "rel_standing_envs=0.0")]  # fmt: skip
+    env = IsaacLabEnv("RoboLearn-Velocity-Flat-Quadruped", 4, "cpu", 0, ["env.episode_length_s=0.5", *forward])
+    try:
+        assert env.metrics.names == ["lin_vel_error", "ang_vel_error"]
+        term = env.metrics.term
+        env.reset(spread_timeouts=False)
+        assert torch.equal(term.vel_command_b, torch.tensor([[0.5, 0.0, 0.0]]).expand(4, 3))
+        env.track_metrics(True)
+        for _ in range(5):
+            xy, yaw = term._error_xy_sum.clone(), term._error_yaw_sum.clone()
+            env.step(torch.zeros(4, env.num_actions))
+            torch.testing.assert_close(env.metrics.values[0], term._error_xy_sum - xy, rtol=0, atol=1e-6)
+            torch.testing.assert_close(env.metrics.values[1], term._error_yaw_sum - yaw, rtol=0, atol=1e-6)
+        assert env.metrics.values[0].min() > 0  # the robot is not tracking 0.5 m/s standing still
+        env.track_metrics(False)
+        metrics, _ = evaluate(env, lambda obs: torch.zeros(obs.shape[0], env.num_actions), progress=False)
+        assert 0 < metrics["lin_vel_error"] <= 0.5 + 1.0 and metrics["episode_length_mean"] == 25
+    finally:
+        env.close()
