@@ -28,7 +28,8 @@ def launch(ranks: int, task: str, num_envs: int, iterations: int, extra: list[st
              "runner.export_onnx=false", "runner.progress=false", "runner.video_interval=0", "logger=none",
              "physics=mujoco", "device=cpu", f"hydra.run.dir={run}", *extra]  # fmt: skip
     if ranks > 1:
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}", *train]
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
+                   f"--log-dir={run.parent / 'torchrun-logs'}", *train]  # not a /tmp/torchelastic_* per launch
     else:
         command = [sys.executable, *train]
     start = time.perf_counter()

@@ -20,8 +20,9 @@ FAST = ["env.num_envs=32", "runner.num_steps_per_env=16", "algo.num_mini_batches
 
 
 def torchrun(*args, cwd, ranks=2, wait=True, timeout=600, standalone=True):
+    # torchrun's own logs under the test's folder (by default each launch leaves a /tmp/torchelastic_* behind)
     command = [sys.executable, "-m", "torch.distributed.run", *(["--standalone"] if standalone else []),
-               f"--nproc_per_node={ranks}", *args]  # fmt: skip
+               f"--nproc_per_node={ranks}", f"--log-dir={Path(cwd) / 'torchrun-logs'}", *args]  # fmt: skip
     if not wait:
         return subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
