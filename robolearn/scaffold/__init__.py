@@ -36,9 +36,10 @@ from robolearn.model_files import outside_files, write_compiled
 from robolearn.paths import assets_dir
 from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
-from robolearn.scaffold.inspect_model import compile_spec, inspect_model, load_spec, model_files, urdf_meshes
+from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.plan import TEMPLATES, render
 from robolearn.scaffold.robot_edits import plan_robot
+from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, urdf_meshes
 from robolearn.scaffold.task_text import num_envs, task_yaml
 
 TEMPLATE_NAMES = ("minimal", "locomotion", "reach")

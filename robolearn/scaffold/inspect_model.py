@@ -6,15 +6,13 @@ and the floor. Read from the compiled MjModel (names, kinematics at the model's 
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from robolearn.errors import UserError, one_line
-from robolearn.model_files import model_files as shared_model_files
+from robolearn.errors import UserError
 from robolearn.scene.floating_base import floating_base_joint
 from robolearn.scene.geometry import body_children, collision_geoms, geom_corners, subtree
 from robolearn.scene.ground import has_ground
@@ -116,57 +114,6 @@ class ModelInfo:
     @property
     def position_only(self) -> bool:
         return bool(self.actuators) and all(a.kind == "position" for a in self.actuators)
-
-
-def load_spec(path: Path) -> mujoco.MjSpec:
-    try:
-        return mujoco.MjSpec.from_file(str(path))
-    except Exception as exc:  # MuJoCo raises ValueError for a file it cannot parse
-        raise UserError(f"cannot load robot model {path}: {one_line(exc)}") from None
-
-
-def compile_spec(spec: mujoco.MjSpec, path: Path) -> mujoco.MjModel:
-    try:
-        return spec.compile()
-    except Exception as exc:
-        raise UserError(f"cannot compile robot model {path}: {one_line(exc)}") from None
-
-
-def model_files(path: Path) -> list[Path]:
-    """The MJCF and the files it includes and loads, relative to its folder (a URDF's meshes are
-    gathered by `urdf_meshes` instead)."""
-    load_spec(path)  # MuJoCo's own message for a file it cannot read
-    return shared_model_files(path, "the task package")
-
-
-def urdf_meshes(path: Path) -> list[Path]:
-    """The mesh files a URDF names (`package://<pkg>/...` looked up in the folders above it)."""
-    try:
-        tree = ET.parse(path)
-    except (OSError, ET.ParseError) as exc:
-        raise UserError(f"cannot read robot model {path}: {one_line(exc)}") from None
-    meshes = []
-    for element in tree.getroot().iter("mesh"):
-        name = element.get("filename", "")
-        if not name:
-            continue
-        meshes.append(_find_urdf_file(path, name))
-    return sorted(set(meshes))
-
-
-def _find_urdf_file(urdf: Path, name: str) -> Path:
-    if name.startswith("file://"):
-        candidates = [Path(name[len("file://"):])]
-    elif name.startswith("package://"):
-        rel = Path(name[len("package://"):])
-        candidates = [parent / rel for parent in urdf.resolve().parents]  # <ws>/<pkg>/meshes/x.stl
-        candidates += [parent / Path(*rel.parts[1:]) for parent in urdf.resolve().parents]  # the package's own folder
-    else:
-        candidates = [urdf.parent / name]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise UserError(f"{urdf.name} names mesh {name}, which is not found near {urdf.parent}")
 
 
 def _name(model: mujoco.MjModel, objtype: mujoco.mjtObj, i: int) -> str:
