@@ -125,6 +125,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--run-dir", type=Path, default=None, help="keep the run here (default: a temporary folder)")
     parser.add_argument("--stop-at-target", action="store_true", help="score no checkpoint after the first on target")
+    parser.add_argument("--from-iteration", type=int, default=0,
+                        help="score only checkpoints from this iteration on (split a long scoring into parts)")
     parser.add_argument("--pipeline", action="store_true", help="only env-pipeline steps/s per task and preset")
     parser.add_argument("--score", type=Path, default=None, metavar="RUN_DIR",
                         help="train nothing: score the checkpoints of a run made elsewhere (e.g. on the GPU machine)")
@@ -147,10 +149,11 @@ def main() -> None:
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     manifest = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
     trained = load_run_config(run_dir, [])  # what the run was (with --score, trained elsewhere)
+    isaaclab = trained.task.name.startswith("isaaclab:")  # trained and scored on Isaac Lab's own physics
     result = {
-        "task": trained.task.name, "physics": manifest.get("physics_backend", args.physics),
+        "task": trained.task.name, "physics": manifest.get("physics_backend") or ("isaaclab" if isaaclab else args.physics),
         "num_envs": trained.env.num_envs,
-        "trained_on": manifest.get("device"), "scored_with": args.physics,
+        "trained_on": manifest.get("device"), "scored_with": "isaaclab" if isaaclab else args.physics,
         "scored_on": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "date": time.strftime("%Y-%m-%d"), "train_wall_s": rows[-1]["wall_time_s"],
         "env_steps_per_s_median": statistics.median(r["steps_per_s"] for r in rows),
@@ -160,6 +163,8 @@ def main() -> None:
         result["terrain_level_mean"] = [(r["iteration"], r["curriculum/terrain_level_mean"]) for r in rows
                                         if "curriculum/terrain_level_mean" in r][:: max(1, len(rows) // 30)]  # fmt: skip
     for ckpt in checkpoint.list_checkpoints(run_dir / "checkpoints"):
+        if int(ckpt.stem.split("_")[-1]) < args.from_iteration:
+            continue
         wall = ckpt.stat().st_mtime - start if start is not None else None
         row = {**score(run_dir, ckpt, args.physics, args.eval_envs), "wall_s": wall}
         result["checkpoints"].append(row)

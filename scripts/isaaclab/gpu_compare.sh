@@ -65,6 +65,6 @@ grep -v "^Warp\|^Module" "$OUT/il_run${n}_train.log" | tail -6
 cp $run/metrics.jsonl "$OUT/il_run${n}_metrics.jsonl" 2>/dev/null
 # the weights only (~20 MB a checkpoint with the optimizer: too much to send back)
 python3 scripts/slim_checkpoints.py $run/checkpoints $root/slim$n/run$n/checkpoints
-cp $run/config.yaml $root/slim$n/run$n/
+cp $run/config.yaml $run/manifest.json $root/slim$n/run$n/ 2>/dev/null
 tar -C $root/slim$n -czf "$OUT/il_run${n}_checkpoints.tgz" run$n 2>/dev/null
 echo "run $n: $rows metrics rows; last row at $(tail -1 "$OUT/il_run${n}_rows_at.txt" | cut -d' ' -f2) s from launch"
