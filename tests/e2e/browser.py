@@ -6,9 +6,11 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 import urllib.request
 
@@ -39,8 +41,12 @@ class Page:
     def __init__(self, profile):
         from websockets.sync.client import connect
 
+        # Chromium's singleton socket folder (org.chromium.Chromium.*) goes in a short-lived TMPDIR of its
+        # own, removed on close (under the test's long tmp_path the socket's path is too long for Unix)
+        self._tmp = tempfile.mkdtemp(prefix="rl-chromium-")
         self._chrome = subprocess.Popen(chromium_args("--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank"),
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                        env={**os.environ, "TMPDIR": self._tmp})  # fmt: skip
         for line in self._chrome.stderr:
             found = re.search(r"DevTools listening on ws://[^:]+:(\d+)/", line)
             if found:
@@ -112,3 +118,4 @@ class Page:
         self._ws.close()
         self._chrome.terminate()
         self._chrome.wait(timeout=30)
+        shutil.rmtree(self._tmp, ignore_errors=True)
