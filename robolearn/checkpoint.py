@@ -23,11 +23,17 @@ def checkpoint_path(folder: Path, iteration: int) -> Path:
     return folder / f"iter_{iteration:06d}.pt"
 
 
+def iteration_of(path: Path) -> int | None:
+    """The iteration a checkpoint file's name holds (iter_000120.pt: 120), None for another name."""
+    m = _NAME.match(path.name)
+    return int(m.group(1)) if m else None
+
+
 def list_checkpoints(folder: Path) -> list[Path]:
     """Complete checkpoints in `folder`, oldest first."""
     if not folder.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name))]
+    found = [(it, p) for p in folder.iterdir() if (it := iteration_of(p)) is not None]
     return [p for _, p in sorted(found)]
 
 

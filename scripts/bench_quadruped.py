@@ -70,8 +70,9 @@ def forward_overrides(run_dir: Path) -> list[str]:
     return ["isaaclab.overrides=[" + ",".join(f'"{o}"' for o in given) + "]"]
 
 
-def score(run_dir: Path, ckpt: Path, physics: str, num_envs: int) -> dict:
-    cfg = load_run_config(run_dir, forward_overrides(run_dir))
+def score(run_dir: Path, ckpt: Path, physics: str, num_envs: int, overrides: list[str]) -> dict:
+    """`overrides`: forward_overrides(run_dir)."""
+    cfg = load_run_config(run_dir, overrides)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     env = build_env(cfg, physics, device, num_envs=num_envs)
     model = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions).to(device)
@@ -162,11 +163,12 @@ def main() -> None:
     if any("curriculum/terrain_level_mean" in r for r in rows):
         result["terrain_level_mean"] = [(r["iteration"], r["curriculum/terrain_level_mean"]) for r in rows
                                         if "curriculum/terrain_level_mean" in r][:: max(1, len(rows) // 30)]  # fmt: skip
+    forward = forward_overrides(run_dir)
     for ckpt in checkpoint.list_checkpoints(run_dir / "checkpoints"):
-        if int(ckpt.stem.split("_")[-1]) < args.from_iteration:
+        if checkpoint.iteration_of(ckpt) < args.from_iteration:
             continue
         wall = ckpt.stat().st_mtime - start if start is not None else None
-        row = {**score(run_dir, ckpt, args.physics, args.eval_envs), "wall_s": wall}
+        row = {**score(run_dir, ckpt, args.physics, args.eval_envs, forward), "wall_s": wall}
         result["checkpoints"].append(row)
         print(json.dumps(row), flush=True)
         if result["time_to_target_s"] is None and row["tracking_error"] < TARGET_ERROR and row["fall_rate"] < TARGET_FALLS:

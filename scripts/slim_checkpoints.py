@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-import torch
+from robolearn import checkpoint
 
 KEEP = ("format", "iteration", "env_steps", "wall_time_s", "model")
 
@@ -20,9 +20,9 @@ def main() -> None:
     source = Path(sys.argv[1])
     target = Path(sys.argv[2]) if len(sys.argv) > 2 else source
     target.mkdir(parents=True, exist_ok=True)
-    for path in sorted(source.glob("iter_*.pt")):
-        payload, stat = torch.load(path, map_location="cpu", weights_only=True), path.stat()
-        torch.save({k: payload[k] for k in KEEP if k in payload}, target / path.name)
+    for path in checkpoint.list_checkpoints(source):
+        payload, stat = checkpoint.load(path), path.stat()
+        checkpoint.save_atomic({k: payload[k] for k in KEEP if k in payload}, target / path.name)
         os.utime(target / path.name, (stat.st_atime, stat.st_mtime))
 
 
