@@ -17,6 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from robolearn.config_scale import DIRECTIONS, OBJECTIVE_MODES
 from robolearn.errors import UserError
+from robolearn.physics.base import RESET_SENSORS
 from robolearn.scene import sim_options
 
 SCHEDULES = ("adaptive", "fixed")
@@ -62,6 +63,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "physics.num_threads": (lambda v: 0 <= v <= 4096, "0..4096 (0: every core)"),
     "physics.nconmax": (_non_negative, ">= 0 (0: derived from the model)"),
     "physics.njmax": (_non_negative, ">= 0 (0: derived from the model)"),
+    "physics.reset_sensors": (lambda v: v in RESET_SENSORS, " or ".join(RESET_SENSORS)),
     "algo.learning_rate": (lambda v: 0 < v <= 1, "0 < learning_rate <= 1"),
     "algo.schedule": (lambda v: v in SCHEDULES, " or ".join(SCHEDULES)),
     "algo.desired_kl": (_positive, "> 0"),

@@ -1,7 +1,8 @@
 """GPU benchmark: raw engine vs robolearn env pipeline vs full training, per backend and env count.
 
     python scripts/bench_gpu.py [--task cartpole] [--randomization default] [--backends warp mjx]
-                                [--num-envs 1024 4096 16384] [--amp] [--env-compile] [--solve] [--out results.jsonl]
+                                [--num-envs 1024 4096 16384] [--amp] [--env-compile] [--kinematic-reset] [--solve]
+                                [--out results.jsonl]
 
 Rates are control steps per second summed over environments (each is the task's decimation in
 physics steps: cartpole 2, the quadrupeds 4):
@@ -12,7 +13,9 @@ physics steps: cartpole 2, the quadrupeds 4):
                 holds the default pose instead (the column before 2026-11-27). MJX's jitted
                 vmap(lax.scan(step)) on device arrays, random controls
   env pipeline  BatchedEnv.step with random actions on the GPU (torch + engine, no host sync); with
-                --env-compile also with env.compile=true
+                --env-compile also with env.compile=true; with --kinematic-reset also with
+                physics.reset_sensors=kinematic (no solver in the sensor refresh after resets), and
+                with both flags both together
   training      OnPolicyRunner iterations (rollout + PPO update) with the task's recipe, median over
                 measured iterations, with the eager and with the CUDA-graphed update
                 (algo.cuda_graph), and the learner's share of the iteration time (from the device's
@@ -152,10 +155,12 @@ def compose(backend: str):
     return compose_train([f"task={TASK['name']}", f"physics={backend}", f"randomization={TASK['randomization']}"])
 
 
-def make_env(backend: str, num_envs: int, cuda_graph: bool | None = None, compile: bool = False) -> BatchedEnv:
+def make_env(backend: str, num_envs: int, cuda_graph: bool | None = None, compile: bool = False,
+             reset_sensors: str = "exact") -> BatchedEnv:  # fmt: skip
     cfg = compose(backend)
     env = BatchedEnv(cfg.task, discover_tasks()[TASK["name"]], num_envs, physics=backend, device=DEVICE, seed=3,
-                     cuda_graph=cuda_graph, randomization=cfg.randomization, compile=compile)  # fmt: skip
+                     cuda_graph=cuda_graph, randomization=cfg.randomization, compile=compile,
+                     physics_settings={"reset_sensors": reset_sensors})  # fmt: skip
     env.reset()
     with torch.inference_mode():
         env.step(torch.zeros(num_envs, env.num_actions, device=DEVICE))  # graphs captured here, not while timing
@@ -202,18 +207,24 @@ def training(env: BatchedEnv, backend: str, iterations: int, graphed_update: boo
             f"update_ms_{key}": 1000 * mid["learning_s"]}  # fmt: skip
 
 
+def variant_rate(backend: str, num_envs: int, seconds: float, **options) -> float:
+    """The env pipeline's rate in a variant of make_env's `options`, the env closed afterwards."""
+    env = make_env(backend, num_envs, **options)
+    rate = pipeline_rate(env, seconds)
+    env.close()
+    return rate
+
+
 def pipeline_and_training(backend: str, num_envs: int, seconds: float, iterations: int, amp: bool = False,
-                          env_compile: bool = False) -> dict:  # fmt: skip
-    eager = make_env(backend, num_envs, cuda_graph=False)
-    eager_rate = pipeline_rate(eager, seconds)
-    eager.close()
-    del eager
-    compiled_rate = None
+                          env_compile: bool = False, kinematic_reset: bool = False) -> dict:  # fmt: skip
+    variants = {"env_pipeline_eager": {"cuda_graph": False}}
     if env_compile:  # env.compile: the term computations fused by torch.compile (inside the graphs)
-        compiled = make_env(backend, num_envs, compile=True)
-        compiled_rate = pipeline_rate(compiled, seconds)
-        compiled.close()
-        del compiled
+        variants["env_pipeline_compiled"] = {"compile": True}
+    if kinematic_reset:  # physics.reset_sensors=kinematic: no solver in the refresh after resets
+        variants["env_pipeline_kinematic_reset"] = {"reset_sensors": "kinematic"}
+        if env_compile:
+            variants["env_pipeline_kinematic_reset_compiled"] = {"reset_sensors": "kinematic", "compile": True}
+    rates = {key: variant_rate(backend, num_envs, seconds, **options) for key, options in variants.items()}
     sync()
     free0 = free_bytes()
     env = make_env(backend, num_envs)
@@ -225,9 +236,7 @@ def pipeline_and_training(backend: str, num_envs: int, seconds: float, iteration
     else:
         row = {"raw_engine": raw_mjx(env, seconds)}
     row["env_pipeline"] = pipeline_rate(env, seconds)
-    row["env_pipeline_eager"] = eager_rate
-    if compiled_rate is not None:
-        row["env_pipeline_compiled"] = compiled_rate
+    row.update(rates)
     sync()
     free2 = free_bytes()
     row.update(training(env, backend, iterations, graphed_update=False))
@@ -284,6 +293,8 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--amp", action="store_true", help="also train with the graphed update in bf16 autocast")
     parser.add_argument("--env-compile", action="store_true", help="also the env pipeline with env.compile=true")
+    parser.add_argument("--kinematic-reset", action="store_true",
+                        help="also the env pipeline with physics.reset_sensors=kinematic")
     parser.add_argument("--solve", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -304,10 +315,12 @@ def main() -> None:
         for n in args.num_envs:
             t0 = time.perf_counter()
             row = {"task": TASK["name"], "backend": backend, "num_envs": n}
-            row.update(pipeline_and_training(backend, n, args.seconds, args.iterations, args.amp, args.env_compile))
+            row.update(pipeline_and_training(backend, n, args.seconds, args.iterations, args.amp, args.env_compile,
+                                              args.kinematic_reset))
             row["pipeline_over_raw"] = row["env_pipeline"] / row["raw_engine"]
-            if "env_pipeline_compiled" in row:
-                row["compiled_pipeline_over_raw"] = row["env_pipeline_compiled"] / row["raw_engine"]
+            for variant in ("compiled", "kinematic_reset", "kinematic_reset_compiled"):
+                if f"env_pipeline_{variant}" in row:
+                    row[f"{variant}_pipeline_over_raw"] = row[f"env_pipeline_{variant}"] / row["raw_engine"]
             row["bench_s"] = time.perf_counter() - t0
             record(row)
         if args.solve:

@@ -28,6 +28,10 @@
 #                                           to the bare engine (scripts/profile_physics_gap.py)
 #   bash scripts/gpu_acceptance.sh lease15d   LEASE_SECONDS: the graph-vs-eager test (~1 minute), then
 #                                           quadruped_rough sim2real to the deadline (`rough` resumes it)
+#   bash scripts/gpu_acceptance.sh kinematic  ~5 minutes: physics.reset_sensors=kinematic (no solver in
+#                                           the refresh after resets): its graph-vs-eager test, the flat
+#                                           step per phase with and without it, and the pipeline rate
+#                                           against raw (with env.compile too) at 4,096 envs
 #   bash scripts/gpu_acceptance.sh lease15c   ~8.5 minutes: a cold-cache walk (seed 0) with the kernels
 #                                           compiled ahead in parallel, where two eager quadruped envs
 #                                           first differ (scripts/determinism_probe.py), the flat table
@@ -73,7 +77,7 @@ rough_back() {  # the rough run's metrics, and its checkpoints as weights (to sc
   tar -C /root/rough_back -czf "$OUT/rough.tgz" run
 }
 
-case ${1:?checks, bench-rough, compile, walk, startup, rough, lease15, lease15b, lease15c or lease15d} in
+case ${1:?checks, bench-rough, compile, kinematic, walk, startup, rough, lease15, lease15b, lease15c or lease15d} in
 checks)
   versions
   timeout 270 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/physics/test_warp_refresh.py tests/rl/test_iteration_clock.py \
@@ -101,6 +105,18 @@ compile)
   done
   timeout 180 python3 scripts/bench_gpu.py --task quadruped_flat --backends warp --num-envs 4096 --seconds 2 \
     --iterations 4 --parity-envs 0 --env-compile --out "$OUT/bench_compile.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -2
+  ;;
+kinematic)
+  versions
+  timeout 150 python3 -m pytest -q -rA -p no:cacheprovider tests/gpu -k "identical and kinematic" > "$OUT/gpu_tests.log" 2>&1
+  echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|eager envs" "$OUT/gpu_tests.log" | tail -6
+  for flag in "" --kinematic-reset; do
+    timeout 60 python3 scripts/profile_env_step.py --task quadruped_flat --num-envs 4096 $flag \
+      --out "$OUT/step_phases.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -1
+  done
+  timeout 200 python3 scripts/bench_gpu.py --task quadruped_flat --backends warp --num-envs 4096 --seconds 2 \
+    --iterations 4 --parity-envs 0 --env-compile --kinematic-reset --out "$OUT/bench_kinematic.jsonl" 2>&1 \
+    | grep -v "^Warp\|^Module" | tail -2
   ;;
 walk)
   # the graphed update where the checks call captured it

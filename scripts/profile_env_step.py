@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--eager", action="store_true", help="no CUDA graphs (the eager phases)")
     parser.add_argument("--compile", action="store_true", help="env.compile=true (terms through torch.compile)")
+    parser.add_argument("--kinematic-reset", action="store_true",
+                        help="physics.reset_sensors=kinematic (no solver in the sensor refresh after resets)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -44,7 +46,8 @@ def main() -> None:
     cfg = compose_train([f"task={args.task}", f"physics={args.physics}", f"randomization={args.randomization}"])
     env = BatchedEnv(cfg.task, get_task(cfg.task.name), args.num_envs, physics=args.physics, device=device, seed=3,
                      cuda_graph=False if args.eager else None, randomization=cfg.randomization,
-                     compile=args.compile)  # fmt: skip
+                     compile=args.compile,
+                     physics_settings={"reset_sensors": "kinematic" if args.kinematic_reset else "exact"})  # fmt: skip
     env.reset()
     gen = torch.Generator(device).manual_seed(0)
     action = torch.empty(args.num_envs, env.num_actions, device=device)

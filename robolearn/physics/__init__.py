@@ -7,6 +7,7 @@ on CUDA, then native MuJoCo on CPU threads. Backends not written yet are simply 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ import torch
 
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import loaded_files
-from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend
+from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, solver_sensors
 from robolearn.physics.physics_copy import CopyMaker
 
 
@@ -44,7 +45,8 @@ def _importable(*modules: str, extra: str) -> Callable[[torch.device], str | Non
 def _build_mujoco(model, num_envs, device, cfg, physics_copy) -> PhysicsBackend:
     from robolearn.physics.mujoco_cpu import MujocoBackend
 
-    return MujocoBackend(model, num_envs, device, num_threads=cfg.get("num_threads", 0), physics_copy=physics_copy)
+    return MujocoBackend(model, num_envs, device, num_threads=cfg.get("num_threads", 0), physics_copy=physics_copy,
+                         reset_sensors=cfg.get("reset_sensors", "exact"))
 
 
 # Warp and MJX hold one model for all worlds (per-world fields are batched arrays): no copies.
@@ -52,13 +54,14 @@ def _build_warp(model, num_envs, device, cfg, physics_copy) -> PhysicsBackend:
     from robolearn.physics.warp_backend import WarpBackend
 
     return WarpBackend(model, num_envs, device, nconmax=cfg.get("nconmax", 0), njmax=cfg.get("njmax", 0),
-                       deterministic=bool(cfg.get("deterministic", False)))  # fmt: skip
+                       deterministic=bool(cfg.get("deterministic", False)),
+                       reset_sensors=cfg.get("reset_sensors", "exact"))  # fmt: skip
 
 
 def _build_mjx(model, num_envs, device, cfg, physics_copy) -> PhysicsBackend:
     from robolearn.physics.mjx_backend import MjxBackend
 
-    return MjxBackend(model, num_envs, device)
+    return MjxBackend(model, num_envs, device, reset_sensors=cfg.get("reset_sensors", "exact"))
 
 
 # In order of preference for physics=auto (which takes a 'cuda' backend only on a CUDA device).
@@ -119,7 +122,13 @@ def make_backend(
     resolved = resolve_backend(name, device)
     if num_envs < 1:
         raise UserError(f"env.num_envs must be at least 1, got {num_envs}")
-    return BACKENDS[resolved].build(model, num_envs, device, dict(settings or {}), physics_copy)
+    backend = BACKENDS[resolved].build(model, num_envs, device, dict(settings or {}), physics_copy)
+    if backend.blank_at_reset.any():
+        names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SENSOR, i) or f"sensor {i}" for i in solver_sensors(model)]
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        print(f"robolearn: physics.reset_sensors=kinematic: {shown} (they need the constraint solve) read 0 in an "
+              "env's first observation after a reset", file=sys.stderr)  # fmt: skip
+    return backend
 
 
 def _model_kind(path: Path) -> str:

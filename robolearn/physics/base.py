@@ -9,6 +9,8 @@ every `step` and `reset` (read the attributes each time: a backend may re-bind t
     act         [N, na]          actuator activations (empty when na == 0)
     sensordata  [N, nsensordata] sensor readings: after a step, those MuJoCo computed in the last
                                  substep (before its integration); after a reset, of the new state
+                                 (under physics.reset_sensors=kinematic, sensors that need the
+                                 constraint solve read 0 there: RESET_SENSORS)
     time        [N]              simulation time of each environment
     unstable    [N] bool         the engine itself reset this environment during the last step
                                  (native MuJoCo's automatic reset after a non-finite or huge value;
@@ -34,6 +36,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import mujoco
+import numpy as np
 import torch
 
 from robolearn.errors import UserError, one_line
@@ -56,6 +59,17 @@ RANDOMIZABLE_FIELDS: dict[str, mujoco.mjtObj] = {
 # Of those, the fields MuJoCo derives other model constants from (subtree masses, inverse
 # weights, actuator acc0): writing them requires mj_setConst / mujoco_warp's set_const.
 INERTIAL_FIELDS = frozenset({"body_mass", "body_inertia", "body_ipos", "dof_armature"})
+
+RESET_SENSORS = ("exact", "kinematic")
+"""physics.reset_sensors: what a reset environment's sensors read before its next step. exact: the
+readings of a full forward of the new state. kinematic: position- and velocity-stage sensors as
+exact; the sensors that need the constraint solve (touch, accelerometer, force, ...) read 0 until
+the environment's next physics step, which spares MuJoCo Warp the solver at every reset."""
+
+
+def solver_sensors(model: mujoco.MjModel) -> list[int]:
+    """The sensors whose readings need MuJoCo's acceleration stage (forces, accelerations, contact)."""
+    return [i for i in range(model.nsensor) if model.sensor_needstage[i] == mujoco.mjtStage.mjSTAGE_ACC]
 
 
 def unsupported_model(backend: str, exc: Exception) -> UserError:
@@ -81,7 +95,9 @@ class PhysicsBackend(ABC):
     run between graph replays (no host syncs, fixed buffers): the env then replays its own work
     as graphs."""
 
-    def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device):
+    def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device, reset_sensors: str = "exact"):
+        if reset_sensors not in RESET_SENSORS:
+            raise UserError(f"physics.reset_sensors={reset_sensors} is not valid; valid: {', '.join(RESET_SENSORS)}")
         self._nominal_fields: dict[str, torch.Tensor] = {}
         self.model = model
         """The nominal host model (names, sizes, default parameter values)."""
@@ -93,6 +109,12 @@ class PhysicsBackend(ABC):
         self.sensordata: torch.Tensor
         self.time: torch.Tensor
         self.unstable = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
+        self.reset_sensors = reset_sensors
+        self.blank_at_reset = np.zeros(model.nsensordata, dtype=bool)
+        """sensordata columns that read 0 right after a reset (physics.reset_sensors=kinematic)."""
+        if reset_sensors == "kinematic":
+            for i in solver_sensors(model):
+                self.blank_at_reset[model.sensor_adr[i] : model.sensor_adr[i] + model.sensor_dim[i]] = True
 
     @abstractmethod
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:

@@ -55,8 +55,8 @@ def _to_torch(a: jax.Array) -> torch.Tensor:
 class MjxBackend(PhysicsBackend):
     name = "mjx"
 
-    def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device | str):
-        super().__init__(model, num_envs, torch.device(device))
+    def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device | str, reset_sensors: str = "exact"):
+        super().__init__(model, num_envs, torch.device(device), reset_sensors)
         if self.device.type == "cuda":
             index = self.device.index if self.device.index is not None else torch.cuda.current_device()
             self._jdev = jax.devices("gpu")[index]
@@ -78,10 +78,13 @@ class MjxBackend(PhysicsBackend):
 
         self._step = jax.jit(jax.vmap(substeps))
 
+        blank = jnp.asarray(self.blank_at_reset)
+
         def reset(fields, d, mask, qpos, qvel):
             fresh = jax.vmap(lambda q, v: d0.replace(qpos=q, qvel=v))(qpos, qvel)
             if model.nsensordata:  # sensors (and kinematics) of the new state
                 fresh = jax.vmap(lambda f, x: mjx.forward(with_fields(f), x))(fields, fresh)
+                fresh = fresh.replace(sensordata=jnp.where(blank, 0.0, fresh.sensordata))  # reset_sensors=kinematic
             pick = lambda new, old: jnp.where(mask.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)  # noqa: E731
             return jax.tree_util.tree_map(pick, fresh, d)
 

@@ -72,11 +72,11 @@ class MujocoBackend(PhysicsBackend):
 
     def __init__(
         self, model: mujoco.MjModel, num_envs: int, device: torch.device | str = "cpu", num_threads: int = 0,
-        physics_copy: CopyMaker | None = None,
+        physics_copy: CopyMaker | None = None, reset_sensors: str = "exact",
     ):
         """`physics_copy`: makes (the physics-only model or None, what it left out or why not),
         called at the first per-environment parameter write."""
-        super().__init__(model, num_envs, torch.device(device))
+        super().__init__(model, num_envs, torch.device(device), reset_sensors)
         self._physics_copy = physics_copy
         self.copied_model: tuple[mujoco.MjModel, str] | None = None
         """(the model each environment holds a copy of, what it leaves out or why it is the nominal
@@ -159,6 +159,7 @@ class MujocoBackend(PhysicsBackend):
                 mujoco.mj_setState(self._models[i], self._scratch, self._state[i], _FULL)
                 mujoco.mj_forward(self._models[i], self._scratch)
                 self._sensor_np[i] = self._scratch.sensordata
+            self._sensor_np[np.ix_(m, self.blank_at_reset)] = 0.0  # physics.reset_sensors=kinematic
         self._refresh()
 
     def set_velocity(self, qvel: torch.Tensor, mask: torch.Tensor) -> None:

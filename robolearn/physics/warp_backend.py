@@ -5,10 +5,11 @@
 - ctrl is a torch tensor the Warp Data reads directly (`wp.from_torch`), so stepping copies
   nothing between torch and Warp.
 - The decimated step (`substeps` x mjw.step), the masked reset and the sensor refresh after it
-  (`mjw.forward`) are each captured once as a graph (a CUDA graph on a GPU) and replayed. The
-  reset is plain kernels, so the env may capture it in its own torch graph; step and refresh run
-  the solver, whose `wp.capture_while` loop needs a Warp-owned capture, so the env replays them
-  between its graphs (`write_reset` + `refresh` are `reset` in two halves). On a GPU, Warp works
+  (`mjw.forward`; `mjw.step1`, its position and velocity stages, where no sensor needs the solver
+  or physics.reset_sensors=kinematic) are each captured once as a graph (a CUDA graph on a GPU)
+  and replayed. The reset is plain kernels, so the env may capture it in its own torch graph; step
+  and refresh run the solver, whose `wp.capture_while` loop needs a Warp-owned capture, or the
+  collision stage, which allocates scratch memory, so the env replays them between its graphs (`write_reset` + `refresh` are `reset` in two halves). On a GPU, Warp works
   on its own stream, ordered after torch's pending work and before torch's next work by
   device-side stream waits (no host syncs); inside the env's own torch graph capture it launches
   on the capturing stream.
@@ -38,7 +39,7 @@ import warp as wp
 
 from robolearn.errors import UserError
 from robolearn.physics.base import (INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr,
-                                    unsupported_model)
+                                    solver_sensors, unsupported_model)
 from robolearn.physics.contact_budget import buffer_sizes
 from robolearn.physics.warp_kernels import compile_ahead
 
@@ -102,9 +103,9 @@ class WarpBackend(PhysicsBackend):
 
     def __init__(
         self, model: mujoco.MjModel, num_envs: int, device: torch.device | str, nconmax: int = 0, njmax: int = 0,
-        deterministic: bool = False,
+        deterministic: bool = False, reset_sensors: str = "exact",
     ):  # fmt: skip
-        super().__init__(model, num_envs, torch.device(device))
+        super().__init__(model, num_envs, torch.device(device), reset_sensors)
         if self.device.type == "cuda":
             index = self.device.index if self.device.index is not None else torch.cuda.current_device()
             self.device = torch.device("cuda", index)
@@ -151,6 +152,11 @@ class WarpBackend(PhysicsBackend):
         self._work: dict[str, object] = {}
         self.graph_safe = self.device.type == "cuda"
         self.refreshes = model.nsensordata > 0
+        sleeps = bool(model.opt.enableflags & mujoco.mjtEnableBit.mjENBL_SLEEP)  # step1 does not wake trees
+        solve = reset_sensors == "exact" and bool(solver_sensors(model))
+        self.kinematic_refresh = self.refreshes and not (solve or sleeps)
+        """No sensor needs the solver at a reset: the refresh runs mujoco_warp's position and
+        velocity stages (step1) instead of a whole forward."""
         with self._scope():  # the kernels of a reset, a forward and a step, compiled in parallel
             compile_ahead(self._first_calls)
         self._run("reset", lambda: mjw.reset_data(self.m, self.d, self._wp_reset_mask))
@@ -164,6 +170,8 @@ class WarpBackend(PhysicsBackend):
         is reset right after)."""
         mjw.reset_data(self.m, self.d, self._wp_reset_mask)
         mjw.forward(self.m, self.d)
+        if self.kinematic_refresh:
+            mjw.step1(self.m, self.d)
         mjw.step(self.m, self.d)
         mjw.set_const(self.m, self.d)
 
@@ -252,13 +260,19 @@ class WarpBackend(PhysicsBackend):
 
     def refresh(self, mask: torch.Tensor) -> None:
         """Sensors of the new state in the reset worlds: one forward of every world (mujoco_warp has
-        no per-world mask), then the other worlds get their readings back, bit for bit."""
+        no per-world mask), then the other worlds get their readings back, bit for bit. Where no
+        sensor needs the solver (kinematic_refresh), the forward's position and velocity stages
+        only (step1: it zeroes sensordata first, so solver-stage sensors read 0)."""
         if not self.refreshes:
             return
         if self._stream is not None and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError("WarpBackend.refresh runs the solver's capture_while: call it between torch graphs")
+            raise RuntimeError("WarpBackend.refresh allocates (collision) and may run the solver's capture_while: "
+                               "call it between torch graphs")  # fmt: skip
         self._sensors_kept.copy_(self.sensordata)
-        self._run("forward", None)
+        if self.kinematic_refresh:
+            self._run("kinematic refresh", lambda: mjw.step1(self.m, self.d))
+        else:
+            self._run("forward", None)
         torch.where(mask.unsqueeze(1), self.sensordata, self._sensors_kept, out=self.sensordata)
 
     def model_field(self, field: str) -> torch.Tensor:

@@ -266,6 +266,8 @@ CASES: list[Case] = [
     train("num_threads_negative", "physics.num_threads=-1", expect=("physics.num_threads=-1 is out of range",)),
     train("nconmax_negative", "physics.nconmax=-1", expect=("physics.nconmax=-1 is out of range",)),
     train("njmax_negative", "physics.njmax=-2", expect=("physics.njmax=-2 is out of range",)),
+    train("reset_sensors_unknown", "physics.reset_sensors=lazy",
+          expect=("physics.reset_sensors=lazy is out of range", "exact or kinematic")),
     train("backend_unknown_group", "physics=bullet", expect=("unknown physics backend 'bullet'", "mujoco")),
     train("backend_unknown_value", "physics.backend=bullet", expect=("unknown physics backend 'bullet'", "mujoco")),
     train("device_unknown", "device=tpu", expect=("tpu",)),

@@ -15,15 +15,18 @@ from robolearn.rl.runner import OnPolicyRunner
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")
 CUDA = torch.device("cuda")
-TASKS = [("cartpole", "default"), ("quadruped_flat", "sim2real"), ("quadruped_rough", "sim2real")]
+TASKS = [("cartpole", "default", "exact"), ("quadruped_flat", "sim2real", "exact"),
+         ("quadruped_rough", "sim2real", "exact"), ("quadruped_flat", "sim2real", "kinematic")]
+"""(task, randomization, physics.reset_sensors): kinematic refreshes the sensors after resets without
+the solver (mujoco_warp's step1 in a Warp graph of its own)."""
 
 
 def make_env(task: str, randomization: str, num_envs: int, cuda_graph: bool | None,
-             deterministic: bool = False, compile: bool = False) -> tuple:
+             deterministic: bool = False, compile: bool = False, reset_sensors: str = "exact") -> tuple:
     cfg = compose_train([f"task={task}", "physics=warp", f"randomization={randomization}"])
     env = BatchedEnv(cfg.task, get_task(cfg.task.name), num_envs, physics="warp", device=CUDA, seed=5,
                      cuda_graph=cuda_graph, randomization=cfg.randomization, compile=compile,
-                     physics_settings={"deterministic": deterministic})  # fmt: skip
+                     physics_settings={"deterministic": deterministic, "reset_sensors": reset_sensors})  # fmt: skip
     return cfg, env
 
 
@@ -33,8 +36,8 @@ first eager one by at most this many times as much (running maxima) plus 1e-6: a
 (a stale buffer, a missed reset, a wrong mask) shows as O(0.1-1) at once, engine noise as 1e-7."""
 
 
-@pytest.mark.parametrize("task,randomization", TASKS)
-def test_graphed_and_eager_steps_are_identical(task, randomization):
+@pytest.mark.parametrize("task,randomization,reset_sensors", TASKS)
+def test_graphed_and_eager_steps_are_identical(task, randomization, reset_sensors):
     """Same seed, same actions, 200 steps, in MuJoCo Warp's deterministic mode: observations, rewards
     and resets of the graphed and the eager env equal bit for bit while a second eager env (the
     control) equals the first (commands, pushes, actuator latency and gravity tilt on for the
@@ -46,7 +49,8 @@ def test_graphed_and_eager_steps_are_identical(task, randomization):
     the step the control differs, the graphed env must stay within ENVELOPE of it. Torch's
     deterministic algorithms run in warn mode: a failure names the nondeterministic torch ops the
     step ran (ADR's per-group sums were one such op)."""
-    envs = [make_env(task, randomization, 512, flag, deterministic=True)[1] for flag in (True, False, False)]
+    envs = [make_env(task, randomization, 512, flag, deterministic=True, reset_sensors=reset_sensors)[1]
+            for flag in (True, False, False)]
     assert envs[0]._use_graphs and not envs[1]._use_graphs
     for env in envs:
         env.reset()
