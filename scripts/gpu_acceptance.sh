@@ -29,7 +29,8 @@
 #   bash scripts/gpu_acceptance.sh lease15d   LEASE_SECONDS: the graph-vs-eager test (~1 minute), then
 #                                           quadruped_rough sim2real to the deadline (`rough` resumes it)
 #   bash scripts/gpu_acceptance.sh kinematic  ~5 minutes: physics.reset_sensors=kinematic (no solver in
-#                                           the refresh after resets): its graph-vs-eager test, the flat
+#                                           the refresh after resets): its graph-vs-eager test, the
+#                                           refresh's cost per mode (bench_refresh.py), the flat
 #                                           step per phase with and without it, and the pipeline rate
 #                                           against raw (with env.compile too) at 4,096 envs
 #   bash scripts/gpu_acceptance.sh lease15c   ~8.5 minutes: a cold-cache walk (seed 0) with the kernels
@@ -110,6 +111,7 @@ kinematic)
   versions
   timeout 150 python3 -m pytest -q -rA -p no:cacheprovider tests/gpu -k "identical and kinematic" > "$OUT/gpu_tests.log" 2>&1
   echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|eager envs" "$OUT/gpu_tests.log" | tail -6
+  timeout 60 python3 scripts/bench_refresh.py --num-envs 4096 --out "$OUT/refresh.jsonl" 2>&1 | grep -v "^Warp\|^Module\|^robolearn"
   for flag in "" --kinematic-reset; do
     timeout 60 python3 scripts/profile_env_step.py --task quadruped_flat --num-envs 4096 $flag \
       --out "$OUT/step_phases.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -1
