@@ -157,6 +157,8 @@ class WarpBackend(PhysicsBackend):
         self.kinematic_refresh = self.refreshes and not (solve or sleeps)
         """No sensor needs the solver at a reset: the refresh runs mujoco_warp's position and
         velocity stages (step1) instead of a whole forward."""
+        blank = sleeps and self.blank_at_reset.any()  # kinematic mode through a forward: zeroed after it
+        self._blank = torch.from_numpy(self.blank_at_reset).to(self.device) if blank else None
         with self._scope():  # the kernels of a reset, a forward and a step, compiled in parallel
             compile_ahead(self._first_calls)
         self._run("reset", lambda: mjw.reset_data(self.m, self.d, self._wp_reset_mask))
@@ -274,6 +276,8 @@ class WarpBackend(PhysicsBackend):
         else:
             self._run("forward", None)
         torch.where(mask.unsqueeze(1), self.sensordata, self._sensors_kept, out=self.sensordata)
+        if self._blank is not None:
+            self.sensordata.masked_fill_(mask.unsqueeze(1) & self._blank, 0.0)
 
     def model_field(self, field: str) -> torch.Tensor:
         check_field(field)

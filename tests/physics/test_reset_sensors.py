@@ -98,3 +98,23 @@ def test_warp_refreshes_without_the_solver_where_no_sensor_needs_it():
 def test_an_unknown_mode_is_one_line():
     with pytest.raises(UserError, match="physics.reset_sensors=lazy is not valid; valid: exact, kinematic"):
         make_backend("mujoco", quadruped(), 2, CPU, {"reset_sensors": "lazy"})
+
+
+@pytest.mark.skipif(BACKENDS["warp"].available(CPU) is not None, reason="warp not installed")
+def test_warp_keeps_the_contract_where_it_must_refresh_with_a_forward():
+    """Sleeping islands need the forward's wake-up pass (step1 has none): the refresh stays a forward,
+    and under kinematic the solver-stage readings of reset worlds are zeroed after it."""
+    spec = mujoco.MjSpec.from_file(str(assets_dir() / "quadruped.xml"))
+    spec.option.enableflags |= mujoco.mjtEnableBit.mjENBL_SLEEP
+    model = spec.compile()
+    exact, kinematic = stepped("warp", model, "exact"), stepped("warp", model, "kinematic")
+    assert not kinematic.kinematic_refresh
+    solver = torch.from_numpy(columns(model))
+    before = kinematic.sensordata.clone()
+    qpos = exact.qpos.clone()
+    qpos[:, 2] = 0.28
+    for backend in (exact, kinematic):
+        backend.reset(MASK, qpos, torch.zeros(N, model.nv))
+    assert torch.equal(kinematic.sensordata[~MASK], before[~MASK])
+    assert torch.equal(kinematic.sensordata[MASK][:, ~solver], exact.sensordata[MASK][:, ~solver])
+    assert torch.all(kinematic.sensordata[MASK][:, solver] == 0) and exact.sensordata[MASK][:, solver].abs().max() > 1.0
