@@ -109,7 +109,7 @@ compile)
   ;;
 kinematic)
   versions
-  timeout 150 python3 -m pytest -q -rA -p no:cacheprovider tests/gpu -k "identical and kinematic" > "$OUT/gpu_tests.log" 2>&1
+  timeout 150 python3 -m pytest -q -rA -p no:cacheprovider tests/gpu -k "identical and (kinematic or arm_reach)" > "$OUT/gpu_tests.log" 2>&1
   echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|eager envs" "$OUT/gpu_tests.log" | tail -6
   timeout 60 python3 scripts/bench_refresh.py --num-envs 4096 --out "$OUT/refresh.jsonl" 2>&1 | grep -v "^Warp\|^Module\|^robolearn"
   for flag in "" --kinematic-reset; do

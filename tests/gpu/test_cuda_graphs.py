@@ -16,9 +16,11 @@ from robolearn.rl.runner import OnPolicyRunner
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")
 CUDA = torch.device("cuda")
 TASKS = [("cartpole", "default", "exact"), ("quadruped_flat", "sim2real", "exact"),
-         ("quadruped_rough", "sim2real", "exact"), ("quadruped_flat", "sim2real", "kinematic")]
+         ("quadruped_rough", "sim2real", "exact"), ("quadruped_flat", "sim2real", "kinematic"),
+         ("arm_reach", "default", "exact")]
 """(task, randomization, physics.reset_sensors): kinematic refreshes the sensors after resets without
-the solver (mujoco_warp's step1 in a Warp graph of its own)."""
+the solver (mujoco_warp's step1 in a Warp graph of its own), as exact does for arm_reach, whose
+sensors (frame position and orientation) need no solver."""
 
 
 def make_env(task: str, randomization: str, num_envs: int, cuda_graph: bool | None,
