@@ -73,8 +73,8 @@ class PhysicsCfg:
     """What a reset env's sensors read in its first observation. exact: a full forward of the new
     state. kinematic: position- and velocity-stage sensors (joints, frames, gyro, velocimeter) as
     exact; sensors that need the constraint solve (touch, accelerometer, force) read 0 until the
-    env's next step. On warp it replaces a forward of every world at each reset by its position and
-    velocity stages, inside the env's CUDA graph (docs/benchmarks.md); models without such sensors
+    env's next step. On warp it replaces a forward of every world at each reset (the solver
+    included) by its position and velocity stages (docs/benchmarks.md); models without such sensors
     get that path under exact too."""
 
 

@@ -124,7 +124,8 @@ def make_backend(
         raise UserError(f"env.num_envs must be at least 1, got {num_envs}")
     backend = BACKENDS[resolved].build(model, num_envs, device, dict(settings or {}), physics_copy)
     if backend.blank_at_reset.any():
-        names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SENSOR, i) or f"sensor {i}" for i in solver_sensors(model)]
+        sensor = mujoco.mjtObj.mjOBJ_SENSOR
+        names = [mujoco.mj_id2name(model, sensor, i) or f"sensor {i}" for i in solver_sensors(model)]
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         print(f"robolearn: physics.reset_sensors=kinematic: {shown} (they need the constraint solve) read 0 in an "
               "env's first observation after a reset", file=sys.stderr)  # fmt: skip

@@ -9,10 +9,10 @@
   or physics.reset_sensors=kinematic) are each captured once as a graph (a CUDA graph on a GPU)
   and replayed. The reset is plain kernels, so the env may capture it in its own torch graph; step
   and refresh run the solver, whose `wp.capture_while` loop needs a Warp-owned capture, or the
-  collision stage, which allocates scratch memory, so the env replays them between its graphs (`write_reset` + `refresh` are `reset` in two halves). On a GPU, Warp works
-  on its own stream, ordered after torch's pending work and before torch's next work by
-  device-side stream waits (no host syncs); inside the env's own torch graph capture it launches
-  on the capturing stream.
+  collision stage, which allocates scratch memory, so the env replays them between its graphs
+  (`write_reset` + `refresh` are `reset` in two halves). On a GPU, Warp works on its own stream,
+  ordered after torch's pending work and before torch's next work by device-side stream waits (no
+  host syncs); inside the env's own torch graph capture it launches on the capturing stream.
 - Per-environment model parameters are Warp model fields with a leading world dimension
   (`put_model(batch_sizes=...)`; gravity by giving `m.opt.gravity` one vector per world),
   written from torch through the same zero-copy views; fields MuJoCo derives from masses and
