@@ -31,8 +31,10 @@
 #   bash scripts/gpu_acceptance.sh kinematic  ~5 minutes: physics.reset_sensors=kinematic (no solver in
 #                                           the refresh after resets): its graph-vs-eager test, the
 #                                           refresh's cost per mode (bench_refresh.py), the flat
-#                                           step per phase with and without it, and the pipeline rate
-#                                           against raw (with env.compile too) at 4,096 envs
+#                                           step per phase with and without it (and with the whole
+#                                           step1 refresh instead of the planned masked zero: what
+#                                           env.sensor_refresh saves), and the pipeline rate against
+#                                           raw (with env.compile too) at 4,096 envs
 #   bash scripts/gpu_acceptance.sh lease15c   ~8.5 minutes: a cold-cache walk (seed 0) with the kernels
 #                                           compiled ahead in parallel, where two eager quadruped envs
 #                                           first differ (scripts/determinism_probe.py), the flat table
@@ -112,7 +114,7 @@ kinematic)
   timeout 150 python3 -m pytest -q -rA -p no:cacheprovider tests/gpu -k "identical and (kinematic or arm_reach)" > "$OUT/gpu_tests.log" 2>&1
   echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|eager envs" "$OUT/gpu_tests.log" | tail -6
   timeout 60 python3 scripts/bench_refresh.py --num-envs 4096 --out "$OUT/refresh.jsonl" 2>&1 | grep -v "^Warp\|^Module\|^robolearn"
-  for flag in "" --kinematic-reset; do
+  for flag in "" "--kinematic-reset --whole-refresh" --kinematic-reset; do
     timeout 60 python3 scripts/profile_env_step.py --task quadruped_flat --num-envs 4096 $flag \
       --out "$OUT/step_phases.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -1
   done

@@ -2,7 +2,8 @@
 terminations (+ the reset state), the sensor refresh, and managers + observations.
 
     python scripts/profile_env_step.py [--task quadruped_flat] [--physics warp] [--num-envs 4096]
-                                       [--steps 200] [--eager] [--compile] [--out rows.jsonl]
+                                       [--steps 200] [--eager] [--compile] [--kinematic-reset]
+                                       [--whole-refresh] [--out rows.jsonl]
 
 The env marks the end of each phase itself (BatchedEnv.step's `mark` hook). On a GPU each phase
 is timed by the device's own clock (CUDA events between the phases, read once at the end:
@@ -10,7 +11,9 @@ rl/iteration_clock.py), so the numbers are GPU time per phase, not launch time; 
 (the default where the env allows them) the phases are the graph replays and the Warp graphs
 between them (envs/cuda_graph.py). On the CPU (a dry run, or the CPU backends) it is
 host time. Random actions; per-phase medians over the steps, in microseconds, and each phase's
-share of the step.
+share of the step (and the mean step: on the CPU only steps where an env ended run the reset path).
+`--whole-refresh` runs the whole sensor refresh after resets instead of the part the terms read
+(env.sensor_refresh, envs/sensor_reads.py): the difference is what that plan saves.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="env.compile=true (terms through torch.compile)")
     parser.add_argument("--kinematic-reset", action="store_true",
                         help="physics.reset_sensors=kinematic (no solver in the sensor refresh after resets)")
+    parser.add_argument("--whole-refresh", action="store_true",
+                        help="env.sensor_refresh=full: the whole refresh after resets, whatever the terms read")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -48,6 +53,8 @@ def main() -> None:
                      cuda_graph=False if args.eager else None, randomization=cfg.randomization,
                      compile=args.compile,
                      physics_settings={"reset_sensors": "kinematic" if args.kinematic_reset else "exact"})  # fmt: skip
+    if args.whole_refresh:
+        env.sensor_refresh = "full"
     env.reset()
     gen = torch.Generator(device).manual_seed(0)
     action = torch.empty(args.num_envs, env.num_actions, device=device)
@@ -62,14 +69,19 @@ def main() -> None:
             env.step(action, mark=clock.mark)  # the env marks the end of each of STEP_PHASES
             clocks.append(clock)
         samples = {name: [] for name in STEP_PHASES}
+        steps = []
         for clock in clocks:
-            for name, seconds in clock.phases().items():
+            phases = clock.phases()
+            for name, seconds in phases.items():
                 samples[name].append(1e6 * seconds)
+            steps.append(1e6 * sum(phases.values()))
     medians = {name: statistics.median(values) for name, values in samples.items()}
     total = sum(medians.values())
     row = {"task": args.task, "physics": args.physics, "num_envs": args.num_envs, "device": str(device),
            "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None, "graphs": env._graphed is not None, "compiled": args.compile,
-           "date": time.strftime("%Y-%m-%d"), "step_us": total,
+           "reset_sensors": env.physics.reset_sensors, "sensor_refresh": env.sensor_refresh,
+           "step_mean_us": statistics.fmean(steps),
+           "phases_mean_us": {name: statistics.fmean(values) for name, values in samples.items()}, "date": time.strftime("%Y-%m-%d"), "step_us": total,
            "phases_us": medians, "shares": {k: v / total for k, v in medians.items()}}  # fmt: skip
     print(json.dumps(row), flush=True)
     if args.out:

@@ -25,7 +25,7 @@ import torch
 from robolearn import mdp, memory
 from robolearn.config import EnvCfg, RandomizationCfg
 from robolearn.config_task import EventMode, TaskCfg
-from robolearn.envs import env_state
+from robolearn.envs import env_state, sensor_reads
 from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep, use_graphs
@@ -119,6 +119,7 @@ class BatchedEnv:
         self.reset_qpos = self.default_qpos.clone()
         """Reset events write the next episode's initial state here (for the masked envs)."""
         self.reset_qvel = self.default_qvel.clone()
+        self.reward = torch.zeros(num_envs, device=self.device)
         self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         self.truncated = torch.zeros_like(self.terminated)
         self.prev_qvel = self.default_qvel.clone()
@@ -142,6 +143,9 @@ class BatchedEnv:
             self.final_obs = {group: obs.clone() for group, obs in self.final_obs.items()}
         self._use_graphs = use_graphs(self, cuda_graph)
         self._graphed: GraphedStep | None = None
+        self.sensor_refresh: str | None = None if self.physics.refreshes else "full"
+        """How much of the sensor refresh after resets a step runs: none, blank or full
+        (envs/sensor_reads.py), decided at the first step from what the terms read."""
 
     def _build_managers(self, cfg: TaskCfg, plugin: TaskPlugin, preset: RandomizationCfg) -> None:
         """Every manager from the task's config, in the order their terms may read each other;
@@ -204,6 +208,7 @@ class BatchedEnv:
             self.episode_length.random_(0, self.max_episode_length, generator=self.generator)
         obs = self.observations.compute()
         self.health.check_observations(obs)
+        self._leave_stale(everyone)
         return obs
 
     def track_metrics(self, enabled: bool) -> None:
@@ -211,10 +216,14 @@ class BatchedEnv:
         if enabled != self.metrics.enabled:
             self.metrics.enabled = enabled
             self._graphed = None  # a captured step would replay the old choice
+            if self.physics.refreshes:
+                self.sensor_refresh = None  # metrics may read sensors before the next physics step
 
     def step(self, action: torch.Tensor, mark: Callable[[str], None] = _no_mark):
         """`mark(phase)` is called after each of STEP_PHASES (a profiler's hook:
         scripts/profile_env_step.py); with CUDA graphs a phase is its graph replay or Warp graph."""
+        if self.sensor_refresh is None:
+            self.sensor_refresh = sensor_reads.plan(sensor_reads.probe(self), self.physics.blank_at_reset)
         if self._use_graphs:
             if self._graphed is None:
                 self._graphed = GraphedStep(self)
@@ -230,11 +239,13 @@ class BatchedEnv:
         ended = self._end_step()
         mark("rewards+terminations+reset")
         if ended is not None:
-            self.physics.refresh(ended)
+            self._settle_sensors(ended)
         mark("sensor refresh")
         if ended is not None:
             self._reset_managers(ended)
         out = self._next_observations()
+        if ended is not None:
+            self._leave_stale(ended)
         mark("managers+observations")
         return out
 
@@ -271,8 +282,20 @@ class BatchedEnv:
 
     def _reset_envs(self, mask: torch.Tensor, record: bool = True) -> None:
         if self._reset_state(mask, record):
-            self.physics.refresh(mask)
+            self._settle_sensors(mask)
             self._reset_managers(mask)
+
+    def _settle_sensors(self, mask: torch.Tensor) -> None:
+        """The sensor refresh after resets, or the part of it the env's terms read (sensor_refresh)."""
+        if self.sensor_refresh in (None, "full"):
+            self.physics.refresh(mask)
+        elif self.sensor_refresh == "blank":
+            self.physics.blank_reset_sensors(mask)
+
+    def _leave_stale(self, mask: torch.Tensor) -> None:
+        """At the end of a step: what _settle_sensors left out, for a read before the next step."""
+        if self.sensor_refresh in ("none", "blank"):
+            self.physics.mark_stale(mask)
 
     def _reset_state(self, mask: torch.Tensor, record: bool = True) -> bool:
         """The first half of a reset: episode records, curricula, reset events and the physics

@@ -3,10 +3,12 @@
     torch graph    the action mapping
     physics.step   the backend's own graph (mujoco_warp's solver loop needs a Warp-owned capture)
     torch graph    terminations, rewards, and the new state of the envs that ended
-    physics.refresh  the backend's graph for their sensors, where the model has any
+    physics.refresh  the backend's graph for their sensors, where the terms read them
     torch graph    managers' resets, interval events, commands, observations
 
-Without sensors to refresh the last two torch graphs are one. Replaying ~150 small kernels as a
+Without a refresh to run (env.sensor_refresh: none, or blank, a masked fill inside the last
+graph) the last two torch graphs are one, and the backend refreshes the reset worlds lazily if
+anything reads their sensors before the next step. Replaying ~150 small kernels as a
 few graphs removes their per-launch CPU cost, which dominates at a few thousand environments.
 Randomness comes from the env's generator, registered with every graph, so replays draw fresh
 numbers exactly as eager steps do. `env` is the BatchedEnv (its step phases, physics backend and
@@ -60,7 +62,8 @@ def use_graphs(env, requested: bool | None) -> bool:
 class GraphedStep:
     def __init__(self, env):
         self.env = env
-        self.refresh = env.physics.refreshes
+        self.refresh = env.physics.refreshes and env.sensor_refresh == "full"
+        self.stale = env.physics.refreshes and not self.refresh
         self.action = torch.zeros(env.num_envs, env.num_actions, device=env.device)
         saved = env.state_dict()  # warm-up steps advance the env: put it back afterwards
         side = torch.cuda.Stream(env.device)
@@ -69,6 +72,7 @@ class GraphedStep:
             for _ in range(WARMUP_STEPS):
                 env._eager_step(self.action)
         torch.cuda.current_stream(env.device).wait_stream(side)
+        env.physics.refresh_stale()  # what warm-up left for a read: nothing may refresh in a capture
         self.graphs = [torch.cuda.CUDAGraph() for _ in range(3 if self.refresh else 2)]
         for graph in self.graphs:
             graph.register_generator_state(env.generator)
@@ -85,6 +89,8 @@ class GraphedStep:
         env.load_state_dict(saved)
 
     def _finish(self):
+        if self.env.sensor_refresh == "blank":
+            self.env.physics.blank_reset_sensors(self.ended)
         self.env._reset_managers(self.ended)
         return self.env._next_observations()
 
@@ -103,5 +109,7 @@ class GraphedStep:
         mark("sensor refresh")
         if self.refresh:
             self.graphs[2].replay()
+        elif self.stale:
+            env.physics.mark_stale(self.ended)
         mark("managers+observations")
         return self.outputs

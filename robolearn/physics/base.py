@@ -115,6 +115,7 @@ class PhysicsBackend(ABC):
         if reset_sensors == "kinematic":
             for i in solver_sensors(model):
                 self.blank_at_reset[model.sensor_adr[i] : model.sensor_adr[i] + model.sensor_dim[i]] = True
+        self._blank_columns = torch.from_numpy(self.blank_at_reset).to(self.device) if self.blank_at_reset.any() else None
 
     @abstractmethod
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:
@@ -137,6 +138,21 @@ class PhysicsBackend(ABC):
     def refresh(self, mask: torch.Tensor) -> None:
         """After write_reset: recompute what observations read from the state (sensor readings) in
         the worlds where mask is True, leaving the others' readings as they were."""
+
+    def blank_reset_sensors(self, mask: torch.Tensor) -> None:
+        """The part of refresh(mask) a kinematic reset gives solver-stage sensors: 0 in the masked
+        rows (a masked fill: it may be captured in a CUDA graph)."""
+        if self._blank_columns is not None:
+            self.sensordata.masked_fill_(mask.unsqueeze(1) & self._blank_columns, 0.0)
+
+    def mark_stale(self, mask: torch.Tensor) -> None:
+        """Instead of refresh(mask), at the end of an env step whose terms read none of what it
+        would compute (envs/sensor_reads.py): a backend that refreshes lazily does it at the next
+        read of `sensordata` before its next step; this one refreshes now."""
+        self.refresh(mask)
+
+    def refresh_stale(self) -> None:
+        """Do now what mark_stale left for the next read (nothing here)."""
 
     @abstractmethod
     def set_velocity(self, qvel: torch.Tensor, mask: torch.Tensor) -> None:

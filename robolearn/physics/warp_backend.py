@@ -141,12 +141,14 @@ class WarpBackend(PhysicsBackend):
         self._wp_reset_mask = wp.from_torch(self._reset_mask)
         view = wp.to_torch
         self.qpos, self.qvel, self.act = view(self.d.qpos), view(self.d.qvel), view(self.d.act)
-        self.sensordata, self.time = view(self.d.sensordata), view(self.d.time)
+        self._sensordata, self.time = view(self.d.sensordata), view(self.d.time)
+        self._stale: torch.Tensor | None = None
+        """Worlds reset since the last step whose sensors wait for a read (mark_stale)."""
         self._extra_state = {k: view(getattr(self.d, k)) for k in _STATE}
         self._overflow = view(self.d.overflow)
         self._overflow_seen = torch.zeros_like(self._overflow)
         """Overflow bits of worlds since reset (a reset clears the engine's own bits)."""
-        self._sensors_kept = torch.zeros_like(self.sensordata)
+        self._sensors_kept = torch.zeros_like(self._sensordata)
         self._fields = {f: view(model_attr(self.m, f)) for f in RANDOMIZABLE_FIELDS}
         self._graphs: dict[str, object] = {}
         self._work: dict[str, object] = {}
@@ -157,8 +159,7 @@ class WarpBackend(PhysicsBackend):
         self.kinematic_refresh = self.refreshes and not (solve or sleeps)
         """No sensor needs the solver at a reset: the refresh runs mujoco_warp's position and
         velocity stages (step1) instead of a whole forward."""
-        blank = sleeps and self.blank_at_reset.any()  # kinematic mode through a forward: zeroed after it
-        self._blank = torch.from_numpy(self.blank_at_reset).to(self.device) if blank else None
+        self._blank = self._blank_columns if sleeps else None  # kinematic mode through a forward: zeroed after it
         with self._scope():  # the kernels of a reset, a forward and a step, compiled in parallel
             compile_ahead(self._first_calls)
         self._run("reset", lambda: mjw.reset_data(self.m, self.d, self._wp_reset_mask))
@@ -217,6 +218,7 @@ class WarpBackend(PhysicsBackend):
             wp.capture_launch(self._graphs[key])
 
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:
+        self._stale = None  # the step computes every world's sensors
         if ctrl.dim() == 2:
             key = f"step{substeps}"
             self._ctrl.copy_(ctrl)
@@ -260,24 +262,46 @@ class WarpBackend(PhysicsBackend):
         torch.where(m, qpos, self.qpos, out=self.qpos)
         torch.where(m, qvel, self.qvel, out=self.qvel)
 
+    @property
+    def sensordata(self) -> torch.Tensor:
+        """Sensor readings [N, nsensordata]; reading it refreshes the worlds mark_stale left."""
+        self.refresh_stale()
+        return self._sensordata
+
+    def mark_stale(self, mask: torch.Tensor) -> None:
+        """Refresh the masked worlds at the next read of `sensordata` before a step, if any."""
+        self._stale = mask if self._stale is None else self._stale | mask
+
+    def blank_reset_sensors(self, mask: torch.Tensor) -> None:
+        """Nothing to do: write_reset's reset_data zeroed the masked worlds' sensordata (the env
+        test of the planned refresh fails if it ever stops doing so)."""
+
+    def refresh_stale(self) -> None:
+        if self._stale is not None:
+            self.refresh(self._stale)
+
     def refresh(self, mask: torch.Tensor) -> None:
-        """Sensors of the new state in the reset worlds: one forward of every world (mujoco_warp has
-        no per-world mask), then the other worlds get their readings back, bit for bit. Where no
-        sensor needs the solver (kinematic_refresh), the forward's position and velocity stages
-        only (step1: it zeroes sensordata first, so solver-stage sensors read 0)."""
+        """Sensors of the new state in the reset worlds (and any mark_stale left): one forward of
+        every world (mujoco_warp has no per-world mask), then the other worlds get their readings
+        back, bit for bit. Where no sensor needs the solver (kinematic_refresh), the forward's
+        position and velocity stages only (step1: it zeroes sensordata first, so solver-stage
+        sensors read 0)."""
         if not self.refreshes:
             return
         if self._stream is not None and torch.cuda.is_current_stream_capturing():
             raise RuntimeError("WarpBackend.refresh allocates (collision) and may run the solver's capture_while: "
                                "call it between torch graphs")  # fmt: skip
-        self._sensors_kept.copy_(self.sensordata)
+        if self._stale is not None:
+            mask, self._stale = mask | self._stale, None
+        sensors = self._sensordata
+        self._sensors_kept.copy_(sensors)
         if self.kinematic_refresh:
             self._run("kinematic refresh", lambda: mjw.step1(self.m, self.d))
         else:
             self._run("forward", None)
-        torch.where(mask.unsqueeze(1), self.sensordata, self._sensors_kept, out=self.sensordata)
+        torch.where(mask.unsqueeze(1), sensors, self._sensors_kept, out=sensors)
         if self._blank is not None:
-            self.sensordata.masked_fill_(mask.unsqueeze(1) & self._blank, 0.0)
+            sensors.masked_fill_(mask.unsqueeze(1) & self._blank, 0.0)
 
     def model_field(self, field: str) -> torch.Tensor:
         check_field(field)
@@ -319,6 +343,7 @@ class WarpBackend(PhysicsBackend):
         return {k: v.detach().clone().cpu() for k, v in state.items()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self._stale = None  # the forward below computes every world's sensors
         for key, target in self._state_tensors().items():
             target.copy_(state[key])
         # set_const only where an inertial field moved: each call recomputes the compiled model's
