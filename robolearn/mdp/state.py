@@ -47,12 +47,26 @@ def root_ang_vel_b(env) -> torch.Tensor:
     return env.physics.qvel[:, env.scene.root.ang_vel]
 
 
+_GRAVITY: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+
 def gravity_b(env) -> torch.Tensor:
-    """The unit gravity direction in the base frame: (0, 0, -1) when the base is level."""
+    """The unit gravity direction in the base frame: (0, 0, -1) when the base is level.
+
+    R^T (0, 0, -1), minus the third row of the rotation matrix of q = (w, x, y, z):
+    (2 (wy - xz), -2 (yz + wx), 2 (xx + yy) - 1), computed as six products in pairs, times +-2, each
+    pair summed, then -1: five kernels instead of fourteen (it runs in four terms of the quadruped's
+    step), bit for bit the same values (scaling by 2 is exact; each component sums one pair)."""
     q = root_quat_w(env)
-    w, x, y, z = q.unbind(1)
-    # R^T (0, 0, -1): minus the third row of the rotation matrix of q
-    return torch.stack([2 * (w * y - x * z), -2 * (y * z + w * x), 2 * (x * x + y * y) - 1], dim=1)
+    key = (q.device, q.dtype)
+    if key not in _GRAVITY:  # made on the first (eager) call, before any CUDA graph capture
+        pick = torch.tensor([0, 1, 2, 0, 1, 2, 2, 3, 3, 1, 1, 2], device=q.device)  # (w x y w x y) * (y z z x x y)
+        signs = torch.tensor([[2.0, -2], [-2, -2], [2, 2]], dtype=q.dtype, device=q.device)
+        _GRAVITY[key] = pick, signs, torch.tensor([0.0, 0, -1], dtype=q.dtype, device=q.device)
+    pick, signs, offset = _GRAVITY[key]
+    factors = q.index_select(1, pick)
+    products = (factors[:, :6] * factors[:, 6:]).view(-1, 3, 2)  # (wy, xz), (yz, wx), (xx, yy)
+    return (products * signs).sum(dim=2).add_(offset)
 
 
 def joint_vel_command_error(env, command: str, joints) -> torch.Tensor:

@@ -64,6 +64,25 @@ def test_orientation_terms(make_env):
     assert terminations.base_height_below(env, 0.21).item() and not terminations.base_height_below(env, 0.19).item()
 
 
+def test_gravity_in_the_base_frame_is_minus_the_third_row_of_the_rotation():
+    """Bit for bit the closed form (2 (wy - xz), -2 (yz + wx), 2 (xx + yy) - 1) for any quaternion
+    (gravity_b computes it in fewer kernels), and by hand for a pitch and a yaw."""
+    from types import SimpleNamespace
+
+    def fake_env(q):
+        return SimpleNamespace(physics=SimpleNamespace(qpos=q), scene=SimpleNamespace(root=SimpleNamespace(quat=slice(0, 4))))
+
+    q = torch.randn(100_000, 4, generator=torch.Generator().manual_seed(0))
+    q[::2] = torch.nn.functional.normalize(q[::2], dim=1)  # unit, and not
+    w, x, y, z = q.unbind(1)
+    closed_form = torch.stack([2 * (w * y - x * z), -2 * (y * z + w * x), 2 * (x * x + y * y) - 1], dim=1)
+    assert torch.equal(state.gravity_b(fake_env(q)), closed_form)
+    pitch, yaw = 0.4, 1.1  # nose down by `pitch` about y: gravity leans toward +x in the base frame
+    turned = torch.tensor([[math.cos(pitch / 2), 0.0, math.sin(pitch / 2), 0.0], [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]])
+    assert state.gravity_b(fake_env(turned)).tolist() == [pytest.approx([math.sin(pitch), 0.0, -math.cos(pitch)], abs=1e-6),
+                                                          pytest.approx([0.0, 0.0, -1.0], abs=1e-6)]  # fmt: skip
+
+
 def test_joint_limit_and_torque_terms(make_env):
     env = make_env(FLAT, ["~task.events.pd_gains", "~task.events.motor_strength"], num_envs=1)
     env.reset()
