@@ -176,13 +176,21 @@ class ObservationManager(ManagerBase):
             torch.lt(self.last_step.unsqueeze(1), 0, out=self._fresh)
             torch.eq(env.episode_steps.unsqueeze(1), self.last_step.unsqueeze(1), out=self._same)
         for group, terms in self._groups.items():
-            out = self._current[group]
+            out, parts = self._current[group], []
             try:
                 for columns, func, params in terms:
-                    out[:, columns] = func(env, **params)
+                    part = func(env, **params)
+                    if not (isinstance(part, torch.Tensor) and part.shape == (env.num_envs, columns.stop - columns.start)):
+                        got = tuple(part.shape) if isinstance(part, torch.Tensor) else type(part).__name__
+                        raise UserError(f"must return [num_envs, {columns.stop - columns.start}] as it did at build, got {got}")
+                    parts.append(part)
                     k += 1
             except Exception as exc:
                 raise self.term_error(self.terms[k], exc) from exc
+            if out.is_contiguous():  # the terms' columns in one operation, not one copy each
+                torch.cat(parts, dim=1, out=out)
+            else:  # a block of a history group's work buffer
+                out.copy_(torch.cat(parts, dim=1))
             post = self._post[group]
             if post["uniform"] is not None:
                 out.addcmul_(torch.rand(out.shape, generator=gen, device=out.device).mul_(2).sub_(1), post["uniform"])

@@ -28,6 +28,18 @@ def _check_output(manager: ManagerBase, term: Term, dtype: torch.dtype | None) -
         raise UserError(f"{kind} term '{term.name}' ({term.source}) must return {want}, got {got}")
 
 
+def _stack(manager: ManagerBase, values: list, out: torch.Tensor) -> None:
+    """out[k] = values[k] for each term in one operation (one kernel, not one copy per term), after
+    checking on the host that every value fits: a class term's, unchecked at build, is named here."""
+    for term, value in zip(manager.terms, values):
+        if not (isinstance(value, torch.Tensor) and value.shape == out.shape[1:]
+                and (value.dtype == torch.bool if out.dtype == torch.bool else not value.dtype.is_complex)):  # fmt: skip
+            got = f"{tuple(value.shape)} {value.dtype}" if isinstance(value, torch.Tensor) else type(value).__name__
+            raise manager.term_error(term, UserError(f"must return [num_envs] {out.dtype}, got {got}"))
+    if values:
+        torch.stack(values, out=out)
+
+
 class RewardManager(ManagerBase):
     """reward = sum_i weight_i * term_i(env); keeps each term's running sum per episode."""
 
@@ -52,12 +64,13 @@ class RewardManager(ManagerBase):
     def compute(self, health=None) -> torch.Tensor:
         """The step's reward [N]. `health` (envs/health.py) zeroes the terms of invalid envs and
         marks those whose terms are not finite, before anything is summed."""
-        env = self._env
+        env, values = self._env, []
         try:
             for k, (func, params) in enumerate(self._calls):
-                self.values[k] = func(env, **params)
+                values.append(func(env, **params))
         except Exception as exc:
             raise self.term_error(self.terms[k], exc) from exc
+        _stack(self, values, self.values)
         if health is not None:
             health.check_rewards(self.values)
         torch.mv(self.values.T, self.weights, out=self.reward)
@@ -87,12 +100,13 @@ class TerminationManager(ManagerBase):
             _check_output(self, term, torch.bool)
 
     def compute(self) -> torch.Tensor:
-        env = self._env
+        env, values = self._env, []
         try:
             for k, (func, params) in enumerate(self._calls):
-                self.fired[k] = func(env, **params)
+                values.append(func(env, **params))
         except Exception as exc:
             raise self.term_error(self.terms[k], exc) from exc
+        _stack(self, values, self.fired)
         torch.any(self.fired, dim=0, out=self.terminated)
         return self.terminated
 
