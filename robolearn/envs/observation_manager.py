@@ -180,9 +180,13 @@ class ObservationManager(ManagerBase):
             try:
                 for columns, func, params in terms:
                     part = func(env, **params)
-                    if not (isinstance(part, torch.Tensor) and part.shape == (env.num_envs, columns.stop - columns.start)):
-                        got = tuple(part.shape) if isinstance(part, torch.Tensor) else type(part).__name__
-                        raise UserError(f"must return [num_envs, {columns.stop - columns.start}] as it did at build, got {got}")
+                    width = columns.stop - columns.start
+                    if not (isinstance(part, torch.Tensor) and part.shape == (env.num_envs, width)
+                            and part.device == out.device):  # fmt: skip
+                        got = type(part).__name__
+                        if isinstance(part, torch.Tensor):
+                            got = f"{tuple(part.shape)} on {part.device}"
+                        raise UserError(f"must return [num_envs, {width}] on {out.device} as it did at build, got {got}")
                     parts.append(part)
                     k += 1
             except Exception as exc:

@@ -32,10 +32,12 @@ def _stack(manager: ManagerBase, values: list, out: torch.Tensor) -> None:
     """out[k] = values[k] for each term in one operation (one kernel, not one copy per term), after
     checking on the host that every value fits: a class term's, unchecked at build, is named here."""
     for term, value in zip(manager.terms, values):
-        if not (isinstance(value, torch.Tensor) and value.shape == out.shape[1:]
-                and (value.dtype == torch.bool if out.dtype == torch.bool else not value.dtype.is_complex)):  # fmt: skip
-            got = f"{tuple(value.shape)} {value.dtype}" if isinstance(value, torch.Tensor) else type(value).__name__
-            raise manager.term_error(term, UserError(f"must return [num_envs] {out.dtype}, got {got}"))
+        if not (isinstance(value, torch.Tensor) and value.shape == out.shape[1:] and value.device == out.device
+                and (value.dtype == torch.bool or out.dtype != torch.bool)):  # fmt: skip
+            got = type(value).__name__
+            if isinstance(value, torch.Tensor):
+                got = f"{tuple(value.shape)} {value.dtype} on {value.device}"
+            raise manager.term_error(term, UserError(f"must return [num_envs] {out.dtype} on {out.device}, got {got}"))
     if values:
         torch.stack(values, out=out)
 

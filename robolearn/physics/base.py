@@ -115,7 +115,8 @@ class PhysicsBackend(ABC):
         if reset_sensors == "kinematic":
             for i in solver_sensors(model):
                 self.blank_at_reset[model.sensor_adr[i] : model.sensor_adr[i] + model.sensor_dim[i]] = True
-        self._blank_columns = torch.from_numpy(self.blank_at_reset).to(self.device) if self.blank_at_reset.any() else None
+        blank = self.blank_at_reset
+        self._blank_columns = torch.from_numpy(blank).to(self.device) if blank.any() else None
 
     @abstractmethod
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:

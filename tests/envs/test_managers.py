@@ -140,14 +140,14 @@ def test_a_term_that_raises_is_named_with_its_task_at_build_and_while_stepping(m
     name, source = env.rewards.terms[k].name, env.rewards.terms[k].source
     env.rewards._calls[k] = (lambda env: torch.zeros(3), {})  # the wrong shape, from the second step on
     with pytest.raises(UserError, match=rf"task 'cartpole': reward term '{name}' \({source}\): must return \[num_envs\] "
-                                        r"torch.float32, got \(3,\) torch.float32$"):  # fmt: skip
+                                        r"torch.float32 on cpu, got \(3,\) torch.float32 on cpu$"):  # fmt: skip
         env.step(torch.zeros(4, 1))
     obs_term = env.observations.terms[1]
     env.rewards._calls[k] = (env.rewards.terms[k].func, env.rewards.terms[k].params)
     group = env.observations._groups["policy"]
     group[1] = (group[1][0], lambda env: torch.ones(4, 7), {})
     with pytest.raises(UserError, match=rf"observation term '{obs_term.name}' \({obs_term.source}\): must return "
-                                        r"\[num_envs, \d+\] as it did at build, got \(4, 7\)$"):  # fmt: skip
+                                        r"\[num_envs, \d+\] on cpu as it did at build, got \(4, 7\) on cpu$"):  # fmt: skip
         env.step(torch.zeros(4, 1))
 
 
