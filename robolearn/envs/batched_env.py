@@ -286,11 +286,10 @@ class BatchedEnv:
             self._reset_managers(mask)
 
     def _settle_sensors(self, mask: torch.Tensor) -> None:
-        """The sensor refresh after resets, or the part of it the env's terms read (sensor_refresh)."""
+        """The sensor refresh after resets, where the env's terms read what it computes (sensor_refresh:
+        under blank the rows write_reset left at 0 are what kinematic mode reads)."""
         if self.sensor_refresh in (None, "full"):
             self.physics.refresh(mask)
-        elif self.sensor_refresh == "blank":
-            self.physics.blank_reset_sensors(mask)
 
     def _leave_stale(self, mask: torch.Tensor) -> None:
         """At the end of a step: what _settle_sensors left out, for a read before the next step."""

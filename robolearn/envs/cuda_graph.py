@@ -6,8 +6,7 @@
     physics.refresh  the backend's graph for their sensors, where the terms read them
     torch graph    managers' resets, interval events, commands, observations
 
-Without a refresh to run (env.sensor_refresh: none, or blank, a masked fill inside the last
-graph) the last two torch graphs are one, and the backend refreshes the reset worlds lazily if
+Without a refresh to run (env.sensor_refresh none or blank) the last two torch graphs are one, and the backend refreshes the reset worlds lazily if
 anything reads their sensors before the next step. Replaying ~150 small kernels as a
 few graphs removes their per-launch CPU cost, which dominates at a few thousand environments.
 Randomness comes from the env's generator, registered with every graph, so replays draw fresh
@@ -89,8 +88,6 @@ class GraphedStep:
         env.load_state_dict(saved)
 
     def _finish(self):
-        if self.env.sensor_refresh == "blank":
-            self.env.physics.blank_reset_sensors(self.ended)
         self.env._reset_managers(self.ended)
         return self.env._next_observations()
 

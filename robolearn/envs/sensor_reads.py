@@ -10,8 +10,8 @@ view of some columns since its construction is seen too), and returns the column
 turns them into what the step runs:
 
     none   nothing reads a sensor there: no refresh
-    blank  only sensors that physics.reset_sensors=kinematic zeroes at a reset are read: their
-           columns are zeroed in the reset rows (one masked fill, capturable in a CUDA graph)
+    blank  only sensors that physics.reset_sensors=kinematic zeroes at a reset are read: nothing
+           to run either (write_reset leaves the reset rows at 0, physics/base.py)
     full   the backend's refresh (a forward, or its position and velocity stages)
 
 With none or blank the backend is told that the reset rows are stale (`mark_stale`): the first read

@@ -115,8 +115,6 @@ class PhysicsBackend(ABC):
         if reset_sensors == "kinematic":
             for i in solver_sensors(model):
                 self.blank_at_reset[model.sensor_adr[i] : model.sensor_adr[i] + model.sensor_dim[i]] = True
-        blank = self.blank_at_reset
-        self._blank_columns = torch.from_numpy(blank).to(self.device) if blank.any() else None
 
     @abstractmethod
     def step(self, ctrl: torch.Tensor, substeps: int) -> None:
@@ -130,7 +128,10 @@ class PhysicsBackend(ABC):
 
     def write_reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """reset() in two halves for the env's CUDA graphs: the new state here, what is derived from
-        it (sensors) in refresh(mask). A backend whose reset does both at once needs no refresh."""
+        it (sensors) in refresh(mask). A backend that splits them (`refreshes`) leaves the masked
+        rows of sensordata at 0 until then: what kinematic mode gives solver-stage sensors, so the
+        env skips the refresh where its terms read only those (envs/sensor_reads.py). A backend
+        whose reset does both at once needs no refresh."""
         self.reset(mask, qpos, qvel)
 
     refreshes: bool = False
@@ -139,12 +140,6 @@ class PhysicsBackend(ABC):
     def refresh(self, mask: torch.Tensor) -> None:
         """After write_reset: recompute what observations read from the state (sensor readings) in
         the worlds where mask is True, leaving the others' readings as they were."""
-
-    def blank_reset_sensors(self, mask: torch.Tensor) -> None:
-        """The part of refresh(mask) a kinematic reset gives solver-stage sensors: 0 in the masked
-        rows (a masked fill: it may be captured in a CUDA graph)."""
-        if self._blank_columns is not None:
-            self.sensordata.masked_fill_(mask.unsqueeze(1) & self._blank_columns, 0.0)
 
     def mark_stale(self, mask: torch.Tensor) -> None:
         """Instead of refresh(mask), at the end of an env step whose terms read none of what it

@@ -159,7 +159,8 @@ class WarpBackend(PhysicsBackend):
         self.kinematic_refresh = self.refreshes and not (solve or sleeps)
         """No sensor needs the solver at a reset: the refresh runs mujoco_warp's position and
         velocity stages (step1) instead of a whole forward."""
-        self._blank = self._blank_columns if sleeps else None  # kinematic mode through a forward: zeroed after it
+        blank = sleeps and self.blank_at_reset.any()  # kinematic mode through a forward: zeroed after it
+        self._blank = torch.from_numpy(self.blank_at_reset).to(self.device) if blank else None
         with self._scope():  # the kernels of a reset, a forward and a step, compiled in parallel
             compile_ahead(self._first_calls)
         self._run("reset", lambda: mjw.reset_data(self.m, self.d, self._wp_reset_mask))
@@ -271,10 +272,6 @@ class WarpBackend(PhysicsBackend):
     def mark_stale(self, mask: torch.Tensor) -> None:
         """Refresh the masked worlds at the next read of `sensordata` before a step, if any."""
         self._stale = mask if self._stale is None else self._stale | mask
-
-    def blank_reset_sensors(self, mask: torch.Tensor) -> None:
-        """Nothing to do: write_reset's reset_data zeroed the masked worlds' sensordata (the env
-        test of the planned refresh fails if it ever stops doing so)."""
 
     def refresh_stale(self) -> None:
         if self._stale is not None:

@@ -1,6 +1,6 @@
 """The sensor refresh after resets, cut to what the terms read (envs/sensor_reads.py): the probe
 finds the columns an operation reads through any view of sensordata, the plan follows from them,
-and an env that runs the plan (no refresh, or a masked fill) steps exactly like one that runs the
+and an env that runs the plan (no refresh where none is read) steps exactly like one that runs the
 whole refresh every time: observations, rewards, resets and physics state bit for bit, and sensor
 readings looked at from outside between steps. Warp on its CPU device (the backend whose refresh
 is a forward of every world)."""
@@ -72,8 +72,8 @@ def read_sensor_names(env: BatchedEnv) -> set[str]:
 @pytest.mark.parametrize("overrides,reset_sensors,expected", [([], "kinematic", "blank"), ([], "exact", "full"),
                                                                ([NO_SENSOR_OBSERVED], "exact", "none")])
 def test_a_planned_refresh_steps_exactly_like_the_whole_refresh(overrides, reset_sensors, expected):
-    """quadruped_flat's critic reads the feet's touch sensors after a reset (zeroed under kinematic:
-    a masked fill); without that term no term reads a sensor there (no refresh at all)."""
+    """quadruped_flat's critic reads the feet's touch sensors after a reset (0 under kinematic, as
+    warp's reset leaves them: no refresh needed); without that term nothing reads a sensor there."""
     planned, whole = make_env(overrides, reset_sensors), make_env(overrides, reset_sensors, plan="full")
     for env in (planned, whole):
         env.reset()

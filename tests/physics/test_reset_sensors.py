@@ -96,23 +96,6 @@ def test_warp_refreshes_without_the_solver_where_no_sensor_needs_it():
     assert torch.equal(refreshed[MASK], backend.sensordata[MASK])
 
 
-def test_blanking_zeroes_the_solver_sensors_of_the_masked_rows_only():
-    """The contract's masked fill (the env's planned refresh when only such sensors are read), as a
-    backend without its own refresh does it; warp's reset already zeroed those rows."""
-    model = quadruped()
-    backend = stepped("mujoco", model, "kinematic")
-    solver = torch.from_numpy(columns(model))
-    before = backend.sensordata.clone()
-    backend.blank_reset_sensors(MASK)
-    after = backend.sensordata
-    assert torch.equal(after[~MASK], before[~MASK]) and torch.equal(after[MASK][:, ~solver], before[MASK][:, ~solver])
-    assert torch.all(after[MASK][:, solver] == 0) and before[MASK][:, solver].abs().max() > 1.0
-    exact = stepped("mujoco", model, "exact")
-    kept = exact.sensordata.clone()
-    exact.blank_reset_sensors(MASK)
-    assert torch.equal(exact.sensordata, kept)
-
-
 def test_an_unknown_mode_is_one_line():
     with pytest.raises(UserError, match="physics.reset_sensors=lazy is not valid; valid: exact, kinematic"):
         make_backend("mujoco", quadruped(), 2, CPU, {"reset_sensors": "lazy"})

@@ -48,7 +48,8 @@ def test_masked_refresh_keeps_other_worlds_and_gives_reset_worlds_a_full_forward
     qvel = (torch.rand(N, model.nv, generator=gen) - 0.5) * 0.2
 
     backend.write_reset(mask, qpos, qvel)
-    assert torch.equal(backend.sensordata[~mask], sensors_before[~mask])  # reset worlds: zeros until refresh
+    assert torch.equal(backend.sensordata[~mask], sensors_before[~mask])
+    assert torch.all(backend.sensordata[mask] == 0)  # reset worlds: zeros until refresh (the contract)
     backend.refresh(mask)
 
     assert torch.equal(backend.sensordata[~mask], sensors_before[~mask])  # bit for bit
