@@ -52,6 +52,10 @@ class AdaptiveRange:
         device = env.device
         self.log_name = log_name or f"adr/{event}/{cfg.param}"
         self.cfg = cfg
+        self.metric = str(cfg.metric)
+        """What record() tallies (plain values, not the config node: torch.compile traces record())."""
+        self.min_episodes = int(cfg.min_episodes)
+        self.widen_above, self.narrow_below = float(cfg.widen_above), float(cfg.narrow_below)
         self.limits = limits
         self.initial = torch.tensor(initial, device=device)
         self.group = torch.arange(env.num_envs, device=device) % cfg.num_groups
@@ -69,12 +73,12 @@ class AdaptiveRange:
 
     def _metric(self, env) -> torch.Tensor:
         """The ending episodes' metric per env (read where episodes end, before their reset)."""
-        if self.cfg.metric == "survival":
+        if self.metric == "survival":
             return (~env.terminated).float()
         steps = env.episode_steps.clamp(min=1).float()
-        if self.cfg.metric == "episode_length":
+        if self.metric == "episode_length":
             return steps / env.max_episode_length
-        k = env.rewards.names.index(self.cfg.metric)
+        k = env.rewards.names.index(self.metric)
         return env.rewards.episode_sums[k] / (env.rewards.weights[k] * steps)
 
     def record(self, env, done: torch.Tensor) -> None:
@@ -83,10 +87,10 @@ class AdaptiveRange:
         self.count.add_((self._member * done).sum(0))
 
     def update(self) -> None:
-        ready = self.count >= self.cfg.min_episodes
+        ready = self.count >= self.min_episodes
         mean = self.tally / self.count.clamp(min=1)
-        widen = (ready & (mean >= self.cfg.widen_above)).float().unsqueeze(1)
-        narrow = (ready & (mean < self.cfg.narrow_below)).float().unsqueeze(1)
+        widen = (ready & (mean >= self.widen_above)).float().unsqueeze(1)
+        narrow = (ready & (mean < self.narrow_below)).float().unsqueeze(1)
         moved = self.range + self._step * widen - self._step * narrow
         low = torch.minimum(moved[:, 0].clamp(min=self.limits[0]), self.initial[0])
         high = torch.maximum(moved[:, 1].clamp(max=self.limits[1]), self.initial[1])

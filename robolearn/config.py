@@ -40,11 +40,11 @@ class EnvCfg:
     allows it, saying why not where it does not; true insists (an error where it cannot); false
     runs eager."""
     compile: bool = False
-    """Compile the per-step term computations (rewards, terminations, observations) with
-    torch.compile: fused kernels instead of one per tensor op, meant for the CUDA-graph path on a
-    GPU, where the quadruped's step launches ~360 small kernels (docs/benchmarks.md; whether fusing
-    them pays is not yet measured). Results equal eager up to float rounding; compiling costs
-    seconds to tens of seconds at start."""
+    """Compile the step's tensor work with torch.compile: rewards, terminations, observations,
+    the managers' resets and (physics=warp) the reset events: fused kernels instead of one per
+    tensor op, meant for the CUDA-graph path on a GPU, where the quadruped's step launches ~220
+    small kernels (docs/benchmarks.md). Results equal eager up to float rounding; compiling
+    costs seconds to tens of seconds at start."""
     stagger_timeouts: bool = True
     """Start training with every env at a random point of its time limit, so that time-outs (and
     the resets they cause) are spread over steps instead of all landing on one."""

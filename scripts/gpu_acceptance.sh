@@ -111,10 +111,11 @@ compile)
   ;;
 kinematic)
   versions
-  timeout 150 python3 -m pytest -q -rA -p no:cacheprovider tests/gpu -k "identical and (kinematic or arm_reach)" > "$OUT/gpu_tests.log" 2>&1
+  timeout 240 python3 -m pytest -q -rA -p no:cacheprovider tests/gpu \
+    -k "(identical and (kinematic or arm_reach)) or compiled_terms" > "$OUT/gpu_tests.log" 2>&1
   echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|eager envs" "$OUT/gpu_tests.log" | tail -6
   timeout 60 python3 scripts/bench_refresh.py --num-envs 4096 --out "$OUT/refresh.jsonl" 2>&1 | grep -v "^Warp\|^Module\|^robolearn"
-  for flag in "" "--kinematic-reset --whole-refresh" --kinematic-reset; do
+  for flag in "" "--kinematic-reset --whole-refresh" --kinematic-reset "--kinematic-reset --compile"; do
     timeout 60 python3 scripts/profile_env_step.py --task quadruped_flat --num-envs 4096 $flag \
       --out "$OUT/step_phases.jsonl" 2>&1 | grep -v "^Warp\|^Module" | tail -1
   done

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from robolearn import mdp, memory
+from robolearn import draws, mdp, memory
 from robolearn.config import EnvCfg, RandomizationCfg
 from robolearn.config_task import EventMode, TaskCfg
 from robolearn.envs import env_state, sensor_reads
@@ -84,8 +84,7 @@ class BatchedEnv:
         simulation (reset and not learned from, like a non-finite one). `keep_final_obs`: keep each
         observation group as it was just before the envs that ended in a step were reset, in
         `final_obs` (rows of envs that did not end are stale; gymnasium's view reports them).
-        `compile`: the reward, termination and observation computations through torch.compile
-        (env.compile)."""
+        `compile`: the step's tensor work through torch.compile (env.compile, `_compile`)."""
         if cfg.decimation < 1:
             raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
         self.cfg = cfg
@@ -127,10 +126,8 @@ class BatchedEnv:
         self.health = EnvHealth(num_envs, self.device, state_limit)
 
         self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg())
-        if compile:  # the bulk of a step's tensor ops; resets and events stay eager (they call the physics)
-            self.health.exclude_host_reads_from_compile()
-            for manager in (self.rewards, self.terminations, self.observations):
-                manager.compute = torch.compile(manager.compute, dynamic=False)
+        if compile:
+            self._compile()
         self.stats = EpisodeStats(
             episode_window,
             ["mean_episode_return", "mean_episode_length", *(f"episode_reward/{n}" for n in self.rewards.names),
@@ -163,6 +160,22 @@ class BatchedEnv:
         self.metrics = MetricManager(cfg.metrics, namespace, self)
         for manager in (self.terminations, self.rewards, self.metrics):
             manager.check_outputs()
+
+    def _compile(self) -> None:
+        """env.compile: the step's tensor work through torch.compile: the action mapping, the
+        managers' computations, command timers and resets, and the reset events where the backend's
+        model-field writes are torch work (fields_traceable; not for the inertial fields, whose
+        constants the engine recomputes). Fused, they are a few dozen kernels instead of a few
+        hundred. The engine's own calls stay outside; random draws stay inside (robolearn/draws.py)."""
+        self.health.exclude_host_reads_from_compile()
+        draws.register(self.generator)
+        for manager in (self.rewards, self.terminations, self.observations):
+            manager.compute = torch.compile(manager.compute, dynamic=False)
+        self.commands.step = torch.compile(self.commands.step, dynamic=False)
+        self._apply_action = torch.compile(self._apply_action, dynamic=False)
+        self._reset_managers = torch.compile(self._reset_managers, dynamic=False)
+        if self.physics.fields_traceable and not self.events.inertial_after_startup():
+            self._prepare_reset = torch.compile(self._prepare_reset, dynamic=False)
 
     def managers(self) -> dict:
         """Every manager by name, in the order resets run (checkpoints hold each one's state)."""
@@ -303,6 +316,14 @@ class BatchedEnv:
         # whole reset path; on an accelerator it would be a host sync, so the masked path runs.
         if self.device.type == "cpu" and not mask.any():
             return False
+        self._prepare_reset(mask, record)
+        self.physics.write_reset(mask, self.reset_qpos, self.reset_qvel)
+        torch.where(mask.unsqueeze(1), self.physics.qvel, self.prev_qvel, out=self.prev_qvel)
+        return True
+
+    def _prepare_reset(self, mask: torch.Tensor, record: bool) -> None:
+        """Everything of a reset before the physics takes the new state: the ended episodes' records
+        and last observations, curricula, and the reset events writing reset_qpos / reset_qvel."""
         if record:
             if self.final_obs is not None:  # the ended episodes' last observations, before the reset
                 for group, obs in self.observations.compute().items():
@@ -312,9 +333,6 @@ class BatchedEnv:
         self.reset_qpos.copy_(self.default_qpos)
         self.reset_qvel.copy_(self.default_qvel)
         self.events.apply(EventMode.reset, mask)
-        self.physics.write_reset(mask, self.reset_qpos, self.reset_qvel)
-        torch.where(mask.unsqueeze(1), self.physics.qvel, self.prev_qvel, out=self.prev_qvel)
-        return True
 
     def _reset_managers(self, mask: torch.Tensor) -> None:
         """The second half, once the physics has refreshed the envs' sensors: every manager's

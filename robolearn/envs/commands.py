@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from robolearn import draws
 from robolearn.envs.manager_base import ManagerBase
 from robolearn.errors import UserError
 
@@ -59,16 +60,15 @@ class CommandManager(ManagerBase):
             self._draw(k, mask)
 
     def _draw(self, k: int, mask: torch.Tensor) -> None:
-        gen, env, name = self._env.generator, self._env, self.names[k]
+        env, name = self._env, self.names[k]
         low, high = self.ranges[name][:, 0], self.ranges[name][:, 1]
-        u = torch.rand(self.values[name].shape, generator=gen, device=env.device)
-        drawn = low + (high - low) * u
+        drawn = torch.lerp(low, high, draws.uniform(env, self.values[name].shape))
         if self._standing[name] > 0:
-            moving = torch.rand(env.num_envs, 1, generator=gen, device=env.device) >= self._standing[name]
+            moving = draws.uniform(env, (env.num_envs, 1)) >= self._standing[name]
             drawn = drawn * moving
         torch.where(mask.unsqueeze(1), drawn, self.values[name], out=self.values[name])
         p_low, p_high = self._period[name]
-        period = p_low + (p_high - p_low) * torch.rand(env.num_envs, generator=gen, device=env.device)
+        period = draws.uniform(env, (env.num_envs,), p_low, p_high)
         torch.where(mask, period, self.time_left[k], out=self.time_left[k])
 
     def hold(self, name: str, value: torch.Tensor, now: bool = False) -> None:

@@ -20,9 +20,7 @@ import sys
 
 import torch
 
-from robolearn.config_task import EventMode
 from robolearn.errors import UserError
-from robolearn.physics.base import INERTIAL_FIELDS
 
 WARMUP_STEPS = 3
 
@@ -33,14 +31,8 @@ def graph_blockers(env) -> list[str]:
         return [f"the env runs on {env.device.type}, CUDA graphs need a CUDA device"]
     if not env.physics.graph_safe:
         return [f"physics={env.physics.name} steps outside CUDA graphs (physics=warp replays them)"]
-    reasons = []
-    for mode in (EventMode.reset, EventMode.interval):
-        for term in env.events.modes[mode]:
-            field = term.params.get("field")
-            if field in INERTIAL_FIELDS:
-                reasons.append(f"event '{term.name}' randomizes {field} at {mode.value}, which needs MuJoCo's "
-                               "set_const (not capturable): give it mode: startup")  # fmt: skip
-    return reasons
+    return [f"event '{term.name}' randomizes {term.params['field']} at {mode.value}, which needs MuJoCo's set_const "
+            "(not capturable): give it mode: startup" for term, mode in env.events.inertial_after_startup()]  # fmt: skip
 
 
 def use_graphs(env, requested: bool | None) -> bool:

@@ -17,11 +17,13 @@ from typing import Any
 
 import torch
 
+from robolearn import draws
 from robolearn.adaptive import AdaptiveRange
 from robolearn.config import RandomizationCfg
 from robolearn.config_task import EventMode, RandomizationLevel
 from robolearn.envs.manager_base import ManagerBase, Term, check_params, plain, resolve_term, resolved
 from robolearn.errors import UserError
+from robolearn.physics.base import INERTIAL_FIELDS
 
 LEVELS = list(RandomizationLevel)
 
@@ -79,6 +81,13 @@ class EventManager(ManagerBase):
             except Exception as exc:
                 raise self.term_error(term, exc) from exc
 
+    def inertial_after_startup(self) -> list[tuple[Term, EventMode]]:
+        """The reset and interval terms that randomize a mass or inertia field: each write makes the
+        engine recompute derived constants (MuJoCo's set_const), which neither a CUDA graph nor
+        torch.compile can hold."""
+        return [(term, mode) for mode in (EventMode.reset, EventMode.interval) for term in self.modes[mode]
+                if term.params.get("field") in INERTIAL_FIELDS]  # fmt: skip
+
     def reset(self, mask: torch.Tensor) -> None:
         super().reset(mask)
         if self._interval:
@@ -86,7 +95,7 @@ class EventManager(ManagerBase):
 
     def _draw_intervals(self, mask: torch.Tensor) -> None:
         low, high = self._interval_range[:, :1], self._interval_range[:, 1:]
-        u = torch.rand(self.time_left.shape, generator=self._env.generator, device=self.time_left.device)
+        u = draws.uniform(self._env, self.time_left.shape)
         torch.where(mask, low + (high - low) * u, self.time_left, out=self.time_left)
 
     def step_interval(self, dt: float) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from robolearn import draws
 from robolearn.config_task import NoiseType
 from robolearn.envs.manager_base import ManagerBase, Term, plain
 from robolearn.errors import UserError
@@ -170,7 +171,6 @@ class ObservationManager(ManagerBase):
         """Every group's observation of the current state (the buffers, overwritten next call).
         History terms advance once per control step (module docstring)."""
         env = self._env
-        gen = env.generator
         k = 0  # the flat index into self.terms, for an error message
         if self._history:
             torch.lt(self.last_step.unsqueeze(1), 0, out=self._fresh)
@@ -197,9 +197,9 @@ class ObservationManager(ManagerBase):
                 out.copy_(torch.cat(parts, dim=1))
             post = self._post[group]
             if post["uniform"] is not None:
-                out.addcmul_(torch.rand(out.shape, generator=gen, device=out.device).mul_(2).sub_(1), post["uniform"])
+                out.addcmul_(draws.uniform(env, out.shape).mul_(2).sub_(1), post["uniform"])
             if post["gaussian"] is not None:
-                out.addcmul_(torch.randn(out.shape, generator=gen, device=out.device), post["gaussian"])
+                out.addcmul_(draws.normal(env, out.shape), post["gaussian"])
             if post["scale"] is not None:
                 out.mul_(post["scale"])
             if post["clip"] is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from robolearn import draws
 from robolearn.config_task import AdaptiveRangeCfg
 from robolearn.adaptive import AdaptiveRange
 from robolearn.errors import UserError
@@ -39,7 +40,7 @@ class terrain_levels:  # noqa: N801 (term names are snake_case, like the functio
             speed = torch.linalg.vector_norm(env.commands.get(self.command)[:, :2], dim=1)
             asked = speed * env.max_episode_length * env.dt * self.down_fraction
             levels = levels - ((walked < asked) & ~up).long()
-        anywhere = torch.randint(0, terrain.num_levels, levels.shape, generator=env.generator, device=levels.device)
+        anywhere = draws.integers(env, 0, terrain.num_levels, levels.shape)
         levels = torch.where(levels >= terrain.num_levels, anywhere, levels.clamp(min=0))
         terrain.set_levels(torch.where(mask, levels, terrain.levels))
 

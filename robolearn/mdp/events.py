@@ -15,6 +15,7 @@ import math
 import numpy as np
 import torch
 
+from robolearn import draws
 from robolearn.errors import UserError
 from robolearn.scene.entities import Actuators, FieldRows, Joints
 
@@ -34,7 +35,9 @@ def _bounds(env, range_, ndim: int) -> tuple:
 
 def _uniform(env, shape: tuple[int, ...], range_) -> torch.Tensor:
     low, high = _bounds(env, range_, len(shape))
-    return low + (high - low) * torch.rand(shape, generator=env.generator, device=env.device)
+    if isinstance(low, float) and low <= high:  # one kernel
+        return draws.uniform(env, shape, low, high)
+    return low + (high - low) * draws.uniform(env, shape)
 
 
 def _log(value):
@@ -122,16 +125,26 @@ def reset_root_state(
     root = env.scene.root
     q, d = root.qpos_adr, root.dof_adr
     n = env.num_envs
-    env.reset_qpos[:, q : q + 3] += env.env_origins
-    env.reset_qpos[:, q : q + 2] += _uniform(env, (n, 2), xy_range)
-    half_yaw = 0.5 * _uniform(env, (n,), yaw_range)
-    w, z = torch.cos(half_yaw), torch.sin(half_yaw)  # yaw about the world z axis, composed with the default
-    q0 = env.reset_qpos[:, q + 3 : q + 7].clone()
-    env.reset_qpos[:, q + 3] = w * q0[:, 0] - z * q0[:, 3]
-    env.reset_qpos[:, q + 4] = w * q0[:, 1] - z * q0[:, 2]
-    env.reset_qpos[:, q + 5] = w * q0[:, 2] + z * q0[:, 1]
-    env.reset_qpos[:, q + 6] = w * q0[:, 3] + z * q0[:, 0]
+    position, orientation = env.reset_qpos[:, q : q + 3], env.reset_qpos[:, q + 3 : q + 7]
+    position.add_(env.env_origins)
+    position[:, :2].add_(_uniform(env, (n, 2), xy_range))
+    half_yaw = 0.5 * _uniform(env, (n, 1), yaw_range)
+    # the yaw quaternion (cos, 0, 0, sin) times the default orientation (w, x, y, z), as
+    # cos * (w, x, y, z) + sin * (-z, -y, x, w): the same products and sums as written out by hand
+    turned = orientation[:, _YAW_PERMUTATION] * _yaw_signs(orientation.device)
+    orientation.copy_(torch.cos(half_yaw) * orientation + torch.sin(half_yaw) * turned)
     env.reset_qvel[:, d : d + 6] = _uniform(env, (n, 6), velocity_range)
+
+
+_YAW_PERMUTATION = [3, 2, 1, 0]
+_YAW_SIGNS: dict[torch.device, torch.Tensor] = {}
+
+
+def _yaw_signs(device: torch.device) -> torch.Tensor:
+    """Made once per device, at the first reset (which runs before any CUDA-graph capture)."""
+    if device not in _YAW_SIGNS:
+        _YAW_SIGNS[device] = torch.tensor([-1.0, -1.0, 1.0, 1.0], device=device)
+    return _YAW_SIGNS[device]
 
 
 def randomize_pd_gains(

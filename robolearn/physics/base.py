@@ -90,6 +90,10 @@ class PhysicsBackend(ABC):
     """Steps the environments on this machine's CPU cores with its own thread pool. PyTorch's CPU
     threads spin for a while after each parallel op and take cores from such a pool, so the
     runner collects rollouts with one PyTorch thread when this is true (rl/runner.py)."""
+    fields_traceable: bool = False
+    """set_model_field is torch work that torch.compile can trace (fields other than the inertial
+    ones, whose derived constants the engine recomputes): env.compile then compiles the reset
+    events too."""
     graph_safe: bool = False
     """write_reset/set_model_field can be captured in a torch CUDA graph, and step and refresh can
     run between graph replays (no host syncs, fixed buffers): the env then replays its own work

@@ -100,6 +100,7 @@ def _derived_sizes(model: mujoco.MjModel, nconmax: int, njmax: int) -> tuple[int
 
 class WarpBackend(PhysicsBackend):
     name = "warp"
+    fields_traceable = True
 
     def __init__(
         self, model: mujoco.MjModel, num_envs: int, device: torch.device | str, nconmax: int = 0, njmax: int = 0,

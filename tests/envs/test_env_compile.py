@@ -1,7 +1,10 @@
-"""env.compile: the reward, termination and observation computations through torch.compile give
-the eager env's results (up to float rounding: fused kernels may round differently), with the same
-episode ends, over steps that include resets."""
+"""env.compile: the reward, termination and observation computations, the managers' resets and
+(where the backend's model-field writes are torch work: warp) the reset events through
+torch.compile give the eager env's results (up to float rounding: fused kernels may round
+differently), with the same episode ends, over steps that include resets. Random draws inside
+compiled code come from the env's generator in the eager order (robolearn/draws.py)."""
 
+import pytest
 import torch
 
 from robolearn.compose import compose_train
@@ -11,18 +14,21 @@ from robolearn.registry import get_task
 NUM_ENVS = 64
 
 
-def make_env(compile: bool) -> BatchedEnv:
-    cfg = compose_train(["task=quadruped_flat", "physics=mujoco"])
-    env = BatchedEnv(cfg.task, get_task(cfg.task.name), NUM_ENVS, physics="mujoco", seed=3, compile=compile,
-                     randomization=cfg.randomization, physics_settings={"num_threads": 1})  # fmt: skip
+def make_env(compile: bool, physics: str = "mujoco", randomization: str = "default") -> BatchedEnv:
+    cfg = compose_train(["task=quadruped_flat", f"physics={physics}", f"randomization={randomization}"])
+    settings = {"num_threads": 1} if physics == "mujoco" else {}
+    env = BatchedEnv(cfg.task, get_task(cfg.task.name), NUM_ENVS, physics=physics, seed=3, compile=compile,
+                     randomization=cfg.randomization, physics_settings=settings)  # fmt: skip
     env.reset()
     return env
 
 
-def test_compiled_terms_match_the_eager_env():
-    eager, compiled = make_env(False), make_env(True)
+@pytest.mark.parametrize("physics", ["mujoco", "warp"])
+def test_compiled_terms_match_the_eager_env(physics):
+    eager, compiled = make_env(False, physics), make_env(True, physics)
     assert all("compute" in vars(m) for m in (compiled.rewards, compiled.terminations, compiled.observations))
-    assert "compute" not in vars(eager.rewards)
+    assert "_reset_managers" in vars(compiled) and "compute" not in vars(eager.rewards)
+    assert ("_prepare_reset" in vars(compiled)) == (physics == "warp")  # native MuJoCo writes fields on the host
     gen = torch.Generator().manual_seed(0)
     ends = 0
     with torch.inference_mode():  # as the runner collects

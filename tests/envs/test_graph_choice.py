@@ -9,6 +9,7 @@ from robolearn.compose import compose_train
 from robolearn.config_task import EventMode
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.envs.cuda_graph import graph_blockers, use_graphs
+from robolearn.envs.event_manager import EventManager
 from robolearn.envs.manager_base import Term
 from robolearn.errors import UserError
 from robolearn.registry import discover_tasks
@@ -18,8 +19,10 @@ def fake_env(device="cuda", graph_safe=True, events=()):
     modes = {mode: [] for mode in EventMode}
     for name, mode, field in events:
         modes[mode].append(Term(name=name, func=None, params={"field": field}))
+    manager = SimpleNamespace(modes=modes)
+    manager.inertial_after_startup = lambda: EventManager.inertial_after_startup(manager)
     return SimpleNamespace(device=torch.device(device), physics=SimpleNamespace(graph_safe=graph_safe, name="mjx"),
-                           events=SimpleNamespace(modes=modes))  # fmt: skip
+                           events=manager)  # fmt: skip
 
 
 def test_a_graph_safe_cuda_env_without_inertial_resets_replays_graphs():

@@ -181,19 +181,28 @@ def test_a_recurrent_policy_acts_between_the_graph_replays():
         assert torch.equal(a, b)
 
 
-def test_compiled_terms_replay_in_the_graphs():
-    """env.compile inside the env's CUDA graphs: the fused kernels are captured like eager ones;
-    over 100 steps with the same actions, the same episode ends and observations and rewards equal
-    up to float rounding (the physics itself is bit-identical: deterministic mode)."""
-    envs = [make_env("quadruped_flat", "sim2real", 512, True, deterministic=True, compile=flag)[1] for flag in (True, False)]
+@pytest.mark.parametrize("task,randomization,steps", [("arm_reach", "default", 200), ("quadruped_flat", "sim2real", 50)])
+def test_compiled_terms_replay_in_the_graphs(task, randomization, steps):
+    """env.compile inside the env's CUDA graphs: the fused kernels (terms, managers' resets, the
+    reset events with their random draws: robolearn/draws.py) are captured like eager ones. Against the
+    same graphed env uncompiled, same seed and actions: the same episode ends, observations and
+    rewards within 1e-3 (fused kernels round differently, from the first reset's states on, and the
+    quadruped's contacts amplify that over steps: `steps` is short for it; a wrong draw or a missed
+    reset shows as O(0.1-1) at once)."""
+    envs = [make_env(task, randomization, 512, True, deterministic=True, compile=flag)[1] for flag in (True, False)]
+    assert "_prepare_reset" in vars(envs[0]) and "_reset_managers" in vars(envs[0])  # the reset path compiled too
     for env in envs:
         env.reset()
     gen = torch.Generator(CUDA).manual_seed(0)
+    resets = 0
     with torch.inference_mode():
-        for step in range(100):
+        for step in range(steps):
             action = torch.randn(512, envs[0].num_actions, device=CUDA, generator=gen)
             (o1, r1, te1, tr1), (o2, r2, te2, tr2) = (env.step(action) for env in envs)
+            assert envs[0]._graphed is not None and envs[1]._graphed is not None
             assert torch.equal(te1, te2) and torch.equal(tr1, tr2), step
-            torch.testing.assert_close(r1, r2, rtol=1e-5, atol=1e-5, msg=f"reward, step {step}")
+            torch.testing.assert_close(r1, r2, rtol=1e-3, atol=1e-3, msg=f"reward, step {step}")
             for group in o1:
-                torch.testing.assert_close(o1[group], o2[group], rtol=1e-5, atol=1e-5, msg=f"{group}, step {step}")
+                torch.testing.assert_close(o1[group], o2[group], rtol=1e-3, atol=1e-3, msg=f"{group}, step {step}")
+            resets += int((te1 | tr1).sum())
+    assert resets > 0
