@@ -47,7 +47,7 @@ def normal(env, shape: tuple[int, ...]) -> torch.Tensor:
     return _draw(env, "normal", shape, 0.0, 1.0)
 
 
-def integers(env, low: int, high: int, shape: tuple[int, ...]) -> torch.Tensor:
+def integers(env, shape: tuple[int, ...], low: int, high: int) -> torch.Tensor:
     """Integers uniform in [low, high) of `shape`, int64, on the env's device."""
     return _draw(env, "integers", shape, low, high)
 

@@ -18,7 +18,7 @@ def test_eager_draws_are_torchs_own():
     env, gen = fake_env(), torch.Generator().manual_seed(0)
     assert torch.equal(draws.uniform(env, (5, 3)), torch.rand(5, 3, generator=gen))
     assert torch.equal(draws.normal(env, (7,)), torch.randn(7, generator=gen))
-    assert torch.equal(draws.integers(env, 2, 9, (4, 2)), torch.randint(2, 9, (4, 2), generator=gen))
+    assert torch.equal(draws.integers(env, (4, 2), 2, 9), torch.randint(2, 9, (4, 2), generator=gen))
     low_high = draws.uniform(env, (1000,), -0.5, 0.5)
     assert torch.equal(low_high, torch.empty(1000).uniform_(-0.5, 0.5, generator=gen))
     assert -0.5 <= float(low_high.min()) and float(low_high.max()) < 0.5
@@ -30,7 +30,7 @@ def _reset_like(env, x):
     y = x.unsqueeze(1) * 2 + a
     b = draws.uniform(env, (x.shape[0], 2), -1.0, 1.0)
     c = draws.normal(env, (x.shape[0],))
-    k = draws.integers(env, 0, 5, (x.shape[0],))
+    k = draws.integers(env, (x.shape[0],), 0, 5)
     return y + b, c * 3, k, a, b
 
 

@@ -40,7 +40,7 @@ class terrain_levels:  # noqa: N801 (term names are snake_case, like the functio
             speed = torch.linalg.vector_norm(env.commands.get(self.command)[:, :2], dim=1)
             asked = speed * env.max_episode_length * env.dt * self.down_fraction
             levels = levels - ((walked < asked) & ~up).long()
-        anywhere = draws.integers(env, 0, terrain.num_levels, levels.shape)
+        anywhere = draws.integers(env, levels.shape, 0, terrain.num_levels)
         levels = torch.where(levels >= terrain.num_levels, anywhere, levels.clamp(min=0))
         terrain.set_levels(torch.where(mask, levels, terrain.levels))
 
