@@ -23,9 +23,11 @@ def make_env(compile: bool, physics: str = "mujoco", randomization: str = "defau
     return env
 
 
-@pytest.mark.parametrize("physics", ["mujoco", "warp"])
-def test_compiled_terms_match_the_eager_env(physics):
-    eager, compiled = make_env(False, physics), make_env(True, physics)
+@pytest.mark.parametrize("physics,randomization", [("mujoco", "default"), ("warp", "sim2real")])
+def test_compiled_terms_match_the_eager_env(physics, randomization):
+    """sim2real on warp: adaptive ranges (per-env bounds), pushes (interval events) and gain
+    randomization (model-field writes) inside the compiled reset path."""
+    eager, compiled = make_env(False, physics, randomization), make_env(True, physics, randomization)
     assert all("compute" in vars(m) for m in (compiled.rewards, compiled.terminations, compiled.observations))
     assert "_reset_managers" in vars(compiled) and "compute" not in vars(eager.rewards)
     assert ("_prepare_reset" in vars(compiled)) == (physics == "warp")  # native MuJoCo writes fields on the host
