@@ -109,21 +109,7 @@ class BatchedEnv:
                                         cfg.terrain.max_init_level)  # fmt: skip
             self.env_origins = self.terrain.env_origins
 
-        self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=self.device)
-        """Control steps counted toward the time-out (starts at a random value, see reset())."""
-        self.episode_steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
-        """Control steps actually taken in the running episode (what episode statistics report)."""
-        self.default_qpos = torch.as_tensor(self.scene.default_qpos, dtype=torch.float32, device=self.device).repeat(num_envs, 1)
-        self.default_qvel = torch.zeros(num_envs, model.nv, device=self.device)
-        self.reset_qpos = self.default_qpos.clone()
-        """Reset events write the next episode's initial state here (for the masked envs)."""
-        self.reset_qvel = self.default_qvel.clone()
-        self.reward = torch.zeros(num_envs, device=self.device)
-        self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
-        self.truncated = torch.zeros_like(self.terminated)
-        self.prev_qvel = self.default_qvel.clone()
-        """Joint velocities before the last step's physics (joint accelerations)."""
-        self.health = EnvHealth(num_envs, self.device, state_limit)
+        self._make_buffers(state_limit)
 
         self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg())
         if compile:
@@ -143,6 +129,26 @@ class BatchedEnv:
         self.sensor_refresh: str | None = None if self.physics.refreshes else "full"
         """How much of the sensor refresh after resets a step runs: none, blank or full
         (envs/sensor_reads.py), decided at the first step from what the terms read."""
+
+    def _make_buffers(self, state_limit: float) -> None:
+        """The env's own per-env state: episode counters, default and next-reset physics state, the
+        step's outputs and the health checks."""
+        n = self.num_envs
+        self.episode_length = torch.zeros(n, dtype=torch.long, device=self.device)
+        """Control steps counted toward the time-out (starts at a random value, see reset())."""
+        self.episode_steps = torch.zeros(n, dtype=torch.long, device=self.device)
+        """Control steps actually taken in the running episode (what episode statistics report)."""
+        self.default_qpos = torch.as_tensor(self.scene.default_qpos, dtype=torch.float32, device=self.device).repeat(n, 1)
+        self.default_qvel = torch.zeros(n, self.model.nv, device=self.device)
+        self.reset_qpos = self.default_qpos.clone()
+        """Reset events write the next episode's initial state here (for the masked envs)."""
+        self.reset_qvel = self.default_qvel.clone()
+        self.reward = torch.zeros(n, device=self.device)
+        self.terminated = torch.zeros(n, dtype=torch.bool, device=self.device)
+        self.truncated = torch.zeros_like(self.terminated)
+        self.prev_qvel = self.default_qvel.clone()
+        """Joint velocities before the last step's physics (joint accelerations)."""
+        self.health = EnvHealth(n, self.device, state_limit)
 
     def _build_managers(self, cfg: TaskCfg, plugin: TaskPlugin, preset: RandomizationCfg) -> None:
         """Every manager from the task's config, in the order their terms may read each other;

@@ -17,6 +17,7 @@ import torch
 
 from robolearn import draws
 from robolearn.errors import UserError
+from robolearn.mdp.constants import constant
 from robolearn.scene.entities import Actuators, FieldRows, Joints
 
 TERM_KIND = "event"
@@ -131,20 +132,10 @@ def reset_root_state(
     half_yaw = 0.5 * _uniform(env, (n, 1), yaw_range)
     # the yaw quaternion (cos, 0, 0, sin) times the default orientation (w, x, y, z), as
     # cos * (w, x, y, z) + sin * (-z, -y, x, w): the same products and sums as written out by hand
-    turned = orientation[:, _YAW_PERMUTATION] * _yaw_signs(orientation.device)
+    turned = orientation.index_select(1, constant((3, 2, 1, 0), orientation.device, torch.long))
+    turned *= constant((-1.0, -1.0, 1.0, 1.0), orientation.device, orientation.dtype)
     orientation.copy_(torch.cos(half_yaw) * orientation + torch.sin(half_yaw) * turned)
     env.reset_qvel[:, d : d + 6] = _uniform(env, (n, 6), velocity_range)
-
-
-_YAW_PERMUTATION = [3, 2, 1, 0]
-_YAW_SIGNS: dict[torch.device, torch.Tensor] = {}
-
-
-def _yaw_signs(device: torch.device) -> torch.Tensor:
-    """Made once per device, at the first reset (which runs before any CUDA-graph capture)."""
-    if device not in _YAW_SIGNS:
-        _YAW_SIGNS[device] = torch.tensor([-1.0, -1.0, 1.0, 1.0], device=device)
-    return _YAW_SIGNS[device]
 
 
 def randomize_pd_gains(

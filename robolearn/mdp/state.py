@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 from robolearn.errors import UserError
+from robolearn.mdp.constants import constant
 
 
 def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -47,9 +48,6 @@ def root_ang_vel_b(env) -> torch.Tensor:
     return env.physics.qvel[:, env.scene.root.ang_vel]
 
 
-_GRAVITY: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
-
-
 def gravity_b(env) -> torch.Tensor:
     """The unit gravity direction in the base frame: (0, 0, -1) when the base is level.
 
@@ -58,12 +56,9 @@ def gravity_b(env) -> torch.Tensor:
     pair summed, then -1: five kernels instead of fourteen (it runs in four terms of the quadruped's
     step), bit for bit the same values (scaling by 2 is exact; each component sums one pair)."""
     q = root_quat_w(env)
-    key = (q.device, q.dtype)
-    if key not in _GRAVITY:  # made on the first (eager) call, before any CUDA graph capture
-        pick = torch.tensor([0, 1, 2, 0, 1, 2, 2, 3, 3, 1, 1, 2], device=q.device)  # (w x y w x y) * (y z z x x y)
-        signs = torch.tensor([[2.0, -2], [-2, -2], [2, 2]], dtype=q.dtype, device=q.device)
-        _GRAVITY[key] = pick, signs, torch.tensor([0.0, 0, -1], dtype=q.dtype, device=q.device)
-    pick, signs, offset = _GRAVITY[key]
+    pick = constant((0, 1, 2, 0, 1, 2, 2, 3, 3, 1, 1, 2), q.device, torch.long)  # (w x y w x y) * (y z z x x y)
+    signs = constant(((2.0, -2.0), (-2.0, -2.0), (2.0, 2.0)), q.device, q.dtype)
+    offset = constant((0.0, 0.0, -1.0), q.device, q.dtype)
     factors = q.index_select(1, pick)
     products = (factors[:, :6] * factors[:, 6:]).view(-1, 3, 2)  # (wy, xz), (yz, wx), (xx, yy)
     return (products * signs).sum(dim=2).add_(offset)
