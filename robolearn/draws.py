@@ -15,13 +15,13 @@ makes them (the generator's stream, as eager) and never merges two draws that lo
 
 from __future__ import annotations
 
-import weakref
-
 import torch
 
-_REGISTERED: list[tuple[weakref.ref, torch.Tensor]] = []
+_REGISTERED: list[tuple[torch.Generator, torch.Tensor]] = []
 """The generators compiled code may draw from, each with its order token (a 0-d tensor each draw
-declares it mutates; never written). Compiled code names a generator by its place here: the same
+declares it mutates; never written). Held strongly: torch 2.11's generators take no weak reference
+(2.13's do), a generator is a few bytes of state and refers to no env, and held, its id() is never
+reused by another one. Compiled code names a generator by its place here: the same
 number in every run, so Inductor's on-disk cache finds a graph compiled by an earlier run."""
 _KEYS: dict[int, int] = {}
 """id(generator) -> its place in _REGISTERED."""
@@ -30,11 +30,11 @@ _KEYS: dict[int, int] = {}
 def register(generator: torch.Generator) -> None:
     """Let compiled code draw from `generator` (env.compile does this for the env's generator
     before anything is traced)."""
-    if id(generator) in _KEYS and _REGISTERED[_KEYS[id(generator)]][0]() is generator:
+    if id(generator) in _KEYS:
         return
     with torch.inference_mode(False):  # a token made under inference mode could not be "mutated" outside it
         _KEYS[id(generator)] = len(_REGISTERED)
-        _REGISTERED.append((weakref.ref(generator), torch.empty((), device=generator.device)))
+        _REGISTERED.append((generator, torch.empty((), device=generator.device)))
 
 
 def uniform(env, shape: tuple[int, ...], low: float = 0.0, high: float = 1.0) -> torch.Tensor:
@@ -73,9 +73,7 @@ def _draw(env, kind: str, shape, a: float, b: float) -> torch.Tensor:
 
 @torch.library.custom_op("robolearn::draw", mutates_args=("token",))
 def _op(token: torch.Tensor, kind: str, shape: list[int], a: float, b: float, key: int) -> torch.Tensor:
-    generator = _REGISTERED[key][0]()
-    if generator is None:
-        raise RuntimeError("robolearn::draw: the env whose generator this compiled code draws from is gone")
+    generator = _REGISTERED[key][0]
     return _fill(kind, shape, a, b, generator, token.device)
 
 

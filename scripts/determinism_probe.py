@@ -6,6 +6,13 @@ observations that differ while every engine field is equal point at a torch op.
 
     python scripts/determinism_probe.py [--task quadruped_flat] [--randomization sim2real]
                                         [--num-envs 512] [--steps 20] [--out rows.jsonl]
+                                        [--compare eager|graphed|compiled|compiled-graphed]
+                                        [--tolerance 1e-3] [--reset-sensors kinematic]
+
+--compare pits other pairs against each other (the graphed env against an eager one, env.compile
+against the same env uncompiled, eager or graphed); with --tolerance the first step where
+anything differs by more is reported, with the envs that differ most (and whether they ended in the
+three steps before), the reward terms and the model fields (randomized at resets) that differ.
 
 On a GPU (tests/gpu/test_cuda_graphs.py's control failed there, H200 2026-11-27); on the CPU it is
 a dry run (Warp's CPU device runs one thread: nothing should differ).
@@ -18,6 +25,8 @@ import json
 
 import torch
 import warp as wp
+
+from robolearn import draws
 
 from robolearn.compose import compose_train
 from robolearn.envs.batched_env import BatchedEnv
@@ -37,14 +46,55 @@ def data_arrays(d) -> dict[str, torch.Tensor]:
     return out
 
 
-def differences(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> dict[str, float]:
+def differences(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], relative: bool = False) -> dict[str, float]:
+    """Per name: max |a - b| where they differ (relative: max |a - b| / (1 + |b|))."""
     diff = {}
     for name, x in a.items():
         y = b[name]
         if not torch.equal(x, y):
             delta = (x.double() - y.double()).abs()
+            if relative:
+                delta = delta / (1.0 + y.double().abs())
             diff[name] = float(delta[torch.isfinite(delta)].max()) if torch.isfinite(delta).any() else float("nan")
     return diff
+
+
+def columns(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], tolerance: float) -> dict[str, list]:
+    """Per observation group: the columns that differ by more than `tolerance` (relative, as
+    `differences`; at most 16), each with how many envs differ there."""
+    out = {}
+    for name, x in a.items():
+        per_column = ((x - b[name]).abs() > tolerance * (1 + b[name].abs())).sum(0) if x.dim() == 2 else None
+        if per_column is not None and per_column.any():
+            out[name] = [[c, int(per_column[c])] for c in per_column.nonzero().flatten()[:16].tolist()]
+    return out
+
+
+def above(diff: dict[str, float], tolerance: float) -> dict[str, float]:
+    return {k: v for k, v in diff.items() if not v <= tolerance}
+
+
+def compile_only(env: BatchedEnv, name: str) -> None:
+    """Put only `name` (a method of the env, or manager.method) of what env.compile compiles
+    through torch.compile, in the uncompiled `env`."""
+    targets = {}
+    for owner, method in env.compile_targets():
+        prefix = "" if owner is env else next(a for a, v in vars(env).items() if v is owner) + "."
+        targets[prefix + method] = (owner, method)
+    if name not in targets:
+        raise SystemExit(f"--compile-only {name}: not one of env.compile's targets; valid: {', '.join(targets)}")
+    draws.register(env.generator)
+    env.health.exclude_host_reads_from_compile()
+    owner, method = targets[name]
+    setattr(owner, method, torch.compile(getattr(owner, method), dynamic=False))
+
+
+COMPARE = {  # the first env's (cuda_graph, compile) against the second's
+    "eager": ((False, False), (False, False)),
+    "graphed": ((True, False), (False, False)),
+    "compiled": ((False, True), (False, False)),
+    "compiled-graphed": ((True, True), (True, False)),
+}
 
 
 def main() -> None:
@@ -53,31 +103,61 @@ def main() -> None:
     parser.add_argument("--randomization", default="sim2real")
     parser.add_argument("--num-envs", type=int, default=512)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--compare", choices=sorted(COMPARE), default="eager",
+                        help="eager: two eager envs; graphed: graphed vs eager; compiled: env.compile vs not "
+                             "(eager); compiled-graphed: env.compile vs not, both graphed")
+    parser.add_argument("--tolerance", type=float, default=0.0,
+                        help="report the first step where anything differs by more, relative to 1 + |value| "
+                             "(env.compile rounds differently: 1e-3)")
+    parser.add_argument("--compile-only", default=None, metavar="NAME",
+                        help="with --compare compiled or compiled-graphed: compile only this one of what "
+                             "env.compile compiles (e.g. _prepare_reset, observations.compute)")
+    parser.add_argument("--reset-sensors", default="exact", choices=("exact", "kinematic"))
+    parser.add_argument("--torch-deterministic", action="store_true", help="torch.use_deterministic_algorithms (warn mode)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    device = torch.device(args.device)
+    if args.torch_deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    device, tol = torch.device(args.device), args.tolerance
     cfg = compose_train([f"task={args.task}", "physics=warp", f"randomization={args.randomization}"])
     envs = [BatchedEnv(cfg.task, get_task(cfg.task.name), args.num_envs, physics="warp", device=device, seed=5,
-                       cuda_graph=False, randomization=cfg.randomization,
-                       physics_settings={"deterministic": True}) for _ in range(2)]  # fmt: skip
+                       cuda_graph=graphed, compile=compiled and not args.compile_only, randomization=cfg.randomization,
+                       physics_settings={"deterministic": True, "reset_sensors": args.reset_sensors})
+            for graphed, compiled in COMPARE[args.compare]]  # fmt: skip
+    if args.compile_only:
+        compile_only(envs[0], args.compile_only)
     for env in envs:
         env.reset()
     gen = torch.Generator(device).manual_seed(0)
-    row = {"task": args.task, "randomization": args.randomization, "num_envs": args.num_envs, "device": str(device)}
+    row = {"task": args.task, "randomization": args.randomization, "num_envs": args.num_envs, "device": str(device),
+           "compare": args.compare, "tolerance": tol, "reset_sensors": args.reset_sensors,
+           "torch_deterministic": args.torch_deterministic, "compile_only": args.compile_only, "first_step": None}  # fmt: skip
+    recent = torch.zeros(3, args.num_envs, dtype=torch.bool, device=device)  # envs that ended in the last 3 steps
     with torch.inference_mode():
-        before = differences(*(data_arrays(env.physics.d) for env in envs))
+        before = above(differences(*(data_arrays(env.physics.d) for env in envs), relative=tol > 0), tol)
         row["after_reset_engine"] = before
         for step in range(args.steps):
             action = torch.randn(args.num_envs, envs[0].num_actions, device=device, generator=gen)
             outs = [env.step(action) for env in envs]
-            engine = differences(*(data_arrays(env.physics.d) for env in envs))
-            observed = differences(outs[0][0], outs[1][0])
-            if engine or observed or before:
-                row.update(first_step=step, engine=engine, observations=observed)
+            engine = above(differences(*(data_arrays(env.physics.d) for env in envs), relative=tol > 0), tol)
+            observed = above(differences(outs[0][0], outs[1][0], relative=tol > 0), tol)
+            rewards = above(differences(*({n: v for n, v in zip(env.rewards.names, env.rewards.values)} for env in envs), relative=tol > 0), tol)
+            ends = [o[2] | o[3] for o in outs]
+            # exact: anything; with a tolerance the envs' outputs (engine fields such as cacc amplify
+            # a last-bit change of the state by orders of magnitude and feed nothing back: reported)
+            if observed or rewards or not torch.equal(*ends) or (tol == 0 and (engine or (before and step == 0))):
+                gap = torch.zeros(args.num_envs, device=device)
+                for group in outs[0][0]:
+                    x, y = outs[0][0][group], outs[1][0][group]
+                    gap = torch.maximum(gap, ((x - y).abs() / (1 + y.abs())).amax(1))
+                worst = (gap > tol).nonzero().flatten()[:8].tolist()
+                row.update(first_step=step, engine=engine, observations=observed, columns=columns(outs[0][0], outs[1][0], tol),
+                           reward_terms=rewards, model=above(differences(*(data_arrays(env.physics.m) for env in envs), relative=tol > 0), tol),
+                           ends_differ=int((ends[0] != ends[1]).sum()), ended_before=int(recent.any(0).sum()),
+                           envs=[[i, float(gap[i]), bool(recent[:, i].any())] for i in worst])  # fmt: skip
                 break
-        else:
-            row["first_step"] = None
+            recent = torch.cat([recent[1:], ends[0].unsqueeze(0)])
     print(json.dumps(row, indent=1))
     if args.out:
         with open(args.out, "a") as f:

@@ -175,13 +175,17 @@ class BatchedEnv:
         hundred. The engine's own calls stay outside; random draws stay inside (robolearn/draws.py)."""
         self.health.exclude_host_reads_from_compile()
         draws.register(self.generator)
-        for manager in (self.rewards, self.terminations, self.observations):
-            manager.compute = torch.compile(manager.compute, dynamic=False)
-        self.commands.step = torch.compile(self.commands.step, dynamic=False)
-        self._apply_action = torch.compile(self._apply_action, dynamic=False)
-        self._reset_managers = torch.compile(self._reset_managers, dynamic=False)
+        for owner, name in self.compile_targets():
+            setattr(owner, name, torch.compile(getattr(owner, name), dynamic=False))
+
+    def compile_targets(self) -> list[tuple[object, str]]:
+        """What env.compile compiles, as (object, method name) (scripts/determinism_probe.py
+        compiles them one at a time to find which one a difference comes from)."""
+        targets = [(self.rewards, "compute"), (self.terminations, "compute"), (self.observations, "compute"),
+                   (self.commands, "step"), (self, "_apply_action"), (self, "_reset_managers")]  # fmt: skip
         if self.physics.fields_traceable and not self.events.inertial_after_startup():
-            self._prepare_reset = torch.compile(self._prepare_reset, dynamic=False)
+            targets.append((self, "_prepare_reset"))
+        return targets
 
     def managers(self) -> dict:
         """Every manager by name, in the order resets run (checkpoints hold each one's state)."""

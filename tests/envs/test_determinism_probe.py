@@ -1,0 +1,43 @@
+"""scripts/determinism_probe.py on the CPU (its GPU runs look for where two envs part): two eager
+warp envs never part (Warp's CPU device runs one thread), env.compile does in the last bit (fused
+kernels round differently) but stays within 1e-3, and --compile-only names what it can compile."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "determinism_probe.py"
+
+
+def probe(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--num-envs", "8", "--steps", "6", *args],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def report(result: subprocess.CompletedProcess) -> dict:
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout[result.stdout.index("{"):])
+
+
+def test_two_eager_envs_never_part():
+    row = report(probe("--compare", "eager"))
+    assert row["first_step"] is None and row["after_reset_engine"] == {}
+
+
+@pytest.mark.parametrize("only", [None, "_prepare_reset"])
+def test_compiled_env_parts_in_the_last_bit_only(only):
+    extra = ["--compile-only", only] if only else []
+    exact = report(probe("--compare", "compiled", *extra))
+    assert exact["first_step"] is not None and exact["compile_only"] == only
+    assert exact["after_reset_engine"] or exact["engine"] or exact["observations"]  # what differs is named
+    assert report(probe("--compare", "compiled", "--tolerance", "1e-3", *extra))["first_step"] is None
+
+
+def test_compile_only_names_the_valid_targets():
+    result = probe("--compare", "compiled", "--compile-only", "no_such")
+    assert result.returncode != 0
+    line = result.stderr.strip().splitlines()[-1]
+    assert "--compile-only no_such" in line and "_prepare_reset" in line and "observations.compute" in line
