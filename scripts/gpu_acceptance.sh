@@ -165,7 +165,7 @@ print(max(60, min(300, int(110 * rate / 98304))))" 2>/dev/null || echo 200)
     cache=/root/warp-cache; [ $seed = 0 ] && [ -z "${WALK_SEEDS:-}" ] && cache=/root/warp-cold-$RANDOM
     WARP_CACHE_PATH=$cache timeout 200 python3 scripts/bench_quadruped.py --physics warp --num-envs 4096 \
       --iterations $iters --save-interval 20 --eval-envs 256 --stop-at-target --run-dir /root/walk$seed/run \
-      --out "$OUT/walk_seed$seed.json" -- seed=$seed algo.cuda_graph=$graph 2>&1 | grep -v "^Warp\|^Module" | tail -3
+      --out "$OUT/walk_seed$seed.json" -- seed=$seed algo.cuda_graph=$graph ${WALK_OVERRIDES:-} 2>&1 | grep -v "^Warp\|^Module" | tail -3
   done
   # the reference candidate: seed 1's run (config, metrics) with its checkpoint on target and its last
   tar -C /root/walk1 -czf "$OUT/walk1_run.tgz" --exclude='run/checkpoints' run 2>/dev/null
