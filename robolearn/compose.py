@@ -1,9 +1,10 @@
 """Hydra config registration and in-process composition (the CLI and the tests share this).
 
-A task YAML may carry its own training recipe: `algo:`, `runner:` and `env:` sections with any of
-those settings (network sizes, learning rate, steps per env, iterations, number of envs, ...). Precedence, lowest
-first: the schema defaults (config.py) < configs/algo/<name>.yaml and configs/train.yaml < the
-task's recipe < command-line overrides. The task is stored in Hydra's ConfigStore at the root
+A task YAML may carry its own training recipe: `algo:`, `runner:`, `env:` and `physics:` sections with
+any of those settings (network sizes, learning rate, steps per env, iterations, number of envs, physics
+options but not the backend, ...). Precedence, lowest first: the schema defaults (config.py) <
+configs/algo/<name>.yaml, configs/physics/<name>.yaml and configs/train.yaml < the task's recipe <
+command-line overrides. The task is stored in Hydra's ConfigStore at the root
 package, so choosing `task=<name>` also brings its recipe, and train.yaml lists the task after
 its own values.
 """
@@ -18,7 +19,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
-from robolearn.config import AlgoCfg, EnvCfg, RunnerCfg, register_schemas
+from robolearn.config import AlgoCfg, EnvCfg, PhysicsCfg, RunnerCfg, register_schemas
 from robolearn.config_additions import as_merges
 from robolearn.config_checks import check_train_cfg
 from robolearn.errors import UserError
@@ -27,8 +28,10 @@ from robolearn.paths import configs_dir
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, task_configs
 from robolearn.task_yaml import load_task_yaml
 
-RECIPE_SECTIONS = {"algo": AlgoCfg, "runner": RunnerCfg, "env": EnvCfg}
+RECIPE_SECTIONS = {"algo": AlgoCfg, "runner": RunnerCfg, "env": EnvCfg, "physics": PhysicsCfg}
 """Sections of a task YAML that set training defaults for that task, and their schemas."""
+NOT_IN_RECIPES = {"physics": {"backend": "the command line chooses it (physics=<name>)"}}
+"""Schema fields a recipe may not set, and why."""
 
 
 def split_recipe(name: str, node: dict) -> tuple[dict, dict]:
@@ -41,7 +44,12 @@ def split_recipe(name: str, node: dict) -> tuple[dict, dict]:
             continue
         if not isinstance(values, dict):
             raise UserError(f"task '{name}': its {section}: section must be a mapping of {section} settings")
-        valid = [f.name for f in dataclasses.fields(schema)]
+        barred = NOT_IN_RECIPES.get(section, {})
+        refused = [k for k in values if k in barred]
+        if refused:
+            raise UserError(f"task '{name}': its recipe sets {section}.{refused[0]}, which a task's recipe may not set: "
+                            f"{barred[refused[0]]}")  # fmt: skip
+        valid = [f.name for f in dataclasses.fields(schema) if f.name not in barred]
         unknown = [k for k in values if k not in valid]
         if unknown:
             article = "an" if section[0] in "aeiou" else "a"

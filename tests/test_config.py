@@ -121,6 +121,31 @@ def test_a_recipe_key_the_schema_does_not_know_is_refused_with_the_task_name(tmp
     assert "max_iterations" in hydra_error_message(info.value)
 
 
+def test_a_recipe_sets_physics_options_under_the_command_line_but_not_the_backend(tmp_path, monkeypatch):
+    """physics: configs/physics/<backend>.yaml < the task's recipe < the command line, whichever
+    backend is chosen; the backend itself stays the command line's choice."""
+    from robolearn.errors import UserError
+
+    fake_task(monkeypatch, tmp_path, "physics: {reset_sensors: kinematic, njmax: 77}\n")
+    for backend in ("warp", "mujoco", "auto"):
+        cfg = compose_train(["task=fake", f"physics={backend}"])
+        assert cfg.physics.reset_sensors == "kinematic" and cfg.physics.njmax == 77
+        assert cfg.physics.backend == backend and cfg.physics.nconmax == 0  # the group's and schema's
+    assert compose_train(["task=fake", "physics.reset_sensors=exact"]).physics.reset_sensors == "exact"
+    assert "physics" not in compose_train(["task=fake"]).task
+    fake_task(monkeypatch, tmp_path, "physics: {backend: mjx}\n")
+    with pytest.raises(UserError, match=r"task 'fake': its recipe sets physics.backend, which a task's recipe may "
+                                        r"not set: the command line chooses it \(physics=<name>\)$"):  # fmt: skip
+        compose_train(["task=fake"])
+    fake_task(monkeypatch, tmp_path, "physics: {reset_sensor: kinematic}\n")
+    with pytest.raises(UserError, match=r"its recipe sets physics.reset_sensor, which is not a physics setting; "
+                                        r"valid: num_threads, nconmax, njmax, deterministic, reset_sensors$"):  # fmt: skip
+        compose_train(["task=fake"])
+    fake_task(monkeypatch, tmp_path, "physics: {reset_sensors: sometimes}\n")
+    with pytest.raises(UserError, match=r"physics.reset_sensors=sometimes"):
+        compose_train(["task=fake"])
+
+
 def test_the_quadruped_ships_its_locomotion_recipe():
     flat, cartpole = compose_train(["task=quadruped_flat"]), compose_train(["task=cartpole"])
     assert flat.algo.actor_hidden_dims != cartpole.algo.actor_hidden_dims
