@@ -104,17 +104,20 @@ def test_precedence_schema_then_algo_config_then_task_recipe_then_command_line(t
     assert not {"algo", "runner", "env"} & set(other.task)  # the recipe is not a task setting
 
 
-def test_a_recipe_key_the_schema_does_not_know_is_refused_with_the_task_name(tmp_path, monkeypatch):
+def refused(monkeypatch, tmp_path, recipe: str, pattern: str) -> None:
+    """A task with this recipe fails to compose with a UserError matching `pattern`."""
     from robolearn.errors import UserError
 
-    fake_task(monkeypatch, tmp_path, "algo: {learnin_rate: 0.1}\n")
-    with pytest.raises(UserError, match=r"task 'fake': its recipe sets algo.learnin_rate, which is not an? algo "
-                                        r"setting; valid: learning_rate, schedule"):  # fmt: skip
+    fake_task(monkeypatch, tmp_path, recipe)
+    with pytest.raises(UserError, match=pattern):
         compose_train(["task=fake"])
-    fake_task(monkeypatch, tmp_path, "env: {num_env: 64}\n")
-    with pytest.raises(UserError, match=r"task 'fake': its recipe sets env.num_env, which is not an env setting; "
-                                        r"valid: num_envs, cuda_graph, compile, stagger_timeouts"):  # fmt: skip
-        compose_train(["task=fake"])
+
+
+def test_a_recipe_key_the_schema_does_not_know_is_refused_with_the_task_name(tmp_path, monkeypatch):
+    refused(monkeypatch, tmp_path, "algo: {learnin_rate: 0.1}\n",
+            r"task 'fake': its recipe sets algo.learnin_rate, which is not an? algo setting; valid: learning_rate, schedule")
+    refused(monkeypatch, tmp_path, "env: {num_env: 64}\n", r"task 'fake': its recipe sets env.num_env, which is not "
+            r"an env setting; valid: num_envs, cuda_graph, compile, stagger_timeouts")  # fmt: skip
     fake_task(monkeypatch, tmp_path, "runner: {max_iterations: lots}\n")
     with pytest.raises(ConfigCompositionException) as info:
         compose_train(["task=fake"])
@@ -124,8 +127,6 @@ def test_a_recipe_key_the_schema_does_not_know_is_refused_with_the_task_name(tmp
 def test_a_recipe_sets_physics_options_under_the_command_line_but_not_the_backend(tmp_path, monkeypatch):
     """physics: configs/physics/<backend>.yaml < the task's recipe < the command line, whichever
     backend is chosen; the backend itself stays the command line's choice."""
-    from robolearn.errors import UserError
-
     fake_task(monkeypatch, tmp_path, "physics: {reset_sensors: kinematic, njmax: 77}\n")
     for backend in ("warp", "mujoco", "auto"):
         cfg = compose_train(["task=fake", f"physics={backend}"])
@@ -133,17 +134,11 @@ def test_a_recipe_sets_physics_options_under_the_command_line_but_not_the_backen
         assert cfg.physics.backend == backend and cfg.physics.nconmax == 0  # the group's and schema's
     assert compose_train(["task=fake", "physics.reset_sensors=exact"]).physics.reset_sensors == "exact"
     assert "physics" not in compose_train(["task=fake"]).task
-    fake_task(monkeypatch, tmp_path, "physics: {backend: mjx}\n")
-    with pytest.raises(UserError, match=r"task 'fake': its recipe sets physics.backend, which a task's recipe may "
-                                        r"not set: the command line chooses it \(physics=<name>\)$"):  # fmt: skip
-        compose_train(["task=fake"])
-    fake_task(monkeypatch, tmp_path, "physics: {reset_sensor: kinematic}\n")
-    with pytest.raises(UserError, match=r"its recipe sets physics.reset_sensor, which is not a physics setting; "
-                                        r"valid: num_threads, nconmax, njmax, deterministic, reset_sensors$"):  # fmt: skip
-        compose_train(["task=fake"])
-    fake_task(monkeypatch, tmp_path, "physics: {reset_sensors: sometimes}\n")
-    with pytest.raises(UserError, match=r"physics.reset_sensors=sometimes"):
-        compose_train(["task=fake"])
+    refused(monkeypatch, tmp_path, "physics: {backend: mjx}\n", r"task 'fake': its recipe sets physics.backend, "
+            r"which a task's recipe may not set: the command line chooses it \(physics=<name>\)$")  # fmt: skip
+    refused(monkeypatch, tmp_path, "physics: {reset_sensor: kinematic}\n", r"its recipe sets physics.reset_sensor, "
+            r"which is not a physics setting; valid: num_threads, nconmax, njmax, deterministic, reset_sensors$")  # fmt: skip
+    refused(monkeypatch, tmp_path, "physics: {reset_sensors: sometimes}\n", r"physics.reset_sensors=sometimes")
 
 
 def test_the_quadruped_ships_its_locomotion_recipe():
