@@ -26,10 +26,9 @@ import json
 import torch
 import warp as wp
 
-from robolearn import draws
-
 from robolearn.compose import compose_train
 from robolearn.envs.batched_env import BatchedEnv
+from robolearn.errors import UserError
 from robolearn.registry import get_task
 
 
@@ -74,21 +73,6 @@ def above(diff: dict[str, float], tolerance: float) -> dict[str, float]:
     return {k: v for k, v in diff.items() if not v <= tolerance}
 
 
-def compile_only(env: BatchedEnv, name: str) -> None:
-    """Put only `name` (a method of the env, or manager.method) of what env.compile compiles
-    through torch.compile, in the uncompiled `env`."""
-    targets = {}
-    for owner, method in env.compile_targets():
-        prefix = "" if owner is env else next(a for a, v in vars(env).items() if v is owner) + "."
-        targets[prefix + method] = (owner, method)
-    if name not in targets:
-        raise SystemExit(f"--compile-only {name}: not one of env.compile's targets; valid: {', '.join(targets)}")
-    draws.register(env.generator)
-    env.health.exclude_host_reads_from_compile()
-    owner, method = targets[name]
-    setattr(owner, method, torch.compile(getattr(owner, method), dynamic=False))
-
-
 COMPARE = {  # the first env's (cuda_graph, compile) against the second's
     "eager": ((False, False), (False, False)),
     "graphed": ((True, False), (False, False)),
@@ -126,7 +110,10 @@ def main() -> None:
                        physics_settings={"deterministic": True, "reset_sensors": args.reset_sensors})
             for graphed, compiled in COMPARE[args.compare]]  # fmt: skip
     if args.compile_only:
-        compile_only(envs[0], args.compile_only)
+        try:
+            envs[0].compile_step(only=args.compile_only)
+        except UserError as exc:
+            raise SystemExit(f"--compile-only {args.compile_only}: {exc}") from None
     for env in envs:
         env.reset()
     gen = torch.Generator(device).manual_seed(0)
@@ -135,14 +122,17 @@ def main() -> None:
            "torch_deterministic": args.torch_deterministic, "compile_only": args.compile_only, "first_step": None}  # fmt: skip
     recent = torch.zeros(3, args.num_envs, dtype=torch.bool, device=device)  # envs that ended in the last 3 steps
     with torch.inference_mode():
-        before = above(differences(*(data_arrays(env.physics.d) for env in envs), relative=tol > 0), tol)
+        def apart(a: dict, b: dict) -> dict[str, float]:  # what differs by more than the tolerance
+            return above(differences(a, b, relative=tol > 0), tol)
+
+        before = apart(*(data_arrays(env.physics.d) for env in envs))
         row["after_reset_engine"] = before
         for step in range(args.steps):
             action = torch.randn(args.num_envs, envs[0].num_actions, device=device, generator=gen)
             outs = [env.step(action) for env in envs]
-            engine = above(differences(*(data_arrays(env.physics.d) for env in envs), relative=tol > 0), tol)
-            observed = above(differences(outs[0][0], outs[1][0], relative=tol > 0), tol)
-            rewards = above(differences(*({n: v for n, v in zip(env.rewards.names, env.rewards.values)} for env in envs), relative=tol > 0), tol)
+            engine = apart(*(data_arrays(env.physics.d) for env in envs))
+            observed = apart(outs[0][0], outs[1][0])
+            rewards = apart(*(dict(zip(env.rewards.names, env.rewards.values)) for env in envs))
             ends = [o[2] | o[3] for o in outs]
             # exact: anything; with a tolerance the envs' outputs (engine fields such as cacc amplify
             # a last-bit change of the state by orders of magnitude and feed nothing back: reported)
@@ -152,8 +142,8 @@ def main() -> None:
                     x, y = outs[0][0][group], outs[1][0][group]
                     gap = torch.maximum(gap, ((x - y).abs() / (1 + y.abs())).amax(1))
                 worst = (gap > tol).nonzero().flatten()[:8].tolist()
-                row.update(first_step=step, engine=engine, observations=observed, columns=columns(outs[0][0], outs[1][0], tol),
-                           reward_terms=rewards, model=above(differences(*(data_arrays(env.physics.m) for env in envs), relative=tol > 0), tol),
+                row.update(first_step=step, engine=engine, observations=observed, reward_terms=rewards,
+                           columns=columns(outs[0][0], outs[1][0], tol), model=apart(*(data_arrays(e.physics.m) for e in envs)),
                            ends_differ=int((ends[0] != ends[1]).sum()), ended_before=int(recent.any(0).sum()),
                            envs=[[i, float(gap[i]), bool(recent[:, i].any())] for i in worst])  # fmt: skip
                 break

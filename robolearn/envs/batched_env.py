@@ -84,7 +84,7 @@ class BatchedEnv:
         simulation (reset and not learned from, like a non-finite one). `keep_final_obs`: keep each
         observation group as it was just before the envs that ended in a step were reset, in
         `final_obs` (rows of envs that did not end are stale; gymnasium's view reports them).
-        `compile`: the step's tensor work through torch.compile (env.compile, `_compile`)."""
+        `compile`: the step's tensor work through torch.compile (env.compile, `compile_step`)."""
         if cfg.decimation < 1:
             raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
         self.cfg = cfg
@@ -113,7 +113,7 @@ class BatchedEnv:
 
         self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg())
         if compile:
-            self._compile()
+            self.compile_step()
         self.stats = EpisodeStats(
             episode_window,
             ["mean_episode_return", "mean_episode_length", *(f"episode_reward/{n}" for n in self.rewards.names),
@@ -167,24 +167,31 @@ class BatchedEnv:
         for manager in (self.terminations, self.rewards, self.metrics):
             manager.check_outputs()
 
-    def _compile(self) -> None:
+    def compile_step(self, only: str | None = None) -> None:
         """env.compile: the step's tensor work through torch.compile: the action mapping, the
         managers' computations, command timers and resets, and the reset events where the backend's
         model-field writes are torch work (fields_traceable; not for the inertial fields, whose
         constants the engine recomputes). Fused, they are a few dozen kernels instead of a few
-        hundred. The engine's own calls stay outside; random draws stay inside (robolearn/draws.py)."""
+        hundred. The engine's own calls stay outside; random draws stay inside (robolearn/draws.py).
+        `only`: one of compile_targets() alone (scripts/determinism_probe.py looks for which one a
+        difference comes from)."""
+        targets = self.compile_targets()
+        if only is not None:
+            if only not in targets:
+                raise UserError(f"'{only}' is not one of env.compile's targets; valid: {', '.join(targets)}")
+            targets = {only: targets[only]}
         self.health.exclude_host_reads_from_compile()
         draws.register(self.generator)
-        for owner, name in self.compile_targets():
+        for owner, name in targets.values():
             setattr(owner, name, torch.compile(getattr(owner, name), dynamic=False))
 
-    def compile_targets(self) -> list[tuple[object, str]]:
-        """What env.compile compiles, as (object, method name) (scripts/determinism_probe.py
-        compiles them one at a time to find which one a difference comes from)."""
-        targets = [(self.rewards, "compute"), (self.terminations, "compute"), (self.observations, "compute"),
-                   (self.commands, "step"), (self, "_apply_action"), (self, "_reset_managers")]  # fmt: skip
+    def compile_targets(self) -> dict[str, tuple[object, str]]:
+        """What env.compile compiles: {name: (object, method name)}."""
+        targets = {"rewards.compute": (self.rewards, "compute"), "terminations.compute": (self.terminations, "compute"),
+                   "observations.compute": (self.observations, "compute"), "commands.step": (self.commands, "step"),
+                   "_apply_action": (self, "_apply_action"), "_reset_managers": (self, "_reset_managers")}  # fmt: skip
         if self.physics.fields_traceable and not self.events.inertial_after_startup():
-            targets.append((self, "_prepare_reset"))
+            targets["_prepare_reset"] = (self, "_prepare_reset")
         return targets
 
     def managers(self) -> dict:
