@@ -8,11 +8,22 @@ observations that differ while every engine field is equal point at a torch op.
                                         [--num-envs 512] [--steps 20] [--out rows.jsonl]
                                         [--compare eager|graphed|compiled|compiled-graphed]
                                         [--tolerance 1e-3] [--reset-sensors kinematic]
+                                        [--lockstep] [--eager-numerics]
 
 --compare pits other pairs against each other (the graphed env against an eager one, env.compile
 against the same env uncompiled, eager or graphed); with --tolerance the first step where
 anything differs by more is reported, with the envs that differ most (and whether they ended in the
 three steps before), the reward terms and the model fields (randomized at resets) that differ.
+
+Free running, a last-bit difference grows: contacts amplify it until one robot's foot lands a step
+later and that env is O(0.1) apart (on the CPU: every action 1e-5 larger, 0.14 at step 23). With
+--lockstep both envs load the same snapshot before every step (robolearn/envs/lockstep.py), so the
+first step past the tolerance is a step that computes something else (a draw, a stale buffer, a
+missed reset), reported with the checkpoint-state entries that differ. --eager-numerics sets the
+Inductor options that round as eager torch does on a GPU (IEEE division, no flush-to-zero, torch's
+libdevice, no fused multiply-add), those this torch has, and reports which. --perturb EPS scales the
+first env's actions by 1 + EPS: how many steps a last-bit difference takes to pass the tolerance
+free running, on this machine (the yardstick for a free-running compiled env).
 
 On a GPU (tests/gpu/test_cuda_graphs.py's control failed there, H200 2026-11-27); on the CPU it is
 a dry run (Warp's CPU device runs one thread: nothing should differ).
@@ -28,6 +39,7 @@ import warp as wp
 
 from robolearn.compose import compose_train
 from robolearn.envs.batched_env import BatchedEnv
+from robolearn.envs.lockstep import Lockstep
 from robolearn.errors import UserError
 from robolearn.registry import get_task
 
@@ -98,11 +110,19 @@ def main() -> None:
                              "env.compile compiles (e.g. _prepare_reset, observations.compute)")
     parser.add_argument("--reset-sensors", default="exact", choices=("exact", "kinematic"))
     parser.add_argument("--torch-deterministic", action="store_true", help="torch.use_deterministic_algorithms (warn mode)")
+    parser.add_argument("--lockstep", action="store_true",
+                        help="both envs load the same snapshot before every step: a step's own difference, not chaos")
+    parser.add_argument("--perturb", type=float, default=0.0, metavar="EPS",
+                        help="the first env's actions times 1 + EPS: how fast a last-bit difference grows "
+                             "(1.2e-7: 1 ulp)")
+    parser.add_argument("--eager-numerics", action="store_true",
+                        help="Inductor rounds as eager torch does (for --compare compiled / compiled-graphed)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     if args.torch_deterministic:
         torch.use_deterministic_algorithms(True, warn_only=True)
+    numerics = eager_numerics() if args.eager_numerics else []
     device, tol = torch.device(args.device), args.tolerance
     cfg = compose_train([f"task={args.task}", "physics=warp", f"randomization={args.randomization}"])
     envs = [BatchedEnv(cfg.task, get_task(cfg.task.name), args.num_envs, physics="warp", device=device, seed=5,
@@ -116,10 +136,18 @@ def main() -> None:
             raise SystemExit(f"--compile-only {args.compile_only}: {exc}") from None
     for env in envs:
         env.reset()
+    if args.perturb:
+        unperturbed, scale = envs[0].step, 1.0 + args.perturb
+        envs[0].step = lambda action, *rest: unperturbed(action * scale, *rest)
     gen = torch.Generator(device).manual_seed(0)
     row = {"task": args.task, "randomization": args.randomization, "num_envs": args.num_envs, "device": str(device),
            "compare": args.compare, "tolerance": tol, "reset_sensors": args.reset_sensors,
-           "torch_deterministic": args.torch_deterministic, "compile_only": args.compile_only, "first_step": None}  # fmt: skip
+           "torch_deterministic": args.torch_deterministic, "compile_only": args.compile_only,
+           "lockstep": args.lockstep, "perturb": args.perturb, "eager_numerics": numerics, "first_step": None}  # fmt: skip
+    if args.lockstep:
+        row.update(in_lockstep(envs, args.steps, tol, device))
+        finish(row, args.out, envs)
+        return
     recent = torch.zeros(3, args.num_envs, dtype=torch.bool, device=device)  # envs that ended in the last 3 steps
     with torch.inference_mode():
         def apart(a: dict, b: dict) -> dict[str, float]:  # what differs by more than the tolerance
@@ -148,9 +176,40 @@ def main() -> None:
                            envs=[[i, float(gap[i]), bool(recent[:, i].any())] for i in worst])  # fmt: skip
                 break
             recent = torch.cat([recent[1:], ends[0].unsqueeze(0)])
+    finish(row, args.out, envs)
+
+
+def eager_numerics() -> list[str]:
+    """Inductor's options for eager torch's rounding on a GPU, those this torch has (the names set)."""
+    import torch._inductor.config as inductor
+
+    chosen, numerics = [], getattr(inductor, "eager_numerics", None)
+    for owner, name in ((inductor, "emulate_precision_casts"), (numerics, "division_rounding"),
+                        (numerics, "disable_ftz"), (numerics, "use_pytorch_libdevice")):  # fmt: skip
+        if owner is not None and hasattr(owner, name):
+            setattr(owner, name, True)
+            chosen.append(name)
+    return chosen
+
+
+def in_lockstep(envs: list, steps: int, tol: float, device: torch.device) -> dict:
+    """The first step whose own difference passes `tol` (first_step, with its outputs, state
+    entries and envs), and the largest gap of each step until then (or over all `steps`)."""
+    pair, gen, gaps, resets = Lockstep(*envs), torch.Generator(device).manual_seed(0), [], 0
+    with torch.inference_mode():
+        for step in range(steps):
+            gap = pair.step(torch.randn(envs[0].num_envs, envs[0].num_actions, device=device, generator=gen))
+            gaps.append(float(f"{gap.worst():.3g}"))
+            resets += int(gap.ended.sum())
+            if not gap.worst() <= tol:
+                return {"first_step": step, "resets": resets, "gaps": gaps, **gap.as_row(tol)}
+    return {"resets": resets, "gaps": gaps}
+
+
+def finish(row: dict, out: str | None, envs: list) -> None:
     print(json.dumps(row, indent=1))
-    if args.out:
-        with open(args.out, "a") as f:
+    if out:
+        with open(out, "a") as f:
             f.write(json.dumps(row) + "\n")
     for env in envs:
         env.close()

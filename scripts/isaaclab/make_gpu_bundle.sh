@@ -5,8 +5,8 @@
 #
 #   bash scripts/isaaclab/make_gpu_bundle.sh [DEST]          (default .gpu-isaaclab; add /DEST/ to .git/info/exclude)
 #   then on the GPU machine, one device call per part, back to back:  bash DEST/partN/stage.sh
-#   and then:  bash scripts/isaaclab/gpu_compare.sh (it sets PYTHONPATH itself; /root/isaaclab-env.sh
-#   is for commands of your own)
+#   and then:  bash scripts/isaaclab/gpu_compare.sh (it sets PYTHONPATH itself; /root/il-env.sh
+#   is for commands of your own; parts cut by scripts/split_wheel_bundle.sh)
 #
 # That machine has Python 3.12 and torch 2.11 (CUDA 13): Isaac Lab 3.0.0's own pins, so there it runs
 # as supported upstream. What it lacks is listed below: the set HOW.md found by running Isaac Lab
@@ -36,30 +36,5 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   -d "$wheels" "${pins[@]}" 2> >(grep -v "is ignored" >&2)
 # Hydra's parser runtime is published only as an sdist: a pure-Python wheel built here
 python3 -m pip wheel -q --no-deps -w "$wheels" antlr4-python3-runtime==4.9.3 2> >(grep -v "is ignored" >&2)
-count=$(ls "$wheels"/*.whl | wc -l)
-rm -rf "$dest"; mkdir -p "$dest"
-blob=$(mktemp -d)
-tar -C "$wheels" -cf "$blob/il.tar" .
-split -b 45000000 -d "$blob/il.tar" "$blob/il.tar.part."
-parts=("$blob"/il.tar.part.*)
-n=${#parts[@]}
-for i in $(seq 1 "$n"); do
-  d="$dest/part$i"; mkdir -p "$d"; mv "${parts[$((i-1))]}" "$d/"
-  {
-    echo '#!/usr/bin/env bash'
-    echo 'set -euo pipefail'
-    echo 'mkdir -p /root/stage-il && cp "$(dirname "$0")"/il.tar.part.* /root/stage-il/'
-    echo "echo 'staged Isaac Lab part $i of $n'"
-    if [ "$i" = "$n" ]; then
-      echo "[ \$(ls /root/stage-il/il.tar.part.* | wc -l) = $n ] || { echo 'parts missing: stage part1..part$n back to back'; exit 1; }"
-      echo 'cd /root/stage-il && cat il.tar.part.* > il.tar && mkdir -p wheels && tar -xf il.tar -C wheels'
-      echo 'python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /root/site-il wheels/*.whl'
-      echo 'printf "export PYTHONPATH=/root/site-il\${PYTHONPATH:+:\$PYTHONPATH}\nexport ISAACLAB_SITE=/root/site-il\n" > /root/isaaclab-env.sh'
-      echo "echo 'installed $count wheels into /root/site-il; now: source /root/isaaclab-env.sh'"
-    fi
-  } > "$d/stage.sh"
-  chmod +x "$d/stage.sh"
-done
-rm -rf "$wheels" "$blob"
-du -sh "$dest"/part*
-echo "Isaac Lab bundle in $dest: $count wheels in $n parts; stage part1 .. part$n in order"
+bash scripts/split_wheel_bundle.sh "$wheels" "$dest" il
+rm -rf "$wheels"

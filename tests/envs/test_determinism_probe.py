@@ -41,3 +41,18 @@ def test_compile_only_names_the_valid_targets():
     assert result.returncode != 0
     line = result.stderr.strip().splitlines()[-1]
     assert "--compile-only no_such" in line and "_prepare_reset" in line and "observations.compute" in line
+
+
+def test_lockstep_reports_each_steps_own_gap():
+    """--lockstep: every step's largest gap (env.compile: last-bit, never past 1e-3), and with a
+    zero tolerance the first step, its state entries and envs; --eager-numerics names the Inductor
+    options it set (this torch has all four); --perturb makes two eager envs part in the last bits."""
+    row = report(probe("--compare", "compiled", "--lockstep", "--tolerance", "1e-3", "--eager-numerics"))
+    assert row["lockstep"] and row["first_step"] is None and len(row["gaps"]) == 6
+    assert max(row["gaps"]) <= 1e-3 and max(row["gaps"]) > 0
+    names = ["emulate_precision_casts", "division_rounding", "disable_ftz", "use_pytorch_libdevice"]
+    assert row["eager_numerics"] == names
+    exact = report(probe("--compare", "compiled", "--lockstep"))
+    assert exact["first_step"] == 0 and exact["gaps"][0] > 0 and (exact["outputs"] or exact["state"])
+    perturbed = report(probe("--compare", "eager", "--lockstep", "--perturb", "1e-6", "--tolerance", "1e-3"))
+    assert perturbed["perturb"] == 1e-6 and perturbed["first_step"] is None and 0 < max(perturbed["gaps"]) < 1e-3
