@@ -142,26 +142,25 @@ compile-probe)
   # (two uncompiled graphed envs: 3.4e-5), not seen on the CPU. Free running, contacts amplify a
   # last-bit difference in every env (fused kernels round differently) into O(0.1) in one robot
   # (tests/envs/test_lockstep.py); in lockstep (both envs load the same snapshot before every step)
-  # only a step that computes something else passes 1e-3. First the lockstep probes (compiled vs not,
-  # graphed vs eager), then free running with Inductor rounding as eager torch does and with 1 ulp
-  # added to one env's actions (how soon rounding alone passes 1e-3 on this machine), then the GPU
-  # tests: the lockstep ones, the compiled one (now in lockstep), the free-running graph-vs-eager one
+  # only a step that computes something else passes 1e-3. The deciding rows first: the lockstep probe
+  # of compiled vs not (graphed), then the GPU tests (lockstep graph-vs-eager for every task family,
+  # the compiled test now in lockstep, the free-running graph-vs-eager test for quadruped_flat); then,
+  # as time allows, what explains a free-running gap: Inductor rounding as eager torch does, 1 ulp
+  # added to one env's actions (how soon rounding alone passes 1e-3 on this GPU), graphed vs eager
   versions
-  for compare in compiled-graphed graphed; do
-    timeout $(left 100) python3 scripts/determinism_probe.py --compare $compare --lockstep --tolerance 1e-3 --steps 100 \
-      --out "$OUT/compile_probe.jsonl" > "$OUT/lockstep_$compare.log" 2>&1; echo "lockstep $compare: exit $?"
-    tail -1 "$OUT/compile_probe.jsonl" | cut -c1-400
-  done
-  timeout $(left 100) python3 scripts/determinism_probe.py --compare compiled-graphed --eager-numerics --tolerance 1e-3 \
-    --steps 60 --out "$OUT/compile_probe.jsonl" > "$OUT/probe_eager_numerics.log" 2>&1; echo "eager numerics: exit $?"
-  tail -1 "$OUT/compile_probe.jsonl" | cut -c1-400
-  # the yardstick: two eager envs, one's actions 1 ulp larger, free running (CPU, warp: past 1e-3 at step 45)
-  timeout $(left 60) python3 scripts/determinism_probe.py --compare eager --perturb 1.2e-7 --tolerance 1e-3 --steps 100 \
-    --out "$OUT/compile_probe.jsonl" > "$OUT/probe_ulp.log" 2>&1; echo "1 ulp: exit $?"
-  tail -1 "$OUT/compile_probe.jsonl" | cut -c1-400
+  probe() {  # name, seconds, probe arguments
+    local name=$1 limit=$2; shift 2
+    timeout $(left $limit) python3 scripts/determinism_probe.py "$@" --tolerance 1e-3 --out "$OUT/compile_probe.jsonl" \
+      > "$OUT/probe_$name.log" 2>&1 && tail -1 "$OUT/compile_probe.jsonl" | cut -c1-400 \
+      || { echo "probe $name failed:"; tail -3 "$OUT/probe_$name.log"; }
+  }
+  probe lockstep_compiled 120 --compare compiled-graphed --lockstep --steps 100
   timeout $(left 300) python3 -m pytest -q -rA -p no:cacheprovider tests/gpu \
     -k "lockstep or compiled_terms or (identical and quadruped_flat)" > "$OUT/gpu_tests.log" 2>&1
   echo "tests: exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed|step [0-9]" "$OUT/gpu_tests.log" | tail -12
+  probe eager_numerics 100 --compare compiled-graphed --eager-numerics --steps 60
+  probe ulp 60 --compare eager --perturb 1.2e-7 --steps 100
+  probe lockstep_graphed 60 --compare graphed --lockstep --steps 100
   ;;
 compile-bisect)
   # which of env.compile's targets alone makes the graphed quadruped leave its uncompiled twin in
