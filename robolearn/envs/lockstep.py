@@ -53,19 +53,27 @@ def flatten(state: object, prefix: str = "") -> dict[str, torch.Tensor]:
 
 
 def relative_gap(x: torch.Tensor, y: torch.Tensor) -> float:
-    """max |x - y| / (1 + |y|) for floating tensors (a NaN on one side only: inf); for exact
-    entries (integers, booleans, a generator's state) 0 where equal, inf otherwise."""
+    """max |x - y| / (1 + |y|) for floating tensors, over the entries finite in both (a NaN or an
+    infinity on one side only, or infinities of other signs: inf); for exact entries (integers,
+    booleans, a generator's state) 0 where equal, inf otherwise."""
     if x.shape != y.shape:
         return math.inf
     if torch.equal(x, y):
         return 0.0
     if not (x.is_floating_point() and y.is_floating_point()):
         return math.inf
+    delta = gaps(x, y)
+    return float(delta.max()) if delta.numel() else 0.0
+
+
+def gaps(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Elementwise |x - y| / (1 + |y|) in float64: 0 where both are the same NaN or infinity, inf
+    where only one is finite (or they are infinities of other signs)."""
     x, y = x.double(), y.double()
-    if not torch.equal(torch.isnan(x), torch.isnan(y)):
-        return math.inf
-    delta = ((x - y).abs() / (1 + y.abs())).nan_to_num(nan=0.0, posinf=math.inf)
-    return float(delta.max())
+    finite = torch.isfinite(x) & torch.isfinite(y)
+    same = (torch.isnan(x) & torch.isnan(y)) | (x == y)
+    delta = (x - y).abs() / (1 + y.abs())
+    return torch.where(finite, delta, torch.where(same, 0.0, math.inf))
 
 
 @dataclass
@@ -133,8 +141,7 @@ class Lockstep:
         for name, y in outputs_b.items():
             x = outputs_a[name]
             outputs[name] = relative_gap(x, y)
-            delta = ((x.double() - y.double()).abs() / (1 + y.double().abs())).nan_to_num(nan=math.inf)
-            per_env = torch.maximum(per_env, delta.reshape(delta.shape[0], -1).amax(1))
+            per_env = torch.maximum(per_env, gaps(x, y).reshape(x.shape[0], -1).amax(1))
         after_a = flatten(self.first.state_dict())
         self._snapshot = self.second.state_dict()
         after_b = flatten(self._snapshot)

@@ -47,6 +47,10 @@ def test_gaps_by_kind():
     assert relative_gap(torch.tensor([1, 2]), torch.tensor([1, 3])) == math.inf  # counters: exact
     assert relative_gap(torch.tensor([float("nan")]), torch.tensor([float("nan")])) == 0.0
     assert relative_gap(torch.tensor([float("nan")]), torch.tensor([0.0])) == math.inf
+    inf = float("inf")
+    assert relative_gap(torch.tensor([1.0, inf]), torch.tensor([1.0, inf])) == 0.0
+    assert relative_gap(torch.tensor([1.0, 5.0]), torch.tensor([1.0, inf])) == math.inf  # finite vs not
+    assert relative_gap(torch.tensor([-inf]), torch.tensor([inf])) == math.inf
     assert set(flatten({"a": {"b": torch.zeros(1), "c": [torch.ones(1)]}, "d": None})) == {"a/b", "a/c/0"}
 
 
