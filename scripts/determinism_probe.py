@@ -122,6 +122,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.torch_deterministic:
         torch.use_deterministic_algorithms(True, warn_only=True)
+    if args.eager_numerics and "compiled" not in args.compare:
+        raise SystemExit(f"--eager-numerics sets how compiled code rounds; --compare {args.compare} compiles nothing: "
+                         "use --compare compiled or compiled-graphed")  # fmt: skip
     numerics = eager_numerics() if args.eager_numerics else []
     device, tol = torch.device(args.device), args.tolerance
     cfg = compose_train([f"task={args.task}", "physics=warp", f"randomization={args.randomization}"])

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ONNX Runtime's CUDA build for the GPU machine (its onnxruntime is the CPU build), for the CUDA
-# provider's numbers (scripts/bench_ort_providers.py, `gpu_acceptance.sh bench-rough`):
+# provider's numbers (scripts/bench_ort_providers.py, `gpu_acceptance.sh ort`):
 #
 #   bash scripts/make_ort_gpu_bundle.sh [DEST]      (default .gpu-ort; add /DEST/ to .git/info/exclude)
 #   then on the GPU machine, one device call per part, back to back:  bash DEST/partN/stage.sh

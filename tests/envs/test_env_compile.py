@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from robolearn.compose import compose_train
-from robolearn.envs.lockstep import Lockstep
 from robolearn.envs.batched_env import BatchedEnv
+from robolearn.envs.lockstep import Lockstep
 from robolearn.registry import get_task
 
 NUM_ENVS = 64

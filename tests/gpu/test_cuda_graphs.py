@@ -1,6 +1,6 @@
 """CUDA-graph checks that need a GPU (skipped elsewhere): the graphed env step equals the eager one
-on every task family (free running and in lockstep), a whole training iteration makes no host synchronization, and the graphed
-PPO update equals the eager update."""
+on every task family (free running and in lockstep), a whole training iteration makes no host
+synchronization, and the graphed PPO update equals the eager update."""
 
 import warnings
 
@@ -204,9 +204,9 @@ def test_compiled_terms_replay_in_the_graphs(task, randomization, steps):
 
 @pytest.mark.parametrize("task,randomization,reset_sensors", TASKS)
 def test_graphed_step_equals_eager_in_lockstep(task, randomization, reset_sensors):
-    """The graphed step against the eager one from the same snapshot before every step (what the
-    free-running test above checks only within its control's envelope once the engine's atomics
-    differ): 100 steps, no step's own difference past LOCKSTEP, the checkpoint states equal after
+    """The graphed step against the eager one from the same snapshot before every step (what
+    test_graphed_and_eager_steps_are_identical checks only within its control's envelope once the
+    engine's atomics differ): 100 steps, no step's own difference past LOCKSTEP, the checkpoint states equal after
     every step (generator and counters exactly). Loading a snapshot refreshes every world's sensors,
     so the deferred refresh of kinematic resets is the free-running test's to check."""
     graphed, eager = (make_env(task, randomization, 512, flag, deterministic=True, reset_sensors=reset_sensors)[1]
