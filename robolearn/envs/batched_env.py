@@ -17,6 +17,8 @@ env_state.py; each manager owns its terms and state (manager_base.py).
 
 from __future__ import annotations
 
+import contextlib
+
 import math
 from collections.abc import Callable, Mapping
 
@@ -112,6 +114,7 @@ class BatchedEnv:
         self._make_buffers(state_limit)
 
         self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg())
+        self._compiled = False
         if compile:
             self.compile_step()
         self.stats = EpisodeStats(
@@ -120,7 +123,8 @@ class BatchedEnv:
              *(f"termination/{n}" for n in self.terminations.names)],
             self.device,
         )  # fmt: skip
-        self.final_obs = self.observations.compute() if keep_final_obs else None
+        with self._eager_once():
+            self.final_obs = self.observations.compute() if keep_final_obs else None
         """With keep_final_obs: {group: [N, D]} the last observations of the episodes that ended."""
         if self.final_obs is not None:
             self.final_obs = {group: obs.clone() for group, obs in self.final_obs.items()}
@@ -182,8 +186,15 @@ class BatchedEnv:
             targets = {only: targets[only]}
         self.health.exclude_host_reads_from_compile()
         draws.register(self.generator)
+        self._compiled = True
         for owner, name in targets.values():
             setattr(owner, name, torch.compile(getattr(owner, name), dynamic=False))
+
+    def _eager_once(self) -> contextlib.AbstractContextManager:
+        """For a one-off call outside the rollout (construction, reset()): compiled code runs eagerly,
+        so it is traced only as the rollout's steps call it (in inference mode, resetting with
+        record=True): once instead of once per mode and flag (half of env.compile's start-up on the CPU)."""
+        return torch.compiler.set_stance("force_eager") if self._compiled else contextlib.nullcontext()
 
     def compile_targets(self) -> dict[str, tuple[object, str]]:
         """What env.compile compiles: {name: (object, method name)}."""
@@ -232,13 +243,14 @@ class BatchedEnv:
         its time limit, so the environments do not all time out on the same step; evaluation
         passes spread_timeouts=False so that every first episode runs its full length."""
         everyone = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
-        self.events.apply(EventMode.startup, everyone)
-        self._reset_envs(everyone, record=False)
-        if self.stagger_timeouts if spread_timeouts is None else spread_timeouts:
-            self.episode_length.random_(0, self.max_episode_length, generator=self.generator)
-        obs = self.observations.compute()
-        self.health.check_observations(obs)
-        self._leave_stale(everyone)
+        with self._eager_once():
+            self.events.apply(EventMode.startup, everyone)
+            self._reset_envs(everyone, record=False)
+            if self.stagger_timeouts if spread_timeouts is None else spread_timeouts:
+                self.episode_length.random_(0, self.max_episode_length, generator=self.generator)
+            obs = self.observations.compute()
+            self.health.check_observations(obs)
+            self._leave_stale(everyone)
         return obs
 
     def track_metrics(self, enabled: bool) -> None:
