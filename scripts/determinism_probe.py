@@ -39,7 +39,8 @@ import warp as wp
 
 from robolearn.compose import compose_train
 from robolearn.envs.batched_env import BatchedEnv
-from robolearn.envs.lockstep import Lockstep
+from robolearn.envs.env_compile import compile_env
+from robolearn.envs.lockstep import Lockstep, gaps
 from robolearn.errors import UserError
 from robolearn.registry import get_task
 
@@ -134,7 +135,7 @@ def main() -> None:
             for graphed, compiled in COMPARE[args.compare]]  # fmt: skip
     if args.compile_only:
         try:
-            envs[0].compile_step(only=args.compile_only)
+            compile_env(envs[0], only=args.compile_only)
         except UserError as exc:
             raise SystemExit(f"--compile-only {args.compile_only}: {exc}") from None
     for env in envs:
@@ -142,44 +143,51 @@ def main() -> None:
     if args.perturb:
         unperturbed, scale = envs[0].step, 1.0 + args.perturb
         envs[0].step = lambda action, *rest: unperturbed(action * scale, *rest)
-    gen = torch.Generator(device).manual_seed(0)
     row = {"task": args.task, "randomization": args.randomization, "num_envs": args.num_envs, "device": str(device),
            "compare": args.compare, "tolerance": tol, "reset_sensors": args.reset_sensors,
            "torch_deterministic": args.torch_deterministic, "compile_only": args.compile_only,
            "lockstep": args.lockstep, "perturb": args.perturb, "eager_numerics": numerics, "first_step": None}  # fmt: skip
-    if args.lockstep:
-        row.update(in_lockstep(envs, args.steps, tol, device))
-        finish(row, args.out, envs)
-        return
-    recent = torch.zeros(3, args.num_envs, dtype=torch.bool, device=device)  # envs that ended in the last 3 steps
-    with torch.inference_mode():
-        def apart(a: dict, b: dict) -> dict[str, float]:  # what differs by more than the tolerance
-            return above(differences(a, b, relative=tol > 0), tol)
+    row.update((in_lockstep if args.lockstep else free_running)(envs, args.steps, tol, device))
+    print(json.dumps(row, indent=1))
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(json.dumps(row) + "\n")
+    for env in envs:
+        env.close()
 
+
+def free_running(envs: list, steps: int, tol: float, device: torch.device) -> dict:
+    """The first step where the two envs differ (past `tol`, relative, if given): engine fields,
+    observations, reward terms, columns, model fields and the envs that differ most, each with
+    whether it ended in the three steps before."""
+    num_envs = envs[0].num_envs
+    gen = torch.Generator(device).manual_seed(0)
+    recent = torch.zeros(3, num_envs, dtype=torch.bool, device=device)  # envs that ended in the last 3 steps
+
+    def apart(a: dict, b: dict) -> dict[str, float]:  # what differs by more than the tolerance
+        return above(differences(a, b, relative=tol > 0), tol)
+
+    with torch.inference_mode():
         before = apart(*(data_arrays(env.physics.d) for env in envs))
-        row["after_reset_engine"] = before
-        for step in range(args.steps):
-            action = torch.randn(args.num_envs, envs[0].num_actions, device=device, generator=gen)
-            outs = [env.step(action) for env in envs]
+        for step in range(steps):
+            action = torch.randn(num_envs, envs[0].num_actions, device=device, generator=gen)
+            (obs_a, *_), (obs_b, *_) = outs = [env.step(action) for env in envs]
             engine = apart(*(data_arrays(env.physics.d) for env in envs))
-            observed = apart(outs[0][0], outs[1][0])
+            observed = apart(obs_a, obs_b)
             rewards = apart(*(dict(zip(env.rewards.names, env.rewards.values)) for env in envs))
             ends = [o[2] | o[3] for o in outs]
             # exact: anything; with a tolerance the envs' outputs (engine fields such as cacc amplify
             # a last-bit change of the state by orders of magnitude and feed nothing back: reported)
             if observed or rewards or not torch.equal(*ends) or (tol == 0 and (engine or (before and step == 0))):
-                gap = torch.zeros(args.num_envs, device=device)
-                for group in outs[0][0]:
-                    x, y = outs[0][0][group], outs[1][0][group]
-                    gap = torch.maximum(gap, ((x - y).abs() / (1 + y.abs())).amax(1))
+                gap = torch.stack([gaps(obs_a[g], obs_b[g]).amax(1) for g in obs_a]).amax(0)
                 worst = (gap > tol).nonzero().flatten()[:8].tolist()
-                row.update(first_step=step, engine=engine, observations=observed, reward_terms=rewards,
-                           columns=columns(outs[0][0], outs[1][0], tol), model=apart(*(data_arrays(e.physics.m) for e in envs)),
-                           ends_differ=int((ends[0] != ends[1]).sum()), ended_before=int(recent.any(0).sum()),
-                           envs=[[i, float(gap[i]), bool(recent[:, i].any())] for i in worst])  # fmt: skip
-                break
+                return {"after_reset_engine": before, "first_step": step, "engine": engine, "observations": observed,
+                        "reward_terms": rewards, "columns": columns(obs_a, obs_b, tol),
+                        "model": apart(*(data_arrays(e.physics.m) for e in envs)),
+                        "ends_differ": int((ends[0] != ends[1]).sum()), "ended_before": int(recent.any(0).sum()),
+                        "envs": [[i, float(gap[i]), bool(recent[:, i].any())] for i in worst]}  # fmt: skip
             recent = torch.cat([recent[1:], ends[0].unsqueeze(0)])
-    finish(row, args.out, envs)
+    return {"after_reset_engine": before}
 
 
 def eager_numerics() -> list[str]:
@@ -198,24 +206,15 @@ def eager_numerics() -> list[str]:
 def in_lockstep(envs: list, steps: int, tol: float, device: torch.device) -> dict:
     """The first step whose own difference passes `tol` (first_step, with its outputs, state
     entries and envs), and the largest gap of each step until then (or over all `steps`)."""
-    pair, gen, gaps, resets = Lockstep(*envs), torch.Generator(device).manual_seed(0), [], 0
+    pair, gen, worst, resets = Lockstep(*envs), torch.Generator(device).manual_seed(0), [], 0
     with torch.inference_mode():
         for step in range(steps):
             gap = pair.step(torch.randn(envs[0].num_envs, envs[0].num_actions, device=device, generator=gen))
-            gaps.append(float(f"{gap.worst():.3g}"))
+            worst.append(float(f"{gap.worst():.3g}"))
             resets += int(gap.ended.sum())
             if not gap.worst() <= tol:
-                return {"first_step": step, "resets": resets, "gaps": gaps, **gap.as_row(tol)}
-    return {"resets": resets, "gaps": gaps}
-
-
-def finish(row: dict, out: str | None, envs: list) -> None:
-    print(json.dumps(row, indent=1))
-    if out:
-        with open(out, "a") as f:
-            f.write(json.dumps(row) + "\n")
-    for env in envs:
-        env.close()
+                return {"first_step": step, "resets": resets, "gaps": worst, **gap.as_row(tol)}
+    return {"resets": resets, "gaps": worst}
 
 
 if __name__ == "__main__":

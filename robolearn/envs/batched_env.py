@@ -18,16 +18,15 @@ env_state.py; each manager owns its terms and state (manager_base.py).
 from __future__ import annotations
 
 import contextlib
-
 import math
 from collections.abc import Callable, Mapping
 
 import torch
 
-from robolearn import draws, mdp, memory
+from robolearn import mdp, memory
 from robolearn.config import EnvCfg, RandomizationCfg
 from robolearn.config_task import EventMode, TaskCfg
-from robolearn.envs import env_state, sensor_reads
+from robolearn.envs import env_compile, env_state, sensor_reads
 from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep, use_graphs
@@ -86,7 +85,7 @@ class BatchedEnv:
         simulation (reset and not learned from, like a non-finite one). `keep_final_obs`: keep each
         observation group as it was just before the envs that ended in a step were reset, in
         `final_obs` (rows of envs that did not end are stale; gymnasium's view reports them).
-        `compile`: the step's tensor work through torch.compile (env.compile, `compile_step`)."""
+        `compile`: the step's tensor work through torch.compile (env.compile, envs/env_compile.py)."""
         if cfg.decimation < 1:
             raise UserError(f"task.decimation must be at least 1, got {cfg.decimation}")
         self.cfg = cfg
@@ -115,8 +114,9 @@ class BatchedEnv:
 
         self._build_managers(cfg, plugin, randomization if randomization is not None else RandomizationCfg())
         self._compiled = False
+        """Set by env_compile.compile_env (env.compile)."""
         if compile:
-            self.compile_step()
+            env_compile.compile_env(self)
         self.stats = EpisodeStats(
             episode_window,
             ["mean_episode_return", "mean_episode_length", *(f"episode_reward/{n}" for n in self.rewards.names),
@@ -171,39 +171,11 @@ class BatchedEnv:
         for manager in (self.terminations, self.rewards, self.metrics):
             manager.check_outputs()
 
-    def compile_step(self, only: str | None = None) -> None:
-        """env.compile: the step's tensor work through torch.compile: the action mapping, the
-        managers' computations, command timers and resets, and the reset events where the backend's
-        model-field writes are torch work (fields_traceable; not for the inertial fields, whose
-        constants the engine recomputes). Fused, they are a few dozen kernels instead of a few
-        hundred. The engine's own calls stay outside; random draws stay inside (robolearn/draws.py).
-        `only`: one of compile_targets() alone (scripts/determinism_probe.py looks for which one a
-        difference comes from)."""
-        targets = self.compile_targets()
-        if only is not None:
-            if only not in targets:
-                raise UserError(f"'{only}' is not one of env.compile's targets; valid: {', '.join(targets)}")
-            targets = {only: targets[only]}
-        self.health.exclude_host_reads_from_compile()
-        draws.register(self.generator)
-        self._compiled = True
-        for owner, name in targets.values():
-            setattr(owner, name, torch.compile(getattr(owner, name), dynamic=False))
-
     def _eager_once(self) -> contextlib.AbstractContextManager:
         """For a one-off call outside the rollout (construction, reset()): compiled code runs eagerly,
-        so it is traced only as the rollout's steps call it (in inference mode, resetting with
-        record=True): once instead of once per mode and flag (half of env.compile's start-up on the CPU)."""
+        so it is traced only as the rollout's steps call it: once instead of once per grad mode and
+        reset flag (envs/env_compile.py)."""
         return torch.compiler.set_stance("force_eager") if self._compiled else contextlib.nullcontext()
-
-    def compile_targets(self) -> dict[str, tuple[object, str]]:
-        """What env.compile compiles: {name: (object, method name)}."""
-        targets = {"rewards.compute": (self.rewards, "compute"), "terminations.compute": (self.terminations, "compute"),
-                   "observations.compute": (self.observations, "compute"), "commands.step": (self.commands, "step"),
-                   "_apply_action": (self, "_apply_action"), "_reset_managers": (self, "_reset_managers")}  # fmt: skip
-        if self.physics.fields_traceable and not self.events.inertial_after_startup():
-            targets["_prepare_reset"] = (self, "_prepare_reset")
-        return targets
 
     def managers(self) -> dict:
         """Every manager by name, in the order resets run (checkpoints hold each one's state)."""

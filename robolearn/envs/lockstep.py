@@ -96,26 +96,27 @@ class StepGap:
     def worst(self) -> float:
         return max([0.0, *self.outputs.values(), *self.state.values()])
 
-    def describe(self, tolerance: float, envs: int = 8) -> str:
+    def worst_envs(self, tolerance: float, count: int = 8) -> list[tuple[int, float, bool]]:
+        """Up to `count` envs past `tolerance`, most apart first: (env, gap, whether it ended)."""
+        order = self.per_env.argsort(descending=True)[:count].tolist()
+        return [(i, float(self.per_env[i]), bool(self.ended[i])) for i in order if float(self.per_env[i]) > tolerance]
+
+    def describe(self, tolerance: float) -> str:
         """One line: the step, the outputs and state entries past `tolerance`, and the envs that
         differ most (each with its gap and whether its episode ended in this step)."""
         past = {k: f"{v:.3g}" for k, v in {**self.outputs, **self.state}.items() if not v <= tolerance}
-        worst = self.per_env.argsort(descending=True)[:envs].tolist()
-        rows = [f"{i}: {float(self.per_env[i]):.3g}{' (ended)' if bool(self.ended[i]) else ''}" for i in worst
-                if float(self.per_env[i]) > tolerance]  # fmt: skip
+        rows = [f"{i}: {g:.3g}{' (ended)' if ended else ''}" for i, g, ended in self.worst_envs(tolerance)]
         return (f"step {self.step}: {past or 'nothing'} past {tolerance:g}; "
                 f"ends differ in {self.ends_differ}; envs {rows}")
 
     def as_row(self, tolerance: float) -> dict:
         """For a JSON line: the entries past `tolerance` and the envs that differ most (an exact
         entry that differs, or a value finite on one side only, as "inf": standard JSON)."""
-        worst = self.per_env.argsort(descending=True)[:8].tolist()
         plain = lambda v: v if math.isfinite(v) else "inf"  # noqa: E731
         return {"step": self.step, "ends_differ": self.ends_differ,
                 "outputs": {k: plain(v) for k, v in self.outputs.items() if not v <= tolerance},
                 "state": {k: plain(v) for k, v in self.state.items() if not v <= tolerance},
-                "envs": [[i, plain(float(self.per_env[i])), bool(self.ended[i])] for i in worst
-                         if float(self.per_env[i]) > tolerance]}  # fmt: skip
+                "envs": [[i, plain(g), ended] for i, g, ended in self.worst_envs(tolerance)]}  # fmt: skip
 
 
 class Lockstep:
@@ -134,8 +135,7 @@ class Lockstep:
         for env in (self.first, self.second):
             env.load_state_dict(self._snapshot)
         (obs_a, reward_a, term_a, trunc_a) = self.first.step(action)
-        outputs_a = {**obs_a, "reward": reward_a}
-        outputs_a = {k: v.clone() for k, v in outputs_a.items()}  # a graphed env's next step overwrites them
+        outputs_a = {**obs_a, "reward": reward_a}  # the first env's own buffers: untouched until its next step
         ended_a = term_a | trunc_a
         (obs_b, reward_b, term_b, trunc_b) = self.second.step(action)
         outputs_b = {**obs_b, "reward": reward_b}
