@@ -215,7 +215,7 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
     # a training evaluation scored by another task's rewards (an Isaac Lab task refereed by the robolearn
     # task of the same robot) is not comparable: only the task's own score is shown
     training = (meta.get("evaluation") or {}) if referee.env.cfg.name == meta.get("task") else {}
-    result["return_comparison"] = compare_returns(result["return_mean"], training)
+    result["return_comparison"] = compare_returns(result["return_mean"], training, result["episode_length_mean"])
     result["training_evaluation"] = training
     return result
 
@@ -238,18 +238,24 @@ def summarize_episodes(episodes: list[Episode], termination_names: list[str]) ->
     }
 
 
-def compare_returns(sim2sim: float, training: dict) -> dict | None:
+def compare_returns(sim2sim: float, training: dict, episode_length: float | None = None) -> dict | None:
     """The sim2sim mean return against the training evaluation's, right for either sign: the
     difference (higher is better), that difference relative to |training return| and in units of
     the training returns' std, and the ratio only where both are positive ("kept x %" means
-    nothing for a negative return). None if the bundle has no training evaluation."""
+    nothing for a negative return). A higher return from episodes that ended sooner (the watchdog,
+    a fall) of a task whose returns are negative is no better: its verdict is "shorter". None if the
+    bundle has no training evaluation."""
     if training.get("return_mean") is None:
         return None
     reference = float(training["return_mean"])
     difference = sim2sim - reference
     std = training.get("return_std")
+    trained_length = training.get("episode_length_mean")
     if not math.isfinite(difference):
         verdict = "not comparable"
+    elif difference > 0 and reference < 0 and episode_length is not None and trained_length \
+            and episode_length < 0.95 * float(trained_length):  # fmt: skip
+        verdict = "shorter"
     else:
         verdict = "better" if difference > 0 else "worse" if difference < 0 else "equal"
     return {
@@ -260,6 +266,8 @@ def compare_returns(sim2sim: float, training: dict) -> dict | None:
         "in_training_std": difference / std if std else None,
         "ratio": sim2sim / reference if sim2sim > 0 and reference > 0 else None,
         "verdict": verdict,
+        "episode_length": episode_length,
+        "training_episode_length": trained_length,
     }
 
 
@@ -268,6 +276,10 @@ def comparison_line(c: dict) -> str:
     +50.0% of |training return|, +2.5 std of its returns)'."""
     if c["verdict"] == "equal":
         return f"return: equal to the training evaluation ({c['training']:.4g})"
+    if c["verdict"] == "shorter":
+        return (f"return: {c['sim2sim']:.4g} vs the training evaluation's {c['training']:.4g}, higher only because its "
+                f"episodes ended sooner ({c['episode_length']:.4g} vs {c['training_episode_length']:.4g} steps) and "
+                "this task's returns are negative: not better")  # fmt: skip
     if c["verdict"] not in ("better", "worse"):
         return f"return: {c['sim2sim']:.4g}, not comparable with the training evaluation ({c['training']:.4g})"
     details = [f"{100 * c['relative']:+.1f}% of |training return|" if c["relative"] is not None

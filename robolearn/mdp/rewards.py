@@ -106,12 +106,8 @@ class joint_pos_limits:  # noqa: N801 (term names are snake_case, like the funct
         if not 0 < soft_ratio <= 1:
             raise UserError(f"joint_pos_limits: soft_ratio={soft_ratio} is out of range; valid: 0 < soft_ratio <= 1 "
                             "(the share of each joint's range that costs nothing)")  # fmt: skip
-        m = env.scene.model
-        joints = env.scene.joints(joints)
-        limited = [j for j in range(m.njnt) if m.jnt_limited[j] and m.jnt_qposadr[j] in _addresses(joints.qpos)]
-        ranges = torch.tensor(m.jnt_range[limited], dtype=torch.float32, device=env.device).reshape(-1, 2)
+        self.qpos, ranges = state.joint_ranges(env, joints)
         mid, half = ranges.mean(dim=1), (ranges[:, 1] - ranges[:, 0]) / 2 * soft_ratio
-        self.qpos = env.scene.index([int(m.jnt_qposadr[j]) for j in limited])
         self.low, self.high = mid - half, mid + half
 
     def __call__(self, env) -> torch.Tensor:
@@ -123,12 +119,6 @@ class joint_pos_limits:  # noqa: N801 (term names are snake_case, like the funct
 
     def load_state_dict(self, state: dict) -> None:
         pass
-
-
-def _addresses(index) -> set[int]:
-    if isinstance(index, slice):
-        return set(range(index.start, index.stop))
-    return set(index.tolist())
 
 
 def undesired_contacts(env, sensors: Sensors, threshold: float = 1.0) -> torch.Tensor:

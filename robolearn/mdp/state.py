@@ -23,6 +23,17 @@ def root_addresses(env) -> tuple[int, int]:
     return root.qpos_adr, root.dof_adr
 
 
+def joint_ranges(env, joints) -> tuple[torch.Tensor | slice, torch.Tensor]:
+    """The limited hinge/slide joints among `joints` (env.scene.joints' names or patterns, None:
+    all): their qpos index and their ranges [k, 2] [rad or m], read from the model."""
+    m = env.scene.model
+    named = env.scene.joints(joints).qpos
+    wanted = set(range(named.start, named.stop)) if isinstance(named, slice) else set(named.tolist())
+    limited = [j for j in range(m.njnt) if m.jnt_limited[j] and m.jnt_qposadr[j] in wanted]
+    ranges = torch.tensor(m.jnt_range[limited], dtype=torch.float32, device=env.device).reshape(-1, 2)
+    return env.scene.index([int(m.jnt_qposadr[j]) for j in limited]), ranges
+
+
 def root_pos_w(env) -> torch.Tensor:
     """Base position in the world frame [N, 3] [m]."""
     return env.physics.qpos[:, env.scene.root.pos]

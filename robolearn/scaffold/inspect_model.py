@@ -52,6 +52,9 @@ class Foot:
     """Size of the contact site to put there [m]."""
     sensor: str | None
     """An existing touch sensor on the foot, None if it has none."""
+    geom: str | None = None
+    """Where the model leaves the foot's body unnamed: the named geom of it that the generated
+    robot.py finds the body by (and names it `body`)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,10 @@ class ModelInfo:
     path: Path
     urdf: bool
     joints: list[Joint] = field(default_factory=list)
+    """The robot's hinge/slide joints (objects' joints left out: `object_joints`)."""
+    object_joints: list[str] = field(default_factory=list)
+    """Hinge/slide joints of body trees no actuator acts on when the model has actuators (a goal
+    marker's slides, an object to push), else of the trees beside the robot's: not the robot's."""
     actuators: list[Actuator] = field(default_factory=list)
     base: str | None = None
     """The body of the free joint (the floating base), None for a fixed-base model."""
@@ -98,7 +105,15 @@ class ModelInfo:
     mass: float = 0.0
     timestep: float = 0.002
     lowest: float = 0.0
-    """World height of the robot's lowest point at its default pose (qpos0) [m]."""
+    """World height of the robot's lowest point in its stance (stance_qpos) [m]."""
+    stance_qpos: list[float] = field(default_factory=list)
+    """The pose new-task stands the robot in, where the feet are looked for: the `home` keyframe,
+    else qpos0 with each joint the robot drives at 0 within its limits (the pose the generated home
+    keyframe takes)."""
+    base_clearance: float = 0.0
+    """How far the base body's origin is above the robot's lowest point in its stance [m]."""
+    size: float = 0.0
+    """The largest extent of the robot's collision geometry in its stance [m]."""
     qpos0: list[float] = field(default_factory=list)
     free_qpos: int | None = None
     """qpos address of the free joint."""
@@ -195,11 +210,22 @@ def _feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int
         local = data.xmat[foot].reshape(3, 3).T @ (world - data.xpos[foot])
         radius = float(max(0.02, 1.5 * np.sort(model.geom_aabb[g, 3:])[1]))
         sensors = sorted(touch.get(foot, []))
-        name = _name(model, mujoco.mjtObj.mjOBJ_BODY, foot)
+        name, by_geom = _name(model, mujoco.mjtObj.mjOBJ_BODY, foot), None
+        if not name:  # an unnamed body (gymnasium's ant's ankles): found by a named geom of it, and named
+            by_geom = next((n for n in (_name(model, mujoco.mjtObj.mjOBJ_GEOM, h) for h in [g, *foot_geoms]) if n), None)
+            name = _unique_body_name(model, by_geom.removesuffix("_geom") or by_geom, [f.body for f in feet]) if by_geom else ""
         if name and name not in [f.body for f in feet]:
             feet.append(Foot(name, tuple(round(float(v), 4) for v in local), round(radius, 4),
-                             sensors[0][1] if sensors else None))  # fmt: skip
+                             sensors[0][1] if sensors else None, by_geom))  # fmt: skip
     return feet
+
+
+def _unique_body_name(model: mujoco.MjModel, name: str, taken: list[str]) -> str:
+    """`name`, or `name_2`, ...: no body of the model and none in `taken` has it."""
+    candidate, k = name, 2
+    while candidate in taken or mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, candidate) >= 0:
+        candidate, k = f"{name}_{k}", k + 1
+    return candidate
 
 
 def _mocap_welds(model: mujoco.MjModel, robot: set[int]) -> list[tuple[str, str, str, str]]:
@@ -246,17 +272,6 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     """What the compiled `model` (of file `path`) has; joints without names are refused (a task
     names what it drives)."""
     info = ModelInfo(path=path, urdf=urdf, timestep=float(model.opt.timestep), qpos0=[float(v) for v in model.qpos0])
-    for j in range(model.njnt):
-        if int(model.jnt_type[j]) not in _ONE_DOF:
-            continue
-        name = _name(model, mujoco.mjtObj.mjOBJ_JOINT, j)
-        if not name:
-            body = _name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.jnt_bodyid[j])) or f"#{model.jnt_bodyid[j]}"
-            raise UserError(f"{path.name}: joint {j} (in body {body}) has no name; name every joint the task is to drive")
-        limited = bool(model.jnt_limited[j])
-        effort = float(np.abs(model.jnt_actfrcrange[j]).max()) if model.jnt_actfrclimited[j] else None
-        info.joints.append(Joint(name, int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE),
-                                 tuple(float(v) for v in model.jnt_range[j]) if limited else None, effort))  # fmt: skip
     for a in range(model.nu):
         joint = None
         target = int(model.actuator_trnid[a, 0])
@@ -280,6 +295,8 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
         base = max(children[0], key=lambda b: (len(driven & set(subtree(children, b))), len(subtree(children, b))), default=0)
     info.root = _name(model, mujoco.mjtObj.mjOBJ_BODY, base) if base else None
     robot = sorted(subtree(children, base)) if base else []
+    trees = _acted_trees(model) if model.nu else {int(model.body_rootid[base])} if base else set()
+    _joints(info, model, trees)
     info.mocap_welds = _mocap_welds(model, set(robot))
     info.mass = float(sum(model.body_mass[b] for b in robot))
     info.has_home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0
@@ -290,21 +307,86 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     mujoco.mj_kinematics(model, data)
     if free is None and base:
         info.root_joints, info.planar = _planar_base(model, data, base)
+    stance = mujoco.MjData(model)
+    stance.qpos[:] = _stance_qpos(model, info, base)
+    mujoco.mj_kinematics(model, stance)
+    info.stance_qpos = [float(v) for v in stance.qpos]
     geoms = collision_geoms(model, robot)
-    low = {g: geom_corners(model, data, g)[:, 2].min() for g in geoms}
+    corners = {g: geom_corners(model, stance, g) for g in geoms}
+    low = {g: c[:, 2].min() for g, c in corners.items()}
     info.lowest = float(min(low.values(), default=0.0))
-    top = float(max((geom_corners(model, data, g)[:, 2].max() for g in geoms), default=0.0))
+    top = float(max((c[:, 2].max() for c in corners.values()), default=0.0))
+    if corners:
+        every = np.concatenate(list(corners.values()))
+        info.size = float((every.max(axis=0) - every.min(axis=0)).max())
+    info.base_clearance = float(stance.xpos[base, 2]) - info.lowest if base else 0.0
 
     info.imu_site = _imu_site(model, base)
     near_ground = info.lowest + 0.25 * max(top - info.lowest, 1e-6)
-    info.feet = _feet(model, data, base, robot, children, geoms, low, near_ground)
+    info.feet = _feet(model, stance, base, robot, children, geoms, low, near_ground)
 
-    for sensor in range(model.nsensor):
+    for sensor in range(model.nsensor):  # an end-effector position sensor: of a site on the robot, not an object
         if int(model.sensor_type[sensor]) == int(mujoco.mjtSensor.mjSENS_FRAMEPOS) and int(model.sensor_objtype[sensor]) == int(mujoco.mjtObj.mjOBJ_SITE):
-            info.ee_sensor = _name(model, mujoco.mjtObj.mjOBJ_SENSOR, sensor) or None
-            break
+            if int(model.body_rootid[model.site_bodyid[model.sensor_objid[sensor]]]) in trees:
+                info.ee_sensor = _name(model, mujoco.mjtObj.mjOBJ_SENSOR, sensor) or None
+                break
     _tip(info, model, data, base, robot, children, geoms)
     return info
+
+
+def _acted_trees(model: mujoco.MjModel) -> set[int]:
+    """The body trees under the world (their top bodies, body_rootid) that an actuator acts on:
+    through a joint, a tendon's joints or sites, a site or a body."""
+    bodies = set()
+    for a in range(model.nu):
+        kind, ids = int(model.actuator_trntype[a]), [int(i) for i in model.actuator_trnid[a] if i >= 0]
+        if kind in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT)):
+            bodies.add(int(model.jnt_bodyid[ids[0]]))
+        elif kind == int(mujoco.mjtTrn.mjTRN_TENDON):
+            t = ids[0]
+            for w in range(int(model.tendon_adr[t]), int(model.tendon_adr[t] + model.tendon_num[t])):
+                if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT):
+                    bodies.add(int(model.jnt_bodyid[model.wrap_objid[w]]))
+                elif int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_SITE):
+                    bodies.add(int(model.site_bodyid[model.wrap_objid[w]]))
+        elif kind in (int(mujoco.mjtTrn.mjTRN_SITE), int(mujoco.mjtTrn.mjTRN_SLIDERCRANK)):
+            bodies.update(int(model.site_bodyid[i]) for i in ids)
+        elif kind == int(mujoco.mjtTrn.mjTRN_BODY):
+            bodies.add(ids[0])
+    return {int(model.body_rootid[b]) for b in bodies} - {0}
+
+
+def _joints(info: ModelInfo, model: mujoco.MjModel, trees: set[int]) -> None:
+    """info.joints: the hinge/slide joints of the robot's body `trees`; the others' are object joints."""
+    for j in range(model.njnt):
+        if int(model.jnt_type[j]) not in _ONE_DOF:
+            continue
+        name = _name(model, mujoco.mjtObj.mjOBJ_JOINT, j)
+        if int(model.body_rootid[model.jnt_bodyid[j]]) not in trees:
+            if name:
+                info.object_joints.append(name)
+            continue
+        if not name:
+            body = _name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.jnt_bodyid[j])) or f"#{model.jnt_bodyid[j]}"
+            raise UserError(f"{info.path.name}: joint {j} (in body {body}) has no name; name every joint the task is to drive")
+        limited = bool(model.jnt_limited[j])
+        effort = float(np.abs(model.jnt_actfrcrange[j]).max()) if model.jnt_actfrclimited[j] else None
+        info.joints.append(Joint(name, int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE),
+                                 tuple(float(v) for v in model.jnt_range[j]) if limited else None, effort))  # fmt: skip
+
+
+def _stance_qpos(model: mujoco.MjModel, info: ModelInfo, base: int) -> np.ndarray:
+    """The `home` keyframe's qpos, else qpos0 with every joint the robot drives (every joint of the
+    robot but its root body's where nothing drives one yet) at 0 within its limits."""
+    if info.has_home:
+        return model.key_qpos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")].copy()
+    qpos = model.qpos0.copy()
+    posed = _driven_joints(model) if model.nu else {
+        model.joint(j.name).id for j in info.joints if j.name not in info.root_joints}  # fmt: skip
+    for j in posed:
+        if int(model.jnt_type[j]) in _ONE_DOF:
+            qpos[model.jnt_qposadr[j]] = np.clip(0.0, *model.jnt_range[j]) if model.jnt_limited[j] else 0.0
+    return qpos
 
 
 def _imu_site(model: mujoco.MjModel, base: int) -> str | None:

@@ -27,6 +27,14 @@ class RobotPlan:
     tracked: list[str] = field(default_factory=list)
     """The joints the task's targets and joint observations are about: `joints`, or where no
     actuator drives a joint directly (tendons, muscles), every hinge/slide joint of the model."""
+    robot_joints: list[str] = field(default_factory=list)
+    """The robot's hinge/slide joints, driven or not (a cart-pole's pole): what the minimal template
+    observes."""
+    slides: set[str] = field(default_factory=set)
+    """The robot's slide joints (their terms are in m, a hinge's in rad)."""
+    object_joints: list[str] = field(default_factory=list)
+    """Hinge/slide joints that are not the robot's (a goal marker's, an object's): the templates'
+    joint terms name the robot's joints where there are any."""
     joint_actuators: bool = True
     """Every policy actuator drives a joint (not a tendon, site or body)."""
     integrator: str | None = None

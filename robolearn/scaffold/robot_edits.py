@@ -34,6 +34,11 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     if not joints and plan.tracked:
         plan.lines.append(f"no actuator drives a joint directly (tendons, muscles): the task's joint targets and "
                           f"observations are the model's {len(plan.tracked)} joints")  # fmt: skip
+    plan.robot_joints, plan.object_joints = [j.name for j in info.joints], list(info.object_joints)
+    plan.slides = {j.name for j in info.joints if j.slide}
+    if info.object_joints:
+        plan.lines.append(f"joints of bodies no actuator moves: {short(info.object_joints)} (a target or an object, not "
+                          "the robot's: the task's joint observations, penalties and resets leave them out)")  # fmt: skip
     _plan_mocap_welds(plan, info)
     if info.loose:
         plan.lines.append(f"free body {info.loose} carries no joint and no actuator: a loose object, not the robot's "
@@ -155,6 +160,26 @@ def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
         plan.lines.append(f"IMU: missing -> added site '{imu}' on {plan.base} with a gyro, an accelerometer and a framequat")
     _plan_feet(plan, info, sites | sensors)
     _plan_home(plan, info, model)
+    _doubt_legs(plan, info, model)
+
+
+STANDING = 0.15
+"""A standing robot's base is at least this fraction of its size above its lowest point (in the
+pose new-task stands it in: dm_control's quadruped 0.37, mjlab's Go1 0.61, gymnasium's ant 0.24 and
+humanoid 0.82; gymnasium's humanoid lying on its back 0.12, its swimmer 0.03)."""
+
+
+def _doubt_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
+    """Warnings where the locomotion template's guesses may not fit the robot: it lies down in the
+    standing pose, or it lives in a fluid (a swimmer)."""
+    if info.size > 0 and info.base_clearance < STANDING * info.size:
+        plan.lines.append(f"WARNING: in the standing pose the base is only {info.base_clearance:.3f} m above the robot's "
+                          f"lowest point ({info.size:.2f} m across): it may be lying down, and the feet above may be "
+                          "wrong; set DEFAULT_POSE (or add a `home` keyframe to the model) and check the feet")  # fmt: skip
+    if model.opt.density > 100 or model.opt.viscosity > 0:
+        plan.lines.append(f"WARNING: the model moves in a fluid (density {model.opt.density:g}, viscosity "
+                          f"{model.opt.viscosity:g}): the locomotion template walks on a floor; a swimmer needs a task "
+                          "of its own (start from --template minimal)")  # fmt: skip
 
 
 def _plan_base(plan: RobotPlan, info: ModelInfo) -> None:
@@ -190,8 +215,8 @@ def _plan_feet(plan: RobotPlan, info: ModelInfo, taken: set[str]) -> None:
         plan.lines.append("feet: none found (no leaf body of a leg chain reaches the ground): the task has no foot "
                           "contact terms; add touch sensors and a feet_air_time reward by hand")  # fmt: skip
         return
-    plan.lines.append(f"feet (guessed: the leaf body of each leg chain that reaches the ground): "
-                      f"{short([f.body for f in info.feet], 8)}")  # fmt: skip
+    plan.lines.append(f"feet (guessed: the leaf body of each leg chain that reaches the ground in the standing "
+                      f"pose): {short([f.body for f in info.feet], 8)}")  # fmt: skip
     new = {}
     for foot in info.feet:
         if foot.sensor:
@@ -201,6 +226,12 @@ def _plan_feet(plan: RobotPlan, info: ModelInfo, taken: set[str]) -> None:
             new[name] = foot
             plan.foot_sensors.append(name)
     if new:
+        unnamed = {f.body: f.geom for f in new.values() if f.geom}
+        if unnamed:
+            plan.steps.append("name_bodies")
+            plan.constants.append(const("BODY_NAMES", mapping({name: quoted(geom) for name, geom in unnamed.items()}),
+                                         "Feet the model leaves unnamed, named here: new name -> a geom of the body."))  # fmt: skip
+            plan.lines.append(f"unnamed foot bodies: named after a geom of each: {short(list(unnamed), 8)}")
         plan.steps.append("add_foot_sensors")
         entries = {name: f"({quoted(f.body)}, {tuple_text(f.point)}, {num(f.radius)})" for name, f in new.items()}
         plan.constants.append(const("NEW_FOOT_SENSORS", mapping(entries), "Touch sensors new-task added: sensor (and "

@@ -66,6 +66,8 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
                   use_default_offset=str(plan.position).lower(), delay_steps=min(2, decimation),
                   sim_options=f"\nsim: {{integrator: {plan.integrator}}}  # the model's is euler: see README" if plan.integrator else "")  # fmt: skip
     values.update(_action_values(plan, 0.25 if template == "locomotion" else 0.5))
+    only = f"joints: [{_names(plan.robot_joints)}]" if plan.object_joints and plan.robot_joints else ""
+    values.update(joints_param=f", {only}" if only else "", joints_params=f", params: {{{only}}}" if only else "")
     pd_gains = ("\n  pd_gains:\n    func: randomize_pd_gains\n    mode: reset\n    level: default\n"
                 "    params: {kp_range: [0.85, 1.15], kd_range: [0.8, 1.2]}") if plan.position else ""  # fmt: skip
     if template == "minimal":
@@ -74,7 +76,10 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
             low, high = plan.joint_ranges.get(joint, (-1.0, 1.0))
             margin = 0.1 * (high - low)
             ranges.append(f"{_yaml_name(joint)}: [{num(low + margin)}, {num(high - margin)}]")
-        values.update(joints=_names(plan.tracked), num_joints=len(plan.tracked), command_ranges=", ".join(ranges))  # fmt: skip
+        observed = [*plan.tracked, *(j for j in plan.robot_joints if j not in plan.tracked)]  # a pole no actuator drives too
+        values.update(joints=_names(plan.tracked), num_joints=len(plan.tracked), command_ranges=", ".join(ranges),
+                      observed=_names(observed), pos_units=_units(plan, observed, ""), vel_units=_units(plan, observed, "/s"),
+                      target_units=_units(plan, plan.tracked, ""))  # fmt: skip
     elif template == "locomotion" and plan.planar:
         return render(TEMPLATES / template / "planar.yaml.tmpl", **values, **_planar_values(plan, pd_gains))
     elif template == "locomotion":
@@ -94,6 +99,13 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
                       range_z=f"[{num(z[0])}, {num(z[1])}]",
                       workspace_note="middle 80 % of reachable")  # fmt: skip
     return render(TEMPLATES / template / "task.yaml.tmpl", **values)
+
+
+def _units(plan: RobotPlan, joints: list[str], per: str) -> str:
+    """A joint term's units: rad for hinges, m for slides (plan.slides), both where they mix."""
+    kinds = sorted({"m" if j in plan.slides else "rad" for j in joints}, reverse=True) or ["rad"]
+    text = " or ".join(k + per for k in kinds)
+    return json.dumps(text) if " " in text else text
 
 
 def _feet_terms(plan: RobotPlan, command: str) -> tuple[str, str]:
@@ -126,6 +138,8 @@ def _planar_values(plan: RobotPlan, pd_gains: str) -> dict[str, str]:
         terminations.append(f"  base_too_low: {{func: joint_pos_out_of_bounds, params: {{joints: [{_yaml_name(b.name)}], "
                             f"bounds: {bounds}}}}}  # {plan.base} below {num(0.5 * plan.base_height)} m")  # fmt: skip
     tilt = role("pitch")
+    terminations.append(f"  past_joint_limits: {{func: joint_pos_past_limits, params: {{margin: 0.1, joints: "
+                        f"[{_names(plan.joints or plan.limbs)}]}}}}  # where the deploy watchdog stops the robot")  # fmt: skip
     for b in tilt:
         home = plan.default_pose[b.name]
         terminations.append(f"  {b.name}_too_far: {{func: joint_pos_out_of_bounds, params: {{joints: [{_yaml_name(b.name)}], "
@@ -139,5 +153,5 @@ def _planar_values(plan: RobotPlan, pd_gains: str) -> dict[str, str]:
     joints = plan.joints or plan.limbs  # the legs' joints (every actuator drives a tendon: all of them)
     return dict(base_joints=_names([b.name for b in plan.planar]), forward=_yaml_name(role("forward")[0].name),
                 base_pose_policy=base_pose["policy"], base_pose_critic=base_pose["critic"], joints=_names(joints),
-                tilt_rewards=tilt_rewards, terminations="\n" + "\n".join(terminations) if terminations else " {}",
+                tilt_rewards=tilt_rewards, terminations="\n" + "\n".join(terminations),
                 critic_feet=critic_feet, feet_air_time=air_time, base=_yaml_name(plan.base or ""), pd_gains=pd_gains)  # fmt: skip

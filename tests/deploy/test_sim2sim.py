@@ -236,6 +236,23 @@ def test_the_return_verdict_in_words():
     assert compare_returns(7.0, {}) is None  # a bundle without a training evaluation
 
 
+def test_a_higher_return_from_shorter_episodes_of_a_negative_task_is_not_better():
+    """Rewards negative per step (a reach task's distance cost): an episode the watchdog ended at step
+    19 of 200 scores -1.4 against the training's -49.4; that is no improvement, and it says why."""
+    from robolearn.sim2sim import compare_returns, comparison_line
+
+    training = {"return_mean": -49.44, "return_std": 17.0, "episode_length_mean": 200.0}
+    cut = compare_returns(-1.418, training, episode_length=19.0)
+    assert cut["verdict"] == "shorter"
+    assert comparison_line(cut) == ("return: -1.418 vs the training evaluation's -49.44, higher only because its "
+                                    "episodes ended sooner (19 vs 200 steps) and this task's returns are negative: "
+                                    "not better")  # fmt: skip
+    assert compare_returns(-40.0, training, episode_length=199.0)["verdict"] == "better"  # as long: really better
+    assert compare_returns(-60.0, training, episode_length=19.0)["verdict"] == "worse"
+    positive = {"return_mean": 100.0, "return_std": 5.0, "episode_length_mean": 200.0}
+    assert compare_returns(120.0, positive, episode_length=150.0)["verdict"] == "better"  # more in fewer steps
+
+
 def test_episodes_the_watchdog_ended_are_counted():
     from robolearn.sim2sim import Episode, summarize_episodes
 

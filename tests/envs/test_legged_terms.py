@@ -96,6 +96,23 @@ def test_joint_limit_and_torque_terms(make_env):
     assert rewards.joint_torques_l2(env).item() == pytest.approx(22.5**2, rel=1e-5)
 
 
+def test_a_joint_past_its_limit_by_the_watchdogs_margin_ends_the_episode(make_env):
+    """joint_pos_past_limits ends an episode where the deploy watchdog would stop the robot: a
+    limited joint more than `margin` past its range, one side or the other."""
+    env = make_env(FLAT, num_envs=3)
+    env.reset()
+    qpos = env.default_qpos.clone()
+    qpos[0, 7] = 1.047 + 0.09  # FL hip (range +-1.047): 0.09 past, inside the 0.1 margin
+    qpos[1, 7] = 1.047 + 0.11  # 0.11 past
+    qpos[2, 8] = -10.0  # FL thigh, far below its range
+    env.physics.reset(torch.ones(3, dtype=torch.bool), qpos, torch.zeros_like(env.default_qvel))
+    assert terminations.joint_pos_past_limits(env, margin=0.1)(env).tolist() == [False, True, True]
+    assert terminations.joint_pos_past_limits(env, margin=0.1, joints=["FL_hip_joint"])(env).tolist() == [False, True, False]
+    assert terminations.joint_pos_past_limits(env, margin=0.0)(env).tolist() == [True, True, True]
+    with pytest.raises(UserError, match="margin=-1 is out of range; valid: margin >= 0"):
+        terminations.joint_pos_past_limits(env, margin=-1)
+
+
 def test_feet_air_time_rewards_long_steps_on_touchdown(make_env):
     env = make_env(FLAT, num_envs=1)
     env.reset()

@@ -1,0 +1,140 @@
+"""`robolearn new-task` on robots shaped like the third-party models users bring (gymnasium's MuJoCo
+assets, dm_control-style scenes): unnamed foot bodies, legs that only reach the ground in the
+standing pose, goal markers and objects beside the robot, an end-effector sensor on an object,
+passive joints of an underactuated robot, a robot lying down or swimming. What new-task finds
+and writes is checked here; one install trains each generated task."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import mujoco
+import pytest
+import yaml
+
+from robolearn.scaffold import new_task
+
+from .conftest import robolearn
+from .test_new_task import FAST, _module, ok, run
+
+FINGER = """<mujoco><worldbody><light pos="0 0 2"/>
+  <body name="finger" pos="0 0 0.4"><joint name="proximal" axis="0 1 0" range="-110 110"/>
+    <geom type="capsule" fromto="0 0 0 0 0 -0.17" size="0.03"/>
+    <body name="distal" pos="0 0 -0.17"><joint name="distal" axis="0 1 0" range="-110 110"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.16" size="0.028"/><site name="touchtop" pos="0 0 -0.16"/></body></body>
+  <body name="spinner" pos="0.2 0 0.4"><joint name="hinge" axis="0 1 0" damping="0.5"/>
+    <geom type="capsule" fromto="-0.1 0 0 0.1 0 0" size="0.02"/><site name="tip" pos="0.1 0 0"/></body>
+</worldbody>
+<actuator><motor name="proximal" joint="proximal" gear="30"/><motor name="distal" joint="distal" gear="15"/></actuator>
+<sensor><framepos name="tip" objtype="site" objname="tip"/></sensor></mujoco>"""
+"""dm_control's finger, reduced: a two-link finger and, beside it, a passive spinner whose tip a
+framepos sensor reads (the task's goal, not the finger's end effector)."""
+
+
+def gym_asset(name: str) -> Path:
+    import gymnasium
+
+    return Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / name
+
+
+def yaml_task(pkg: Path, name: str) -> dict:
+    return yaml.safe_load((pkg / name / f"{name}.yaml").read_text())
+
+
+def test_unnamed_feet_that_reach_the_ground_only_in_the_standing_pose_get_contact_sensors(tmp_path):
+    """gymnasium's ant: at qpos0 its legs are level and the torso is the lowest point; its ankles'
+    limits (30-70 degrees) bend them down in the pose new-task stands it in. The ankle bodies have no
+    names: robot.py names them after their geoms and puts a touch sensor where each touches the ground."""
+    made = new_task("ant_walk", "locomotion", robot=gym_asset("ant.xml"), out=tmp_path / "pkg")
+    feet = ["left_ankle", "right_ankle", "third_ankle", "fourth_ankle"]
+    assert any(line.endswith(": " + ", ".join(feet)) and line.startswith("feet (guessed") for line in made.lines), made.lines
+    assert not any(line.startswith("WARNING") for line in made.lines), made.lines
+    robot = _module(tmp_path / "pkg" / "ant_walk" / "robot.py")
+    assert robot.BODY_NAMES == {f: f"{f}_geom" for f in feet}
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "pkg" / "ant_walk" / "ant.xml"))
+    robot.apply(spec)
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    mujoco.mj_kinematics(model, data)
+    for foot in feet:
+        site = model.site(f"{foot}_contact")
+        assert model.site_bodyid[site.id] == model.body(foot).id
+        assert model.sensor(f"{foot}_contact").type == mujoco.mjtSensor.mjSENS_TOUCH
+        assert data.site_xpos[site.id, 2] < 0.02  # at the ground in the home pose (its lowest point 5 mm up)
+    assert yaml_task(tmp_path / "pkg", "ant_walk")["rewards"]["feet_air_time"]["params"]["sensors"] == [f"{f}_contact" for f in feet]
+
+
+def test_a_goal_markers_joints_are_not_the_robots(tmp_path):
+    """gymnasium's reacher: its target moves on two slides of its own body tree, which no actuator
+    touches. The task's joint observations, penalties and resets name the arm's joints only, so the
+    bundle never asks the robot for a goal marker's encoders."""
+    made = new_task("reacher_goal", "reach", robot=gym_asset("reacher.xml"), out=tmp_path / "pkg")
+    assert any(line.startswith("joints of bodies no actuator moves: target_x, target_y") for line in made.lines), made.lines
+    task = yaml_task(tmp_path / "pkg", "reacher_goal")
+    arm = ["joint0", "joint1"]
+    for group in ("policy", "critic"):
+        terms = task["observations"][group]["terms"]
+        assert terms["joint_pos"]["params"] == {"relative": True, "joints": arm}
+        assert terms["joint_vel"]["params"] == {"joints": arm}
+    assert task["rewards"]["joint_limits"]["params"]["joints"] == arm
+    assert task["rewards"]["joint_vel"]["params"] == {"joints": arm}
+    assert task["events"]["reset_joints"]["params"]["joints"] == arm
+
+
+def test_an_end_effector_sensor_on_an_object_is_not_the_arms(tmp_path):
+    """The only framepos sensor reads the spinner's tip, a passive object: the reach template takes
+    the finger's own tip as the end effector instead of refusing the robot as one that cannot move it."""
+    (tmp_path / "finger.xml").write_text(FINGER)
+    made = new_task("finger_reach", "reach", robot=tmp_path / "finger.xml", out=tmp_path / "pkg")
+    assert "joints of bodies no actuator moves: hinge (a target or an object, not the robot's: the task's joint " \
+           "observations, penalties and resets leave them out)" in made.lines  # fmt: skip
+    assert "end effector (guessed: the end of the longest joint chain): site touchtop on body distal" in made.lines, made.lines
+    ranges = yaml_task(tmp_path / "pkg", "finger_reach")["commands"]["ee_target"]["ranges"]
+    assert ranges["x"][1] - ranges["x"][0] > 0.1 and ranges["z"][1] - ranges["z"][0] > 0.1, ranges
+
+
+def test_an_underactuated_robot_observes_its_passive_joints(tmp_path):
+    """gymnasium's inverted double pendulum under the minimal template: the motor drives the cart's
+    slide alone, but the policy must see both poles to keep them up; units follow each joint's kind."""
+    new_task("idp_minimal", "minimal", robot=gym_asset("inverted_double_pendulum.xml"), out=tmp_path / "pkg")
+    task = yaml_task(tmp_path / "pkg", "idp_minimal")
+    policy = task["observations"]["policy"]["terms"]
+    assert policy["joint_pos"]["params"]["joints"] == ["slider", "hinge", "hinge2"]
+    assert policy["joint_pos"]["units"] == "rad or m" and policy["joint_vel"]["units"] == "rad/s or m/s"
+    assert policy["target"]["units"] == "m"  # the command is the cart's position
+    assert list(task["commands"]["joint_target"]["ranges"]) == ["slider"]
+    assert task["events"]["reset_joints"]["params"]["joints"] == ["slider", "hinge", "hinge2"]
+
+
+@pytest.mark.parametrize("asset,warning", [
+    ("humanoidstandup.xml", "WARNING: in the standing pose the base is only 0.169 m above the robot's lowest point"),
+    ("swimmer.xml", "WARNING: the model moves in a fluid (density 4000, viscosity 0.1)"),
+])  # fmt: skip
+def test_the_locomotion_template_says_when_its_guesses_may_not_fit(tmp_path, asset, warning):
+    """A humanoid lying on its back (its feet would be guessed on its forearms) and a swimmer: the
+    task is still written, and the report says what to check."""
+    made = new_task("doubtful", "locomotion", robot=gym_asset(asset), out=tmp_path / "pkg")
+    assert any(line.startswith(warning) for line in made.lines), made.lines
+
+
+def test_the_generated_tasks_of_third_party_shaped_robots_train(tmp_path):
+    """The ant (renamed feet, the watchdog's termination), the reacher (its arm's joints named in
+    every joint term) and the double pendulum (passive joints observed) install and train."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    new_task("ant_walk", "locomotion", robot=gym_asset("ant.xml"), out=pkg / "ant_walk")
+    new_task("reacher_goal", "reach", robot=gym_asset("reacher.xml"), out=pkg / "reacher_goal")
+    new_task("idp_minimal", "minimal", robot=gym_asset("inverted_double_pendulum.xml"), out=pkg / "idp_minimal")
+    site, work = tmp_path / "site", tmp_path / "work"
+    work.mkdir()
+    ok(run(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site),
+           *(str(pkg / n) for n in ("ant_walk", "reacher_goal", "idp_minimal")), cwd=tmp_path))  # fmt: skip
+    for name in ("ant_walk", "reacher_goal", "idp_minimal"):
+        run_dir = work / name
+        ok(robolearn("train", f"task={name}", *FAST, "runner.export_onnx=false", f"hydra.run.dir={run_dir}", cwd=work,
+                     path=[site]))  # fmt: skip
+        assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
+    ant = yaml.safe_load((work / "ant_walk" / ".hydra" / "config.yaml").read_text())["task"]
+    assert ant["terminations"]["past_joint_limits"]["params"] == {"margin": 0.1}
