@@ -195,6 +195,10 @@ def train(cfg: DictConfig, run_dir: Path, ranks: Ranks | None = None, observer: 
         if source is not None:
             runner.load(checkpoint.load(source), source)
             resumed_from = runner.iteration
+            if cfg.resume and resumed_from >= cfg.runner.max_iterations:  # nothing to train: the run stays as it is
+                raise UserError(f"runner.max_iterations={cfg.runner.max_iterations}: {cfg.resume} has done {resumed_from} "
+                                f"iterations already; valid: more than {resumed_from} (a resume trains up to "
+                                "runner.max_iterations)")  # fmt: skip
             if start_from is not None:  # its own exploration and env samples from here, not a replay of the donor's
                 seed_everything(_seed([cfg.seed, 3, ranks.rank, runner.iteration]))
                 if isinstance(getattr(env, "generator", None), torch.Generator):

@@ -64,23 +64,54 @@ def prune(folder: Path, keep: int) -> None:
         old.unlink(missing_ok=True)
 
 
-def load(path: Path) -> dict:
+def load(path: Path, named: bool = False) -> dict:
+    """A checkpoint's payload; `named`: the user chose the file (checkpoint=), so a bad one is not
+    answered with advice about the run's older checkpoints."""
     if not path.is_file():
         raise UserError(f"checkpoint {path} " + ("is a directory, not a checkpoint file" if path.is_dir() else "does not exist"))
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for truncated or foreign files
-        detail = f"{type(exc).__name__}: {one_line(exc)}"[:120]
+        detail = f"{type(exc).__name__}: {_first_sentence(one_line(exc))}"
+        advice = "name a checkpoint of the run's checkpoints/ folder" if named else "move it away to use the one before it"
         raise UserError(f"checkpoint {path} is unreadable: not a checkpoint robolearn wrote, or damaged or cut short "
-                        f"({detail}); move it away to use the one before it") from None  # fmt: skip
+                        f"({detail}); {advice}") from None  # fmt: skip
+
+
+def _first_sentence(text: str, limit: int = 100) -> str:
+    """The first sentence of an exception's text, cut at a word (torch's run on for a page)."""
+    sentence = text.split(". ")[0]
+    if len(sentence) <= limit:
+        return sentence
+    return sentence[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 def restore(module, state: dict, source: Path) -> None:
-    """load_state_dict, with a mismatch (other network sizes, another task) as a UserError."""
+    """load_state_dict, with a mismatch (other network sizes, another task) as a UserError that
+    names the first entry that differs."""
     try:
         module.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError) as exc:
-        raise UserError(f"checkpoint {source} does not fit this config: {one_line(exc)[:300]}") from None
+        raise UserError(f"checkpoint {source} does not fit this config: {_mismatch(one_line(exc))} (a checkpoint of "
+                        "another task, observation layout or network size)") from None  # fmt: skip
+
+
+def _mismatch(text: str) -> str:
+    """torch's load_state_dict error, as its first difference and how many there are."""
+    import re
+
+    sizes = re.findall(r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([^\]]*)\]\) from "
+                       r"checkpoint, the shape in current model is torch\.Size\(\[([^\]]*)\]\)", text)  # fmt: skip
+    if sizes:
+        name, there, here = sizes[0]
+        more = f"; {len(sizes) - 1} more entries differ in shape" if len(sizes) > 1 else ""
+        return f"{name} is [{there}] there and [{here}] here{more}"
+    for label, what in (("Missing", "lacks"), ("Unexpected", "has entries this network lacks:")):
+        found = re.search(label + r" key\(s\) in state_dict: (.*?)(?:\. (?:Missing|Unexpected)|$)", text)
+        if found:
+            keys = re.findall(r'"([^"]+)"', found.group(1))
+            return f"the checkpoint {what} {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}"
+    return _first_sentence(text, 200)
 
 
 def latest(run_dir: Path) -> Path:
@@ -90,6 +121,8 @@ def latest(run_dir: Path) -> Path:
     if not run_dir.is_dir():
         raise UserError(f"run directory not found: {run_dir}")
     found = list_checkpoints(run_dir / "checkpoints")
+    if not found and not (run_dir / "config.yaml").is_file() and (run_dir.parent / "config.yaml").is_file():
+        raise UserError(f"{run_dir} is not a robolearn run directory (no config.yaml); its run is {run_dir.parent}")
     if not found:
         raise UserError(f"no checkpoint in {run_dir / 'checkpoints'} (expected iter_NNNNNN.pt files)")
     return found[-1]

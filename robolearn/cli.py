@@ -33,12 +33,17 @@ def _tune(args: list[str]) -> int:
 def _key_values(args: list[str], valid: dict[str, str | None], verb: str) -> dict[str, str | None]:
     from robolearn.errors import UserError
 
-    values = dict(valid)
+    values, given = dict(valid), {}
     for arg in args:
         key, sep, value = arg.partition("=")
         if not sep or key not in valid:
             raise UserError(f"unexpected argument '{arg}'; {verb} takes {', '.join(k + '=...' for k in valid)}")
-        values[key] = value
+        if key in given:
+            raise UserError(f"{key}= is given twice ({given[key]}, {arg}); give it once")
+        if not value and key not in ("run", "bundle"):  # those two say what they need themselves
+            default = f" (leave it out for the default, {valid[key]})" if valid[key] is not None else " (leave it out if unused)"
+            raise UserError(f"{key}= is empty; give it a value{default}")
+        values[key], given[key] = value, arg
     return values
 
 
@@ -160,6 +165,8 @@ def _play(args: list[str]) -> int:
     opts = _key_values(args, valid, "play")
     if bool(opts["run"]) == bool(opts["bundle"]):
         raise UserError("play needs run=<run dir> or bundle=<bundle dir> (one of them)")
+    if opts["bundle"] and opts["checkpoint"]:
+        raise UserError("checkpoint= chooses a run's checkpoint and goes with run=; a bundle holds one policy")
     command = CommandScript.parse(opts["command"]) if opts["command"] else None
     distance = opts["distance"] if opts["distance"] not in (None, "", "auto") else None
     camera = CameraCfg(opts["camera"], _number("distance", distance, float) if distance is not None else None,
@@ -332,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     if verb != "train" and any(a in ("-h", "--help") for a in rest):  # train: Hydra's own --help
         print(verb_help(verb), end="")
         if verb == "tune":
-            from robolearn.tune import usage
+            from robolearn.tune_options import usage
 
             print(usage(), end="")
         return 0

@@ -82,6 +82,25 @@ def register_configs() -> dict[str, TaskPlugin]:
     return tasks
 
 
+GROUPS = ("task", "algo", "physics", "randomization")
+"""The config groups a command line chooses one option of (`task=pendulum`)."""
+
+
+def check_group_choices(overrides: list[str]) -> None:
+    """`task=null`, `task=[cartpole,pendulum]`, `algo=`: a group takes one option's name (a sweep
+    over several is `--multirun task=cartpole,pendulum`); say so, with the valid names, before
+    Hydra fails on it."""
+    for override in overrides:
+        group, eq, value = override.partition("=")
+        if not eq or group not in GROUPS or (value and value.strip()[0] not in "[{" and value != "null"):
+            continue
+        if group == "task":
+            valid = sorted(discover_tasks())
+        else:
+            valid = sorted(f.stem for f in (configs_dir() / group).glob("*.yaml") if not f.stem.endswith("_schema"))
+        raise UserError(f"{override}: {group}= takes one name (several: --multirun {group}=a,b); valid: {', '.join(valid)}")
+
+
 def refuse_broken_task(overrides: list[str]) -> None:
     """`task=<name>` of an installed task that failed to load: say why, not "unknown task".
     `task=isaaclab:<id>` is registered here, as it is chosen (robolearn/isaaclab/task_config.py)."""
@@ -98,6 +117,7 @@ def compose_train(overrides: list[str] | None = None) -> DictConfig:
     """The training config `robolearn train <overrides>` would run with, composed in-process and
     checked (config_checks.py)."""
     register_configs()
+    check_group_choices(list(overrides or []))
     refuse_broken_task(list(overrides or []))
     with _own_hydra(), initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
         cfg = compose(config_name="train", overrides=as_merges(list(overrides or [])))

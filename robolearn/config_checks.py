@@ -52,9 +52,14 @@ def _nonzero(v) -> bool:
     return v != 0
 
 
+RUN_NAME = re.compile(r"[A-Za-z0-9._-]{0,100}")
+"""A run's name: part of its folder's name (runs/<task>/<time>_<run_name>), which a file system
+allows 255 bytes."""
+RUN_NAME_VALID = "letters, digits, '.', '_' and '-', at most 100 characters"
+
 RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "seed": (lambda v: 0 <= v < 2**32, "an integer 0..4294967295"),
-    "run_name": (lambda v: re.fullmatch(r"[A-Za-z0-9._-]*", str(v)) is not None, "letters, digits, '.', '_' and '-'"),
+    "run_name": (lambda v: RUN_NAME.fullmatch(str(v)) is not None, RUN_NAME_VALID),
     "logger": (lambda v: v in LOGGERS, ", ".join(LOGGERS)),
     "wandb.mode": (lambda v: v in ("", *WANDB_MODES), ", ".join(WANDB_MODES) + ", or empty for WANDB_MODE"),
     "wandb.project": (lambda v: bool(str(v).strip()), "a project name"),
@@ -73,7 +78,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "algo.entropy_coef": (_non_negative, ">= 0"),
     "algo.gamma": (_unit, "0 <= gamma <= 1"),
     "algo.lam": (_unit, "0 <= lam <= 1"),
-    "algo.num_learning_epochs": (_at_least_one, "an integer >= 1"),
+    "algo.num_learning_epochs": (lambda v: 1 <= v <= 1000, "an integer 1..1000 (passes over each rollout; 5 is usual)"),
     "algo.num_mini_batches": (_at_least_one, "an integer >= 1"),
     "algo.max_grad_norm": (_positive, "> 0"),
     "algo.init_noise_std": (_positive, "> 0"),
@@ -104,7 +109,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     # the task (the rules that need the model, e.g. joint names, run when the env is built);
     # `*` stands for any key at that level (a term, a group, a command)
     "task.decimation": (lambda v: 1 <= v <= 1000, "an integer 1..1000 (physics steps per control step)"),
-    "task.episode_length_s": (_positive, "> 0 (seconds)"),
+    "task.episode_length_s": (lambda v: 0 < v <= 3600, "0 < episode_length_s <= 3600 (seconds; evaluation runs whole episodes)"),
     "task.sim_dt": (lambda v: 1e-6 <= v <= 0.1, "1e-06..0.1 (seconds), or null for the model's own timestep"),
     "task.observations.*.terms.*.scale": (_nonzero, "a number other than 0"),
     "task.observations.*.terms.*.clip": (_positive, "> 0, or null for no clip"),

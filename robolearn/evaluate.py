@@ -15,6 +15,9 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.progress import EvalProgress
 
 
+MAX_EVAL_EPISODES = 65536
+"""The most episodes eval (one environment per episode, all at once) and sim2sim (one after another)
+take: more is a typo, not a test."""
 ALL_ENDED_EVERY = 16
 """Control steps between the checks whether every episode has ended (each check reads the GPU)."""
 SUMMARY_KEYS = ("episodes", "return_mean", "return_std", "episode_length_mean", "episode_length_s", "terminated_fraction")

@@ -55,3 +55,13 @@ def env_bytes(model: mujoco.MjModel, num_envs: int) -> int:
     row = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS) + model.nsensordata
     per_env = 8 * 3 * row + 4 * 32 * (model.nq + model.nv + model.nsensordata + model.nu) + 256
     return num_envs * per_env
+
+
+def mlp_bytes(networks: list[list[int]], batch: int) -> int:
+    """What fully connected networks, each given by its layer sizes (input, hidden..., output),
+    take in training on minibatches of `batch` samples: float32 weights, their gradients and Adam's
+    two moments (16 bytes a parameter), and each layer's outputs kept for the backward pass with
+    their gradients (8 bytes a sample and unit)."""
+    params = sum(a * b + b for sizes in networks for a, b in zip(sizes, sizes[1:]))
+    units = sum(sum(sizes[1:]) for sizes in networks)
+    return 16 * params + 8 * batch * units

@@ -43,7 +43,7 @@ def check_writable(path: Path, what: str) -> None:
         probe = probe.parent
     if probe != path and not probe.is_dir():
         raise UserError(f"{what}={path}: {probe} is a file, not a directory")
-    if not os.access(probe, os.W_OK | os.X_OK):
+    if not os.access(probe, os.W_OK | os.X_OK if probe.is_dir() else os.W_OK):  # a file to replace needs no X
         raise UserError(f"{what}={path}: {probe} is not writable (permission denied)")
 
 
@@ -155,14 +155,19 @@ def _not_a_bundle(out: Path) -> str | None:
     return None
 
 
-def check_export_target(out: Path) -> None:
-    """Refuse an export path that is not new, an empty directory or a robolearn bundle."""
+def check_export_target(out: Path, task: str | None = None) -> None:
+    """Refuse an export path that is not new, an empty directory or a robolearn bundle (of `task`,
+    where given: a bundle of another task is another policy, not an older one of this)."""
     if out.is_file() or out.is_symlink() and not out.is_dir():
         raise UserError(f"out={out} is an existing file; choose a new path (or an existing bundle to replace)")
     why = _not_a_bundle(out) if out.is_dir() and any(out.iterdir()) else None
     if why:
         raise UserError(f"out={out} is a directory that is not a robolearn bundle ({why}); choose a new path "
                         "(or an existing bundle to replace)")  # fmt: skip
+    held = yaml.safe_load((out / "robot.yaml").read_text()).get("task") if (out / "robot.yaml").is_file() else None
+    if task is not None and held is not None and held != task:
+        raise UserError(f"out={out} holds a bundle of task '{held}', not of {task}; choose a new path (a bundle is "
+                        "replaced only by one of its own task)")  # fmt: skip
     check_writable(out, "out")
     if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
         raise UserError(f"out={out} is not writable (permission denied)")

@@ -17,6 +17,7 @@ from robolearn.config import TrainCfg
 from robolearn.config_checks import not_a_setting
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
+from robolearn.evaluate import MAX_EVAL_EPISODES
 from robolearn.rl.models import ActorCritic, Controller
 from robolearn.run_dir import check_writable
 
@@ -58,7 +59,7 @@ def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int |
     cfg = load_run_config(run_dir)
     num_envs = num_envs or min(cfg.env.num_envs, 64)
     source = checkpoint_file or checkpoint.latest(run_dir)
-    payload = checkpoint.load(source)
+    payload = checkpoint.load(source, named=checkpoint_file is not None)
     seed_everything(cfg.seed)
     env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=num_envs)
     actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
@@ -72,6 +73,10 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
     from robolearn.export.bundle import check_options, export_bundle
 
     check_options(fmt, precision)
+    if out is not None and out.name == "export" and (out.parent / "config.yaml").is_file() \
+            and out.resolve() != (run_dir / "export").resolve():  # fmt: skip
+        raise UserError(f"out={out} is the bundle of another run ({out.parent}); choose a new path, or export that "
+                        "run itself")  # fmt: skip
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, None)
     try:
         result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision)
@@ -81,10 +86,6 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
     return result.path
 
 
-MAX_EVAL_EPISODES = 65536
-"""eval runs one environment per episode, all at once."""
-
-
 def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = None) -> dict:
     """The deterministic policy over `episodes` episodes with the task's randomization on (native
     MuJoCo on the CPU); prints the metrics and writes them to <run>/eval.json."""
@@ -92,6 +93,7 @@ def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = N
 
     if not 1 <= episodes <= MAX_EVAL_EPISODES:
         raise UserError(f"episodes={episodes} is out of range; valid: 1..{MAX_EVAL_EPISODES} (one environment per episode)")
+    load_run_config(run_dir)  # a run directory, before anything about its eval.json
     check_writable(run_dir / "eval.json", "eval")  # before the evaluation, not after it
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes)
     try:

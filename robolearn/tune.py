@@ -4,7 +4,7 @@ early stopping (ASHA), over ordinary robolearn runs.
     robolearn tune tune.scheduler=pbt tune.num_samples=8 task=quadruped_flat \\
         'algo.learning_rate=tag(log,interval(1e-4,1e-2))' algo.entropy_coef=0.0,0.005,0.01
 
-Arguments starting with `tune.` set the search (OPTIONS); every other argument is a training
+Arguments starting with `tune.` set the search (tune_options.py); every other argument is a training
 override, and a Hydra sweep expression makes that key part of the search space: a,b,c is a grid
 (every value, times tune.num_samples), choice() / range() / interval() / tag(log,interval()) are
 sampled for each trial; PBT perturbs them all.
@@ -12,6 +12,8 @@ Each trial is a robolearn run in <tune.dir>/<trial name>/ (config.yaml, metrics,
 bundle: tune_trial.py); Ray's own records go to <tune.dir>/ray/. The search ends with the same
 summary.md / summary.csv as a Hydra sweep (sweeps.py). With tune.address (or RAY_ADDRESS) the
 trials run on that Ray cluster, unchanged; tune.dir must then be on storage every node sees.
+Ctrl-C (or SIGTERM) stops every trial where it is, writes the summary of the trials so far and
+exits 130 (143); a second one stops at once.
 """
 
 from __future__ import annotations
@@ -19,84 +21,151 @@ from __future__ import annotations
 import datetime
 import math
 import os
+import signal
 import socket
+import threading
+from contextlib import nullcontext
 from pathlib import Path
 
 from robolearn.errors import UserError, one_line
-
-SCHEDULERS = ("pbt", "asha", "fifo")
-OPTIONS = {
-    "scheduler": ("asha", "pbt (population-based training), asha (early stopping) or fifo (run every trial to the end)"),
-    "num_samples": ("4", "trials (the PBT population)"),
-    "perturbation_interval": ("", "PBT: iterations between exploit/explore steps; default max_iterations / 5"),
-    "quantile_fraction": ("0.25", "PBT: the bottom fraction copies the top fraction"),
-    "resample_probability": ("0.25", "PBT: chance a perturbed value is resampled instead of scaled by 0.8 or 1.2"),
-    "synch": ("false", "PBT: true waits for every trial at each perturbation (small populations, one machine)"),
-    "grace_period": ("", "ASHA: iterations before a trial may be stopped; default max_iterations / 10"),
-    "reduction_factor": ("3", "ASHA: keep 1 / this of the trials at each rung"),
-    "max_concurrent": ("0", "trials at once (0: as many as the resources allow)"),
-    "cpus_per_trial": ("1", "CPU cores each trial reserves"),
-    "gpus_per_trial": ("0", "GPUs each trial reserves (fractions share one GPU: 0.25)"),
-    "num_cpus": ("", "CPU cores of the local Ray instance; default all"),
-    "address": ("", "a Ray cluster (ray://host:10001 or auto); default RAY_ADDRESS, else a local instance"),
-    "dir": ("", "the search's folder; default runs/tune/<time>"),
-}
-
+from robolearn.interrupts import Interrupted, stop_on_signals
+from robolearn.tune_options import split_args
+from robolearn.tune_options import settings as check_settings
 
 def tune_verb(args: list[str]) -> int:
-    options, overrides = _split(args)
+    options, overrides = split_args(args)
     try:
         import ray
         from ray import tune
     except ImportError:
         raise UserError("robolearn tune needs Ray Tune, an optional extra: pip install 'robolearn[tune]'") from None
+    address = options["address"] or os.environ.get("RAY_ADDRESS") or None
+    settings = check_settings(options, address)
     fixed, space = search_space(overrides)
     cfg = _check(fixed, space)
-    scheduler, mode = _scheduler(options, cfg, space, fixed)
-    cpus, gpus = _number(options, "cpus_per_trial", float, 0), _number(options, "gpus_per_trial", float, 0)
-    if cpus <= 0:
-        raise UserError(f"tune.cpus_per_trial={options['cpus_per_trial']} is out of range; valid: a number > 0 "
-                        "(a trial's env and learner run on at least part of a core)")  # fmt: skip
-    samples, concurrent = _number(options, "num_samples", int, 1), _number(options, "max_concurrent", int, 0)
-    num_cpus = _number(options, "num_cpus", int, 1) if options["num_cpus"] else None
-    address = options["address"] or os.environ.get("RAY_ADDRESS") or None
+    scheduler, mode = _scheduler(settings, cfg, space, fixed)
     _reachable(address)
     folder = _folder(options["dir"])  # the last check: nothing is written before the others pass
 
     from robolearn import sweeps
     from robolearn.tune_trial import run_trial
 
+    # Ctrl-C / SIGTERM end the search through the stopper below (every trial stops, the summary is
+    # written), not through Ray's own SIGINT handler (it says to resume with Tuner.restore and exits 0)
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
+    client = bool(address and address.startswith("ray://"))  # the search itself runs on the cluster: no stopper
+    cpus, gpus = settings["cpus_per_trial"], settings["gpus_per_trial"]
+    stop = None
     try:
-        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-                 configure_logging=False)  # fmt: skip
-    except Exception as exc:  # no cluster there, refused, another Ray version
-        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-        raise UserError(f"cannot start {where}: {type(exc).__name__}: {one_line(exc)[:200]}") from None
-    try:
-        trainable = tune.with_resources(tune.with_parameters(run_trial, base=fixed, folder=str(folder), cpus=cpus),
-                                        {"cpu": cpus, "gpu": gpus})  # fmt: skip
-        tuner = tune.Tuner(
-            trainable, param_space=space,
-            tune_config=tune.TuneConfig(metric="objective", mode=mode, scheduler=scheduler,
-                                        num_samples=samples, max_concurrent_trials=concurrent or None),
-            # every reported checkpoint is kept: PBT may exploit one a trial reported several perturbations ago
-            run_config=tune.RunConfig(name="ray", storage_path=str(folder), verbose=1,
-                                      failure_config=tune.FailureConfig(max_failures=0)),
-        )  # fmt: skip
-        where = "the Ray cluster" if address else "a local Ray instance"
-        print(f"tuning {cfg.task.name} with {options['scheduler']} into {folder} on {where} at "
-              f"{ray.get_runtime_context().gcs_address}", flush=True)  # fmt: skip
-        results = tuner.fit()
+        try:
+            ray.init(address=address, num_cpus=None if address else settings["num_cpus"],
+                     include_dashboard=False, configure_logging=False)  # fmt: skip
+        except Exception as exc:  # no cluster there, refused, another Ray version
+            where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+            raise UserError(f"cannot start {where}: {type(exc).__name__}: {one_line(exc)[:200]}") from None
+        with nullcontext(None) if client else stop_on_signals() as stop:
+            try:
+                trainable = tune.with_parameters(run_trial, base=fixed, folder=str(folder), cpus=cpus)
+                trainable = tune.with_resources(trainable, {"cpu": cpus, "gpu": gpus})
+                tuner = tune.Tuner(
+                    trainable, param_space=space,
+                    tune_config=tune.TuneConfig(metric="objective", mode=mode, scheduler=scheduler,
+                                                num_samples=settings["num_samples"],
+                                                max_concurrent_trials=settings["max_concurrent"] or None),
+                    # every reported checkpoint is kept: PBT may exploit one reported perturbations ago
+                    run_config=tune.RunConfig(name="ray", storage_path=str(folder), verbose=1,
+                                              stop=None if stop is None else _signal_stopper(stop),
+                                              failure_config=tune.FailureConfig(max_failures=0)),
+                )  # fmt: skip
+                where = "the Ray cluster" if address else "a local Ray instance"
+                print(f"tuning {cfg.task.name} with {settings['scheduler']} into {folder} on {where} at "
+                      f"{ray.get_runtime_context().gcs_address}", flush=True)  # fmt: skip
+                results = _fit(tuner, stop, folder)
+            finally:
+                _shut_down(ray)  # still under the handlers: a second signal does not cut it short
+    except KeyboardInterrupt:  # a second signal, or one while Ray started: stopped at once
+        signum = (stop.signum if stop is not None else None) or signal.SIGINT
+        raise _Stopped(signum, f"stopped by {signal.Signals(signum).name} at once; the trials' runs so far "
+                               f"are in {folder}") from None  # fmt: skip
     finally:
-        ray.shutdown()
+        ray.shutdown()  # after a failed or interrupted start (nothing left to do otherwise)
+    signum = stop.signum if stop is not None else None
+    if results is None:  # the signal broke the search itself: its runs are still there
+        raise _Stopped(signum, f"stopped by {signal.Signals(signum).name}; the trials' runs so far are in {folder}")
     rows = [_summary_row(r, cfg) for r in results]
     written = sweeps.write_summary(folder, rows)
+    if signum is not None:
+        raise _Stopped(signum, _stopped_line(signum, folder, rows, written))
     if written is not None:
         print(sweeps.summary_line(*written), flush=True)
     failed = [r for r in results if r.error is not None]
     if failed:
         raise UserError(f"{len(failed)} of {len(rows)} trials failed; the first: {trial_error(failed[0].error)}")
     return 0
+
+
+def _fit(tuner, stop, folder: Path):
+    """tuner.fit()'s results; None where a signal (`stop`: interrupts.stop_on_signals, None for a Ray
+    client) broke the search on its way to stop it."""
+    if stop is not None and stop():  # a signal while the search was being set up
+        raise _Stopped(stop.signum, f"stopped by {signal.Signals(stop.signum).name} before any trial started; "
+                                    f"the search's folder: {folder}")  # fmt: skip
+    try:
+        return tuner.fit()
+    except Exception:  # what a signal broke on its way (a trial's files half written, ...)
+        if stop is None or not stop():
+            raise
+        return None
+
+
+def _shut_down(ray) -> None:
+    """ray.shutdown(), which ends the local instance's processes (raylet, agents, workers), with
+    SIGINT and SIGTERM ignored meanwhile: a signal cutting it short would leave them running."""
+    if threading.current_thread() is not threading.main_thread():
+        ray.shutdown()
+        return
+    saved = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        ray.shutdown()
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+class _Stopped(Interrupted):
+    """The search stopped on a signal: one line saying where its results are, exit 128 + the signal."""
+
+    def __init__(self, signum: int, text: str):
+        super().__init__(signum, Path(), 0, None)
+        self.text = text
+
+    def line(self) -> str:
+        return self.text
+
+
+def _signal_stopper(stop):
+    """A Tune stopper that ends the whole search once `stop` (interrupts.stop_on_signals) saw a signal."""
+    from ray.tune import Stopper
+
+    class SignalStopper(Stopper):
+        def __call__(self, trial_id, result) -> bool:
+            return False
+
+        def stop_all(self) -> bool:
+            return stop()
+
+    return SignalStopper()
+
+
+def _stopped_line(signum: int, folder: Path, rows: list[dict], written) -> str:
+    """What a search stopped by a signal leaves: the trials that finished, and where every run is."""
+    name = signal.Signals(signum).name
+    if written is None:
+        return f"stopped by {name} before any trial reported; the search's folder: {folder}"
+    finished = sum(r["status"] == "finished" for r in rows)
+    others = f", {len(rows) - finished} stopped part-way" if finished < len(rows) else ""
+    return (f"stopped by {name}: {finished} of {len(rows)} trials finished{others}; every trial's run so far is in "
+            f"{folder}, ranked in {written[0]}")  # fmt: skip
 
 
 def search_space(overrides: list[str]) -> tuple[list[str], dict]:
@@ -121,10 +190,18 @@ def search_space(overrides: list[str]) -> tuple[list[str], dict]:
         elif override.is_choice_sweep():
             space[key] = tune.choice(list(override.sweep_iterator()))
         elif override.is_range_sweep():
-            space[key] = tune.choice(list(override.sweep_iterator()))
+            values = list(override.sweep_iterator())
+            if not values:
+                raise UserError(f"{text}: the range has no values; valid: range(start,stop) with start < stop, "
+                                f"or range(start,stop,step) with a step towards stop")  # fmt: skip
+            space[key] = tune.choice(values)
         elif override.is_interval_sweep():
             integer, log = "int" in value.tags, "log" in value.tags
             low, high = value.start, value.end
+            if not low < high:
+                swapped = f", e.g. interval({high:g},{low:g})" if low > high else ""
+                raise UserError(f"{text}: the interval's start {low:g} is not below its end {high:g}; valid: "
+                                f"interval(low,high) with low < high{swapped}")  # fmt: skip
             if log and low <= 0:
                 raise UserError(f"{text}: a log interval needs a start above 0")
             if integer:
@@ -180,24 +257,21 @@ def _extremes(domain) -> list:
     return [lower, upper - 1 if integer else upper]
 
 
-def _scheduler(options: dict, cfg, space: dict, fixed: list[str]):
-    """(Tune scheduler, mode); PBT checkpoints at every perturbation: runner.save_interval is set to the
-    perturbation interval (appended to `fixed`) unless given."""
+def _scheduler(settings: dict, cfg, space: dict, fixed: list[str]):
+    """(Tune scheduler, mode) of the checked tune.* values (_settings); PBT checkpoints at every
+    perturbation: runner.save_interval is set to the perturbation interval (appended to `fixed`)
+    unless given."""
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
 
-    name, iterations = options["scheduler"], int(cfg.runner.max_iterations)
+    name, iterations = settings["scheduler"], int(cfg.runner.max_iterations)
     mode = "max" if cfg.objective.direction == "maximize" else "min"
-    if name not in SCHEDULERS:
-        raise UserError(f"tune.scheduler={name} is not valid; valid: {', '.join(SCHEDULERS)}")
     if name == "fifo":
         return FIFOScheduler(), mode
     if name == "asha":
-        grace = _number(options, "grace_period", int, 1) if options["grace_period"] else max(1, iterations // 10)
-        factor = _number(options, "reduction_factor", float, 1.0001)
+        grace = settings["grace_period"] or max(1, iterations // 10)
         return ASHAScheduler(time_attr="iteration", max_t=iterations, grace_period=min(grace, iterations),
-                             reduction_factor=factor), mode  # fmt: skip
-    interval = (_number(options, "perturbation_interval", int, 1) if options["perturbation_interval"]
-                else max(1, iterations // 5))  # fmt: skip
+                             reduction_factor=settings["reduction_factor"]), mode  # fmt: skip
+    interval = settings["perturbation_interval"] or max(1, iterations // 5)
     if "algo.learning_rate" in space and cfg.algo.schedule != "fixed":
         raise UserError(f"PBT searching algo.learning_rate needs algo.schedule=fixed (algo.schedule="
                         f"{cfg.algo.schedule} sets the rate itself, and a copied checkpoint carries it)")  # fmt: skip
@@ -210,8 +284,8 @@ def _scheduler(options: dict, cfg, space: dict, fixed: list[str]):
     scheduler = PopulationBasedTraining(
         time_attr="iteration", perturbation_interval=interval,
         hyperparam_mutations={key: grid(domain) or categories(domain) or domain for key, domain in space.items()},
-        quantile_fraction=_number(options, "quantile_fraction", float, 0), resample_probability=
-        _number(options, "resample_probability", float, 0), require_attrs=True, synch=_flag(options, "synch"),
+        quantile_fraction=settings["quantile_fraction"], resample_probability=settings["resample_probability"],
+        require_attrs=True, synch=settings["synch"],
     )  # fmt: skip
     return scheduler, mode
 
@@ -224,7 +298,7 @@ def _summary_row(result, cfg) -> dict:
     iteration = metrics.get("iteration", 0)
     if result.error is not None:
         status, error = "failed", trial_error(result.error)
-    elif iteration < cfg.runner.max_iterations:
+    elif iteration < int((result.config or {}).get("runner.max_iterations", cfg.runner.max_iterations)):
         status, error = f"stopped at iteration {iteration}", ""
     else:
         status, error = "finished", ""
@@ -267,39 +341,6 @@ def trial_error(error: BaseException) -> str:
     return one_line(text)[:300]
 
 
-def _split(args: list[str]) -> tuple[dict, list[str]]:
-    options = {key: default for key, (default, _) in OPTIONS.items()}
-    overrides = []
-    for arg in args:
-        if arg.startswith("tune."):
-            key, sep, value = arg[len("tune."):].partition("=")
-            if key not in OPTIONS or not sep:
-                raise UserError(f"unknown option '{arg}'; valid: {', '.join(f'tune.{k}=' for k in OPTIONS)}")
-            options[key] = value
-        elif arg in ("-m", "--multirun") or arg.startswith(("hydra.", "hydra/", "resume=")):
-            raise UserError(f"robolearn tune does not take '{arg}': it runs the search itself (tune.* options)")
-        else:
-            overrides.append(arg)
-    return options, overrides
-
-
-def _flag(options: dict, key: str) -> bool:
-    if options[key] not in ("true", "false"):
-        raise UserError(f"tune.{key}={options[key]} is not valid; valid: true or false")
-    return options[key] == "true"
-
-
-def _number(options: dict, key: str, kind: type, minimum: float):
-    try:
-        value = kind(options[key])
-    except ValueError:
-        value = None
-    if value is None or value < minimum:
-        raise UserError(f"tune.{key}={options[key]} is out of range; valid: "
-                        f"{'an integer' if kind is int else 'a number'} >= {minimum:g}")  # fmt: skip
-    return value
-
-
 def _folder(given: str) -> Path:
     folder = Path(given).expanduser() if given else Path("runs/tune") / datetime.datetime.now().strftime(
         "%Y-%m-%d_%H-%M-%S_%f")  # fmt: skip
@@ -309,11 +350,3 @@ def _folder(given: str) -> Path:
         raise UserError(f"tune.dir={folder} is not empty; choose a new folder (a search never writes over runs)")
     folder.mkdir(parents=True, exist_ok=True)
     return folder.resolve()
-
-
-def usage() -> str:
-    """The tune.<option>s with their defaults (robolearn tune --help)."""
-    lines = ["", "options (every other argument is a training override; one written as a sweep is searched):"]
-    for key, (default, text) in OPTIONS.items():
-        lines.append(f"  tune.{key}={default or '...'}".ljust(34) + text)
-    return "\n".join(lines) + "\n"

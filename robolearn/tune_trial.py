@@ -137,6 +137,9 @@ def run_trial(config: dict, base: list[str], folder: str, cpus: float) -> None:
     with donor.as_directory() if donor is not None else nullcontext(None) as received:
         start_from = None
         if received is not None and (Path(received) / SOURCE_FILE).read_text() == str(run_dir):
+            if int(checkpoint.load(Path(received) / CHECKPOINT_FILE)["iteration"]) >= cfg.runner.max_iterations:
+                reporter.last(run_objective(cfg, run_dir))  # paused after its last iteration: nothing to train
+                return
             cfg.resume = str(run_dir)  # paused and restored (synchronous PBT): an ordinary, exact resume
         elif received is not None:
             start_from = Path(received) / CHECKPOINT_FILE
@@ -144,3 +147,14 @@ def run_trial(config: dict, base: list[str], folder: str, cpus: float) -> None:
         value = app.train(cfg, run_dir, observer=reporter, start_from=start_from)
     reporter.flush()
     reporter.last(value)
+
+
+def run_objective(cfg, run_dir: Path) -> float:
+    """The objective of a run that has trained all its iterations, from its metrics (app.train's value)."""
+    from robolearn.app import read_metrics
+    from robolearn.objective import Objective
+
+    objective = Objective(cfg.objective)
+    for row in read_metrics(run_dir / "metrics.jsonl"):
+        objective.see(row)
+    return objective.value()

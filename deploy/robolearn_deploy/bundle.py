@@ -2,13 +2,15 @@
 
 A bundle is refused (DeployError, one line) when a listed file is missing or differs from its
 checksum, when robot.yaml itself was edited after export, when its format is one this runtime
-does not read, or when its observation/action layout does not add up.
+does not read, when its observation/action layout does not add up, or when a number the control
+loop relies on (timing, ctrl limits, poses, joint limits) is one no export writes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,6 +161,7 @@ class Bundle:
 
     @classmethod
     def _parse(cls, path: Path, meta: dict) -> Bundle:
+        period = check_timing(meta)
         actuators = tuple(_actuator(a) for a in _require(meta, "actuators"))
         obs, act = _require(meta, "observation"), _require(meta, "action")
         terms = tuple(
@@ -169,9 +172,9 @@ class Bundle:
         bundle = cls(
             path=path, meta=meta, actuators=actuators, terms=terms, obs_size=int(_require(obs, "size")),
             input_name=obs.get("input", "obs"), output_name=act.get("output", "actions"),
-            control_period_s=float(_require(meta, "control_period_s")),
-            default_pose={k: float(v) for k, v in _require(meta, "default_pose").items()},
-            joint_limits={k: (float(v[0]), float(v[1])) for k, v in (meta.get("joint_limits") or {}).items()},
+            control_period_s=period,
+            default_pose={k: _number(v, f"default_pose of {k!r}") for k, v in _require(meta, "default_pose").items()},
+            joint_limits={k: _range(v, f"joint_limits of {k!r}") for k, v in (meta.get("joint_limits") or {}).items()},
             artifacts=tuple(Artifact(a["file"], a["kind"], a["precision"], a) for a in _require(meta, "artifacts")),
             state=state_tensors(meta),
         )  # fmt: skip
@@ -260,6 +263,57 @@ def state_tensors(meta: dict) -> tuple[StateTensor, ...]:
     return tuple(state)
 
 
+FINITE = (math.isfinite, "a finite number")
+POSITIVE = (lambda v: math.isfinite(v) and v > 0, "a positive finite number")
+NOT_NAN = (lambda v: not math.isnan(v), "a number (.inf and -.inf: unbounded)")
+"""(test, what is valid) for one number of robot.yaml."""
+
+
+def _number(value: Any, field: str, rule: tuple = FINITE, unit: str = "") -> float:
+    """robot.yaml's `field` as a float that passes `rule`: a checksum proves only that robot.yaml
+    is the one signed, and a hand edit re-signed with metadata_digest would otherwise run (a negative
+    period trips the watchdog on every tick, a NaN ctrl limit lets any ctrl through)."""
+    ok, valid = rule
+    try:  # a string too: YAML 1.1 reads 2e-2 (no dot) as one
+        number = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not ok(number):
+        raise DeployError(f"robot.yaml has {field}: {value!r}; valid: {valid}{unit} (re-export the bundle)")
+    return number
+
+
+def _range(value: Any, field: str) -> tuple[float, float]:
+    """A finite [low, high] of robot.yaml (a joint's limits, an effort range): the watchdog trips
+    outside it, so a NaN or a swapped pair would trip it on every tick or never."""
+    valid = "[low, high], finite numbers with low <= high (re-export the bundle)"
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise DeployError(f"robot.yaml has {field}: {value!r}; valid: {valid}")
+    try:
+        low, high = (_number(v, field) for v in value)
+    except DeployError:
+        raise DeployError(f"robot.yaml has {field}: {list(value)!r}; valid: {valid}") from None
+    if low > high:
+        raise DeployError(f"robot.yaml has {field}: [{low}, {high}]; valid: {valid}")
+    return low, high
+
+
+def check_timing(meta: dict) -> float:
+    """The control period, after checking it and, where present, the physics step and decimation
+    (physics steps per control period) export writes: the watchdog's deadline and sim2sim's physics
+    come from them."""
+    period = _number(_require(meta, "control_period_s"), "control_period_s", POSITIVE, " of seconds")
+    dt = _number(meta["physics_dt_s"], "physics_dt_s", POSITIVE, " of seconds") if "physics_dt_s" in meta else None
+    decimation = meta.get("decimation", 1)
+    if isinstance(decimation, bool) or not isinstance(decimation, int) or decimation < 1:
+        raise DeployError(f"robot.yaml has decimation: {decimation!r}; valid: an integer >= 1 (physics steps per control "
+                          "period; re-export the bundle)")  # fmt: skip
+    if dt is not None and "decimation" in meta and not math.isclose(dt * decimation, period, rel_tol=1e-6):
+        raise DeployError(f"robot.yaml has control_period_s: {period} but physics_dt_s x decimation = {dt} x {decimation} "
+                          f"= {dt * decimation:.6g} s; valid: equal periods (re-export the bundle)")  # fmt: skip
+    return period
+
+
 def _history(term: dict) -> int:
     """A term's `history` (absent: 1, the bundles written before history existed)."""
     history = term.get("history", 1)
@@ -275,8 +329,10 @@ def _actuator(entry: dict) -> Actuator:
         raise DeployError(
             f"actuator '{entry.get('name')}' is of kind {kind!r}; this runtime drives {', '.join(ACTUATOR_KINDS)}"
         )
-    floats = ("action_scale", "action_offset", "ctrl_min", "ctrl_max", "kp", "kd", "effort_per_ctrl")
-    values = {k: float(entry[k]) for k in floats if k in entry}
+    where = f"actuator {entry.get('name')!r}"
+    floats = ("action_scale", "action_offset", "kp", "kd", "effort_per_ctrl")
+    values = {k: _number(entry[k], f"{where} {k}") for k in floats if k in entry}
+    values["ctrl_min"], values["ctrl_max"] = _ctrl_limits(entry, where)
     effort = entry.get("effort_range")
     safe = entry.get("safe_ctrl", "zero")
     if kind == "actuator" and safe not in SAFE_CTRL:
@@ -284,6 +340,17 @@ def _actuator(entry: dict) -> Actuator:
                           "(re-export the bundle)")  # fmt: skip
     return Actuator(
         name=str(entry["name"]), joint=None if kind == "actuator" else str(entry["joint"]), kind=kind, **values,
-        effort_range=None if effort is None else (float(effort[0]), float(effort[1])),
+        effort_range=None if effort is None else _range(effort, f"{where} effort_range"),
         drives=str(entry.get("drives", "")), safe_ctrl=str(safe),
     )  # fmt: skip
+
+
+def _ctrl_limits(entry: dict, where: str) -> tuple[float, float]:
+    """An actuator's [ctrl_min, ctrl_max]: no NaN (which np.clip passes through), unbounded sides
+    as +-inf (an imported policy's unclipped action), and ctrl_min <= ctrl_max."""
+    low = _number(_require(entry, "ctrl_min", f"robot.yaml {where}"), f"{where} ctrl_min", NOT_NAN)
+    high = _number(_require(entry, "ctrl_max", f"robot.yaml {where}"), f"{where} ctrl_max", NOT_NAN)
+    if low > high or low == math.inf or high == -math.inf:
+        raise DeployError(f"robot.yaml has {where} ctrl_min: {low}, ctrl_max: {high}; valid: ctrl_min <= ctrl_max, "
+                          "ctrl_min below .inf and ctrl_max above -.inf (re-export the bundle)")  # fmt: skip
+    return low, high

@@ -5,6 +5,9 @@ is not finite, or a step that finishes later than `max_latency_s` after its tick
 then on the robot gets the safe command (damping, or hold the pose at the trip) on every tick,
 the policy no longer runs (a recurrent policy's state is reset: what it remembered led here), and
 the report says why. Clearing a trip is a deliberate `reset()`, which starts a new episode.
+
+With `log=`, every step is appended to a JSON-lines file; the loop appends only to a new file or
+to an earlier log of its own, never to another file that happens to sit at that path.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -43,6 +47,44 @@ class Safety:
     def __post_init__(self):
         if self.safe_mode not in SAFE_MODES:
             raise DeployError(f"unknown safe_mode '{self.safe_mode}'; valid: {', '.join(SAFE_MODES)}")
+
+
+LOG_KEYS = frozenset({"step", "tick", "joint_pos", "joint_vel", "action", "command", "tripped"})
+"""Keys every row of the step log has (ControlLoop._write_log): how an earlier log is recognized."""
+MAX_LOG_LINE = 1 << 24
+"""A longer line is no step log's row (which holds one observation and one command)."""
+
+
+def is_step_log(path: str | Path) -> bool:
+    """Whether `path` holds step-log rows and nothing else: a file a loop may append to without
+    damaging someone's notes, a checkpoint or a bundle file. An empty file is no log (it may be a
+    run's train.log, say). Read one line at a time, each at most MAX_LOG_LINE long: a log of a
+    long run is large, a binary file may have no line breaks at all."""
+    rows = 0
+    try:
+        with open(path, encoding="utf-8") as f:
+            while line := f.readline(MAX_LOG_LINE):
+                row = json.loads(line)
+                if not isinstance(row, dict) or not LOG_KEYS <= row.keys():
+                    return False
+                rows += 1
+    except (OSError, ValueError):  # ValueError: not JSON, or not UTF-8 text (UnicodeDecodeError)
+        return False
+    return rows > 0
+
+
+def open_log(log: str | Path) -> TextIO:
+    """`log` opened for appending, after refusing a folder or an existing file that is not a step log."""
+    path = Path(log)
+    if path.is_dir():
+        raise DeployError(f"the log {log} is a folder; valid: a file path (e.g. steps.jsonl)")
+    if path.exists() and not is_step_log(path):
+        raise DeployError(f"the log {log} exists and is not a step log (JSON lines this loop wrote); valid: a new file, "
+                          "or an earlier log to append to")  # fmt: skip
+    try:
+        return open(path, "a", encoding="utf-8")
+    except OSError as exc:
+        raise DeployError(f"cannot open the log {log} ({exc.strerror})") from None
 
 
 @dataclass
@@ -88,10 +130,7 @@ class ControlLoop:
                               f"(it provides: {', '.join(provided) or 'none'}); needed: {', '.join(self.observations.signals)}")  # fmt: skip
         self.actions = ActionMapper(bundle, robot.joint_names, self.safety.damping_kd, getattr(robot, "actuator_names", ()))
         self._limits = self._joint_limits(bundle.joint_limits, list(robot.joint_names))
-        try:
-            self._log = open(log, "a") if log is not None else None
-        except OSError as exc:
-            raise DeployError(f"cannot open the log {log} ({exc.strerror})") from None
+        self._log = open_log(log) if log is not None else None
         self.reset()
 
     def _joint_limits(self, limits: dict, joints: list[str]) -> tuple[np.ndarray, np.ndarray]:

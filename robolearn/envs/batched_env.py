@@ -32,7 +32,7 @@ from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep, use_graphs
 from robolearn.envs.episode_stats import EpisodeStats
 from robolearn.envs.event_manager import EventManager
-from robolearn.envs.health import EnvHealth
+from robolearn.envs.health import EnvHealth, divergence_cause
 from robolearn.envs.observation_manager import ObservationManager
 from robolearn.envs.term_managers import CurriculumManager, MetricManager, RewardManager, TerminationManager
 from robolearn.envs.terrain import TerrainState
@@ -94,6 +94,10 @@ class BatchedEnv:
         self.scene = Scene.build(cfg, plugin, self.device)
         model = self.model = self.scene.model
         self.asset_path, self.edit_spec = self.scene.asset_path, self.scene.edit_spec
+        control_dt = float(model.opt.timestep) * cfg.decimation
+        if cfg.episode_length_s < control_dt:
+            raise UserError(f"task.episode_length_s={cfg.episode_length_s:g} is shorter than one control step ({control_dt:g} s: "
+                            f"the model's timestep x task.decimation); valid: >= {control_dt:g}")  # fmt: skip
         if self.device.type == "cpu":  # a GPU reports its own allocation failures (app.fits_in_memory)
             memory.require(memory.env_bytes(model, num_envs), f"env.num_envs={num_envs}", "lower env.num_envs")
         self.physics = make_backend(physics, model, num_envs, self.device, physics_settings, self.scene.physics_copy)
@@ -350,6 +354,10 @@ class BatchedEnv:
         rows = torch.cat([sums.sum(0, keepdim=True), self.episode_steps.unsqueeze(0).float(), sums,
                           self.terminations.fired.float()])  # fmt: skip
         self.stats.record(mask, rows.T)
+
+    def divergence_cause(self) -> str:
+        """Why every transition is invalid (health.divergence_cause), for the one line a run stops with."""
+        return divergence_cause(self)
 
     def pop_episode_stats(self) -> dict[str, float]:
         """Means over the last `episode_window` finished episodes (none before the first ends),

@@ -123,3 +123,22 @@ class EnvHealth:
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.pending.copy_(state["pending"])
         self._maybe_pending = True
+
+
+def divergence_cause(env) -> str:
+    """What makes every transition invalid, read once where a run stops for it (the env is not
+    stepped again, so a class term's state may change here): the physics state, the first reward
+    term or observation term whose values are not finite now; '' where none shows in this state."""
+    physics = env.physics
+    if not (torch.isfinite(physics.qpos).all() and torch.isfinite(physics.qvel).all()):
+        return "the simulation's state is not finite (a model or an action that makes the physics diverge)"
+    managers = [("reward", env.rewards.terms)] + [("observation", env.observations.terms)]
+    for kind, terms in managers:
+        for term in terms:
+            try:
+                value = term.func(env, **term.params)
+            except Exception:  # a term that fails here reports itself when it runs
+                continue
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and not torch.isfinite(value).all():
+                return f"{kind} term '{term.name}' ({term.source}) returns values that are not finite"
+    return ""

@@ -173,7 +173,7 @@ def export_bundle(
     recorded observations for parity), then write and check the bundle at `out_dir`. `progress`:
     show the evaluation's progress (and a TensorRT build) on stderr."""
     check_options(fmt, precision)
-    check_export_target(out_dir)
+    check_export_target(out_dir, env.cfg.name)
     # a recurrent policy is compared over whole sequences: 200 steps of the first episodes of the
     # environments the parity check runs (onnx.probe_observations)
     recurrent = actor_critic.actor_memory is not None

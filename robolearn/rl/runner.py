@@ -25,7 +25,7 @@ from robolearn.config import AlgoCfg, RunnerCfg
 from robolearn.distributed import Ranks
 from robolearn.envs.vec_env import VecEnv
 from robolearn.errors import UserError
-from robolearn.memory import require
+from robolearn.memory import mlp_bytes, require
 from robolearn.rl.iteration_clock import IterationClock
 from robolearn.rl.models import ActorCritic
 from robolearn.rl.ppo import PPO
@@ -76,14 +76,23 @@ class OnPolicyRunner:
         self.env, self.cfg, self.device = env, cfg, device
         self.ranks = ranks or Ranks()
         dims = env.observation_dims()
+        host = torch.device(device).type == "cpu"  # a GPU reports its own allocation failures (app.fits_in_memory)
+        networks = [[dims["policy"], *algo.actor_hidden_dims, env.num_actions],
+                    [dims.get("critic", dims["policy"]), *algo.critic_hidden_dims, 1]]  # fmt: skip
+        layers = f"algo.actor_hidden_dims={list(algo.actor_hidden_dims)} with algo.critic_hidden_dims={list(algo.critic_hidden_dims)}"
+        if host:  # the weights and the optimizer's state, before they are made
+            require(mlp_bytes(networks, 0), layers, "use smaller layers")
         actor_critic = ActorCritic.from_config(algo, dims, env.num_actions)
         shapes = {"actor": [s.shape[1:] for s in actor_critic.initial_actor_state(1)],
                   "critic": [s.shape[1:] for s in actor_critic.initial_critic_state(1)]}  # fmt: skip
-        if torch.device(device).type == "cpu":
+        if host:
             state_size = sum(math.prod(shape) for group in shapes.values() for shape in group)
             require(RolloutStorage.nbytes(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions, state_size),
                     f"env.num_envs={env.num_envs} x runner.num_steps_per_env={cfg.num_steps_per_env} (the rollout)",
                     "lower env.num_envs or runner.num_steps_per_env")  # fmt: skip
+            minibatch = env.num_envs * cfg.num_steps_per_env // algo.num_mini_batches
+            require(mlp_bytes(networks, minibatch), f"{layers} on minibatches of {minibatch:,} samples",
+                    "use smaller layers or more algo.num_mini_batches")  # fmt: skip
         self.actor_critic = actor_critic.to(device)
         self.storage = RolloutStorage(cfg.num_steps_per_env, env.num_envs, dims, env.num_actions, device, shapes)
         self.alg = PPO(self.actor_critic, self.storage, algo, self.ranks)
@@ -129,13 +138,15 @@ class OnPolicyRunner:
             steps = env.num_envs * self.cfg.num_steps_per_env * self.ranks.world_size  # every rank's
             self.env_steps += steps
             self.wall_time_s += learned - start
+            stats = self._episode_stats()
+            self._refuse_total_divergence(stats, steps)
             log({
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,
                 "wall_time_s": self.wall_time_s,
                 "steps_per_s": steps / (learned - start),
                 **clock.phases(),  # collection_s, learning_s: the device's own times on a GPU
-                **self._episode_stats(),
+                **stats,
                 **losses,
             })  # fmt: skip
             self._obs = obs
@@ -148,6 +159,17 @@ class OnPolicyRunner:
                     checkpoint.prune(checkpoint_dir, self.cfg.keep_checkpoints)
                     if saved is not None:
                         saved(path)
+
+    def _refuse_total_divergence(self, stats: dict[str, float], steps: int) -> None:
+        """Every transition of the iteration invalid (envs/health.py): nothing can be learned, and
+        going on would export an untrained policy; stop in one line that names the cause. (Under
+        torchrun the ranks' counts differ, and one rank stopping alone would hang the others.)"""
+        if self.ranks.distributed or stats.get("health/nonfinite_resets", 0) < steps:
+            return
+        cause = getattr(self.env, "divergence_cause", lambda: "")()
+        raise UserError(f"iteration {self.iteration}: every one of its {steps:,} env steps diverged and was reset, so "
+                        f"nothing can be learned: {cause or 'a non-finite state, reward or observation'}; the run "
+                        "keeps its checkpoints up to here")  # fmt: skip
 
     def _episode_stats(self) -> dict[str, float]:
         """The env's episode statistics; under torchrun, on rank 0, every rank's merged."""

@@ -67,7 +67,10 @@ class NewTask:
 
 def check_request(name: str, template: str, robot: Path | None, out: Path) -> None:
     """Every mistake new-task can see before writing anything: one UserError line each."""
-    if not NAME.fullmatch(name) or keyword.iskeyword(name) or len(name) > MAX_NAME:
+    if keyword.iskeyword(name):
+        raise UserError(f"invalid task name '{name}': a Python keyword cannot name the task's package; valid: another "
+                        f"name, e.g. {name}_task")  # fmt: skip
+    if not NAME.fullmatch(name) or len(name) > MAX_NAME:
         shown = f"'{name}'" if len(name) <= MAX_NAME else f"'{name[:20]}...' ({len(name)} characters)"
         raise UserError(f"invalid task name {shown}; valid: up to {MAX_NAME} lowercase letters, digits and '_', starting "
                         "with a letter (it is the task's name and its Python package's), e.g. my_robot_walk")  # fmt: skip

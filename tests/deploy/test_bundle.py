@@ -125,7 +125,6 @@ def test_deploy_runs_without_torch_or_robolearn(cartpole_bundle):
 @pytest.mark.parametrize("edit", [
     lambda m: m["observation"]["terms"][0].pop("source"),
     lambda m: m["actuators"][0].pop("joint"),
-    lambda m: m["actuators"][0].update(action_scale="big"),
     lambda m: m["artifacts"][0].pop("precision"),
     lambda m: m.update(default_pose=[0.0, 0.0]),
 ])  # fmt: skip
@@ -170,3 +169,70 @@ def test_a_sensor_term_needs_its_sensors_described(cartpole_bundle):
     assert builder.signals == {"cart_sensor": 1}
     state = RobotState(np.zeros(2), np.zeros(2), {"cart_sensor": np.array([0.25])})
     assert builder.build(state)[0] == 0.25
+
+
+def files_of(folder):
+    """Every file under `folder` with its bytes: what a refusal must leave as it was."""
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _actuator(**entry):
+    return lambda m: m["actuators"][0].update(entry)
+
+
+def _joint_limit(low, high):
+    return lambda m: m["joint_limits"].update(slider=[low, high])
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("edit,expected", [
+    (lambda m: m.update(control_period_s=-0.02), ["control_period_s: -0.02", "valid: a positive finite number of seconds"]),
+    (lambda m: m.update(control_period_s=NAN), ["control_period_s: nan", "valid: a positive finite number of seconds"]),
+    (lambda m: m.update(control_period_s="fast"), ["control_period_s: 'fast'", "valid: a positive finite number"]),
+    (lambda m: m.update(physics_dt_s=0.0), ["physics_dt_s: 0.0", "valid: a positive finite number of seconds"]),
+    (lambda m: m.update(decimation=0), ["decimation: 0", "valid: an integer >= 1"]),
+    (lambda m: m.update(decimation="two"), ["decimation: 'two'", "valid: an integer >= 1"]),
+    (lambda m: m.update(decimation=2.5), ["decimation: 2.5", "valid: an integer >= 1"]),
+    (lambda m: m.update(physics_dt_s=0.005), ["control_period_s: 0.02 but physics_dt_s x decimation = 0.005 x 2",
+                                              "valid: equal periods"]),
+    (_actuator(ctrl_min=NAN), ["actuator 'slide' ctrl_min: nan", "valid: a number (.inf and -.inf: unbounded)"]),
+    (_actuator(ctrl_max=NAN), ["actuator 'slide' ctrl_max: nan", "valid: a number"]),
+    (_actuator(ctrl_min=2.0), ["actuator 'slide' ctrl_min: 2.0, ctrl_max: 1.0", "valid: ctrl_min <= ctrl_max"]),
+    (_actuator(ctrl_min=INF, ctrl_max=INF), ["ctrl_min: inf, ctrl_max: inf", "ctrl_min below .inf"]),
+    (_actuator(action_scale="big"), ["actuator 'slide' action_scale: 'big'", "valid: a finite number"]),
+    (_actuator(effort_per_ctrl=INF), ["actuator 'slide' effort_per_ctrl: inf", "valid: a finite number"]),
+    (_actuator(effort_range=[5.0, -5.0]), ["actuator 'slide' effort_range: [5.0, -5.0]", "low <= high"]),
+    (lambda m: m["default_pose"].update(hinge=NAN), ["default_pose of 'hinge': nan", "valid: a finite number"]),
+    (_joint_limit(1.8, -1.8), ["joint_limits of 'slider': [1.8, -1.8]", "valid: [low, high], finite numbers with low <= high"]),
+    (_joint_limit(NAN, 1.8), ["joint_limits of 'slider': [nan, 1.8]", "finite numbers"]),
+    (lambda m: m["joint_limits"].update(slider=[-1.8]), ["joint_limits of 'slider': [-1.8]", "valid: [low, high]"]),
+])  # fmt: skip
+def test_a_re_signed_robot_yaml_with_nonsense_numbers_is_refused(cartpole_bundle, edit, expected):
+    """A hand edit re-signed with metadata_digest passes the checksums; the numbers the control
+    loop relies on are checked on their own, and the refusal names the field and what is valid."""
+    rewrite(cartpole_bundle, edit)
+    before = files_of(cartpole_bundle)
+    message = refused(cartpole_bundle, "robot.yaml has ", *expected, "re-export the bundle")
+    assert message.startswith("robot.yaml has "), message
+    assert files_of(cartpole_bundle) == before
+
+
+def test_unbounded_ctrl_limits_still_load(cartpole_bundle):
+    """An imported policy's unclipped action is written as ctrl_min -.inf, ctrl_max .inf."""
+    rewrite(cartpole_bundle, _actuator(ctrl_min=-INF, ctrl_max=INF))
+    actuator = Policy(cartpole_bundle).bundle.actuators[0]
+    assert (actuator.ctrl_min, actuator.ctrl_max) == (-INF, INF)
+
+
+def test_sim2sim_refuses_a_re_signed_negative_control_period_in_one_line(cartpole_bundle, tmp_path):
+    rewrite(cartpole_bundle, lambda m: m.update(control_period_s=-0.02))
+    before = files_of(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "robolearn.cli", "sim2sim", f"bundle={cartpole_bundle}", "episodes=1"],
+                            capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert "robot.yaml has control_period_s: -0.02; valid: a positive finite number of seconds" in lines[0]
+    assert files_of(tmp_path) == before
+

@@ -64,6 +64,10 @@ def is_alive(env):
     return torch.ones(env.num_envs)
 
 
+def nan_reward(env):
+    return torch.full((env.num_envs,), float("nan"))
+
+
 SHAPE = TaskPlugin(name="oops_shape", config=HERE / "shape.yaml", terms={"short_reward": short_reward})
 RAISE = TaskPlugin(name="oops_raise", config=HERE / "raise.yaml", terms={"raising_reward": raising_reward})
 OBS = TaskPlugin(name="oops_obs", config=HERE / "obs.yaml", terms={"nan_obs_width": nan_obs_width})
@@ -75,6 +79,7 @@ DUPLICATE = TaskPlugin(name="cartpole", config=HERE / "shape.yaml")
 PATTERN = TaskPlugin(config=HERE / "pattern.yaml")
 EXTENDS = TaskPlugin(config=HERE / "extends.yaml")
 NOACT = TaskPlugin(config=HERE / "noact.yaml")
+NAN = TaskPlugin(name="oops_nan", config=HERE / "nan.yaml", terms={"nan_reward": nan_reward})
 '''
 ENTRY_POINTS = """
 oops_shape = oops_tasks:SHAPE
@@ -90,6 +95,7 @@ cartpole = oops_tasks:DUPLICATE
 oops_pattern = oops_tasks:PATTERN
 oops_extends = oops_tasks:EXTENDS
 oops_noact = oops_tasks:NOACT
+oops_nan = oops_tasks:NAN
 """
 
 
@@ -112,6 +118,7 @@ def write_plugins(site: Path, cartpole_yaml: str) -> None:
     (package / "raise.yaml").write_text(_task_yaml(cartpole_yaml, "oops_raise", "raising: {func: raising_reward}"))
     (package / "obs.yaml").write_text(_task_yaml(cartpole_yaml, "oops_obs", extra_obs="flat: {func: nan_obs_width}"))
     (package / "clash.yaml").write_text(_task_yaml(cartpole_yaml, "oops_clash"))
+    (package / "nan.yaml").write_text(_task_yaml(cartpole_yaml, "oops_nan", "bad: {func: nan_reward, weight: 1.0}"))
     (package / "bad.yaml").write_text("name: oops_yaml\nrewards: [unclosed\n")
     (package / "pattern.yaml").write_text('extends: pendulum\naction: {scale: {".*_knee": 0.3}}\n')
     (package / "extends.yaml").write_text("extends: cartpole_v2\n")
@@ -150,6 +157,8 @@ def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
     metrics.write_text("garbage line\n" + metrics.read_text())
     (damaged("nobundle_onnx", "bundle") / "policy.onnx").unlink()
     (damaged("badyaml_bundle", "bundle") / "robot.yaml").write_text("actuators: [unclosed\n")
+    other = damaged("pendulum_bundle", "bundle") / "robot.yaml"  # a bundle of another task
+    other.write_text(other.read_text().replace("task: cartpole", "task: pendulum", 1))
     onnx = damaged("tampered_bundle", "bundle") / "policy.onnx"
     onnx.write_bytes(onnx.read_bytes()[:-8] + b"\x00" * 8)
     (root / "not_mjcf.xml").write_text("hello, I am not a robot\n")
@@ -421,6 +430,35 @@ CASES: list[Case] = [
     cli("sim2sim_corrupt_robot_yaml", "sim2sim", "bundle={ws}/badyaml_bundle", expect=("robot.yaml",), cls="file"),
     cli("sim2sim_bundle_without_onnx", "sim2sim", "bundle={ws}/nobundle_onnx", expect=("policy.onnx",), cls="file"),
     cli("sim2sim_tampered_onnx", "sim2sim", "bundle={ws}/tampered_bundle", expect=("policy.onnx",), cls="file"),
+    # found by a sweep of ~330 mistakes (2026-11-28)
+    train("task_null", "task=null", expect=("task=null: task= takes one name", "valid: ", "cartpole")),
+    train("task_list", "task=[cartpole,pendulum]", expect=("task= takes one name", "--multirun task=a,b")),
+    train("algo_null", "algo=null", expect=("algo=null: algo= takes one name", "valid: ppo")),
+    train("run_name_too_long", "run_name=" + "b" * 250, expect=("run_name=bbbbbbbbbbbbbbbbbbbb... (250 characters) is out of range", "at most 100 characters")),
+    train("episode_shorter_than_a_control_step", "task.episode_length_s=0.001", expect=("task.episode_length_s=0.001 is shorter than one control step", "valid: >= 0.02")),
+    train("episode_length_huge", "task.episode_length_s=1e12", expect=("task.episode_length_s=1000000000000.0 is out of range", "3600")),
+    train("epochs_huge", "algo.num_learning_epochs=100000000", expect=("algo.num_learning_epochs=100000000 is out of range", "1..1000")),
+    train("network_too_wide_for_memory", "algo.actor_hidden_dims=[100000000]", expect=("algo.actor_hidden_dims=[100000000]", "of memory", "use smaller layers")),
+    cli("resume_trains_nothing", "train", "resume={ws}/run", "runner.max_iterations=1", expect=("runner.max_iterations=1:", "iterations already", "valid: more than")),
+    cli("resume_with_another_seed", "train", "resume={ws}/run", "seed=7", expect=("seed=7: a resumed run continues its own random streams",)),
+    cli("resume_the_export_folder", "train", "resume={ws}/run/export", expect=("export is not a robolearn run directory", "its run is")),
+    cli("resume_the_checkpoints_folder", "train", "resume={ws}/run/checkpoints", expect=("checkpoints is not a robolearn run directory", "its run is")),
+    cli("eval_run_is_a_file", "eval", "run={ws}/notes.txt", expect=("notes.txt is not a robolearn run directory",), cls="file"),
+    cli("eval_run_given_twice", "eval", "run={ws}/run", "run={ws}/run", expect=("run= is given twice", "give it once")),
+    cli("eval_empty_checkpoint_argument", "eval", "run={ws}/run", "checkpoint=", expect=("checkpoint= is empty",)),
+    cli("export_empty_out", "export", "run={ws}/run", "out=", expect=("out= is empty",)),
+    cli("play_bundle_with_checkpoint", "play", "bundle={ws}/bundle", "checkpoint={ws}/x.pt", expect=("checkpoint= chooses a run's checkpoint and goes with run=",)),
+    cli("runs_task_given_twice", "runs", "task=cartpole", "task=pendulum", expect=("task= is given twice",)),
+    cli("eval_checkpoint_is_a_text_file", "eval", "run={ws}/run", "checkpoint={ws}/notes.txt", cls="file",
+        expect=("notes.txt is unreadable", "name a checkpoint of the run's checkpoints/ folder")),  # fmt: skip
+    cli("export_checkpoint_is_an_onnx", "export", "run={ws}/run", "checkpoint={ws}/bundle/policy.onnx", cls="file",
+        expect=("policy.onnx is unreadable", "name a checkpoint")),  # fmt: skip
+    cli("export_out_is_another_runs_bundle", "export", "run={ws}/run", "out={ws}/nockpt_run/export", cls="file",
+        expect=("is the bundle of another run", "choose a new path")),  # fmt: skip
+    cli("export_out_is_another_tasks_bundle", "export", "run={ws}/run", "out={ws}/pendulum_bundle", cls="file",
+        expect=("holds a bundle of task 'pendulum', not of cartpole",)),  # fmt: skip
+    train("plugin_reward_always_nan", "task=oops_nan", site=True, cls="plugin",
+          expect=("iteration 1: every one of its", "reward term 'bad' (nan_reward) returns values that are not finite")),  # fmt: skip
     # plugins: an installed task package that is broken in one of the ways a plugin can be
     train("plugin_term_wrong_shape", "task=oops_shape", site=True, cls="plugin",
           expect=("reward term 'short' (short_reward) must return [num_envs]", "got (3,)")),  # fmt: skip

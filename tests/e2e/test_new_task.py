@@ -223,7 +223,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["My-Task"], "invalid task name 'My-Task'"),
-    (["class"], "invalid task name 'class'"),
+    (["class"], "invalid task name 'class': a Python keyword cannot name the task's package"),
     (["x" * 300], "invalid task name 'xxxxxxxxxxxxxxxxxxxx...' (300 characters); valid: up to 64"),
     (["ok_name", "--template", "humanoid"], "unknown template 'humanoid'; valid: minimal, locomotion, reach"),
     (["ok_name", "--robot", "missing.xml"], "robot model not found: missing.xml"),

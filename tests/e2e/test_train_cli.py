@@ -88,6 +88,9 @@ def test_eval_writes_metrics(trained_cartpole, tmp_path):
     assert metrics["episodes"] == 8 and metrics["checkpoint"] == "iter_000100.pt"
     assert metrics["episode_length_mean"] == 250 and metrics["return_mean"] > 400
     assert set(metrics) >= {"termination/pole_fell", "termination/cart_out", "terminated_fraction", "return_std"}
+    again = robolearn("eval", f"run={run_dir}", "episodes=4", cwd=tmp_path)  # eval replaces its own eval.json
+    assert again.returncode == 0, again.stderr
+    assert json.loads((run_dir / "eval.json").read_text())["episodes"] == 4
 
 
 def final_state(run_dir: Path) -> dict:

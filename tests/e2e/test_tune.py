@@ -5,10 +5,15 @@ before Ray starts."""
 import csv
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from .conftest import metrics, robolearn
@@ -85,6 +90,16 @@ def test_pbt_exploits_through_robolearn_checkpoints(tmp_path):
          "tune.perturbation_interval=3 is not a multiple of runner.save_interval=2"),
         (["algo.learning_rate=tag(log,interval(0,1))"], "a log interval needs a start above 0"),
         (["tune.scheduler=pbt", "algo.learning_rate=1e-3,3e-3"], "PBT searching algo.learning_rate needs algo.schedule=fixed"),
+        (["tune.scheduler=pbt", "tune.quantile_fraction=0.9", "algo.entropy_coef=0,0.01"],
+         "tune.quantile_fraction=0.9 is out of range; valid: a number from 0 to 0.5"),
+        (["tune.resample_probability=2", "seed=1,2"], "tune.resample_probability=2 is out of range; valid: a number from 0 to 1"),
+        (["tune.synch=maybe", "seed=1,2"], "tune.synch=maybe is not valid; valid: true or false"),
+        (["tune.cpus_per_trial=4096", "seed=1,2"], "tune.cpus_per_trial=4096 is more than this machine's"),
+        (["tune.gpus_per_trial=4096", "seed=1,2"], "tune.gpus_per_trial=4096 is more than this machine's"
+         if torch.cuda.device_count() else "tune.gpus_per_trial=4096 asks for a GPU and this machine has none"),
+        (["algo.learning_rate=interval(1e-2,1e-4)"], "the interval's start 0.01 is not below its end 0.0001"),
+        (["algo.learning_rate=tag(log,interval(1e-2,1e-4))"], "the interval's start 0.01 is not below its end"),
+        (["seed=range(5,1)"], "seed=range(5,1): the range has no values"),
     ],
 )
 def test_bad_input_is_one_line_before_ray_starts(tmp_path, args, expected):
@@ -97,9 +112,9 @@ def test_bad_input_is_one_line_before_ray_starts(tmp_path, args, expected):
 
 def test_no_cluster_at_the_address_is_one_line(tmp_path):
     env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:9"}
-    import subprocess
-
-    result = subprocess.run([sys.executable, "-m", "robolearn", "tune", "seed=1,2", "runner.max_iterations=1"],
+    # a cluster's resources are Ray's to count: no check against this machine's CPUs and GPUs
+    result = subprocess.run([sys.executable, "-m", "robolearn", "tune", "seed=1,2", "runner.max_iterations=1",
+                             "tune.cpus_per_trial=4096", "tune.gpus_per_trial=4096"],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
@@ -113,8 +128,6 @@ def test_without_ray_it_names_the_extra(tmp_path):
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('No module named ray')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "shadow")}
-    import subprocess
-
     result = subprocess.run([sys.executable, "-m", "robolearn", "tune", "seed=1,2"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 2
@@ -126,7 +139,6 @@ def test_the_same_command_runs_on_a_ray_cluster(tmp_path):
     """A cluster started on its own (`ray start --head`, here with this machine as its only node): the
     driver connects through RAY_ADDRESS and the trials run on the cluster's workers."""
     import shutil
-    import subprocess
 
     ray = shutil.which("ray", path=os.path.dirname(sys.executable))
     port = 6400 + os.getpid() % 500
@@ -145,3 +157,53 @@ def test_the_same_command_runs_on_a_ray_cluster(tmp_path):
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("tuning cartpole")]
     assert " on the Ray cluster at " in line and line.endswith(f":{port}")  # the cluster started above
     assert [r["status"] for r in summary(folder)] == ["finished", "finished"]
+
+
+def marked(mark: str) -> list[int]:
+    """The processes whose environment carries `mark` (the tune command and the Ray processes it started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and mark.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:  # ended meanwhile, or another user's
+            pass
+    return found
+
+
+def test_ctrl_c_ends_the_search_with_one_line_and_keeps_the_runs(tmp_path):
+    """SIGINT while the second trial trains: exit 130, one line saying where the runs are (the summary
+    ranks the trial that finished and the one stopped), and no Ray process left behind."""
+    folder, token = tmp_path / "search", uuid.uuid4().hex
+    mark = f"ROBOLEARN_TUNE_TEST={token}"
+    proc = subprocess.Popen([sys.executable, "-m", "robolearn.cli", "tune", *LOCAL, "tune.scheduler=fifo",
+                             "tune.num_samples=1", "tune.max_concurrent=1", f"tune.dir={folder}",
+                             "runner.max_iterations=2,100000", *SMALL], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "ROBOLEARN_TUNE_TEST": token})  # fmt: skip
+    try:
+        deadline = time.time() + 300
+        while len(list(folder.glob("run_trial_*/metrics.jsonl"))) < 2:  # the second trial has begun
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()
+            time.sleep(0.2)
+        assert len(marked(mark)) > 1  # the Ray processes carry the mark too
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+        deadline = time.time() + 30
+        while (left := marked(mark)) and time.time() < deadline:
+            time.sleep(0.5)
+        for pid in left:  # none should be left; if some are, not to leave them running
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert not any(text in stderr for text in ("Traceback", "Tuner.restore", "FileNotFoundError")), stderr[-3000:]
+    assert [line for line in stderr.splitlines() if line.startswith("robolearn")] == [stderr.strip().splitlines()[-1]]
+    assert stderr.strip().splitlines()[-1] == (
+        f"robolearn tune: stopped by SIGINT: 1 of 2 trials finished, 1 stopped part-way; every trial's run so far "
+        f"is in {folder}, ranked in {folder}/summary.md")  # fmt: skip
+    assert not left, f"Ray processes left running: {left}"
+    rows = {r["overrides"]: r for r in summary(folder)}
+    assert rows["runner.max_iterations=2"]["status"] == "finished"
+    assert rows["runner.max_iterations=100000"]["status"].startswith("stopped at iteration")
+    assert (Path(rows["runner.max_iterations=2"]["run_dir"]) / "checkpoints" / "iter_000002.pt").is_file()

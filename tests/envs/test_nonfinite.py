@@ -171,3 +171,29 @@ def test_training_goes_on_through_diverging_envs_with_finite_weights(make_env, e
     assert all(torch.isfinite(b).all() for b in runner.actor_critic.buffers())
     assert all(r["health/skipped_minibatches"] == 0 for r in rows)  # nothing non-finite reached the learner
     assert all(math.isfinite(r["value_loss"]) and math.isfinite(r["surrogate_loss"]) for r in rows)
+
+
+def test_a_run_whose_every_step_diverges_stops_and_names_the_term(make_env):
+    """A reward term that is NaN everywhere makes every transition invalid: nothing is learned, so
+    the run stops at the end of its first iteration in one line naming the term, instead of
+    training on and exporting an untrained policy."""
+    import dataclasses
+
+    from robolearn.config import AlgoCfg, RunnerCfg
+    from robolearn.errors import UserError
+    from robolearn.rl.runner import OnPolicyRunner
+
+    env = make_env(num_envs=4)
+
+    def always_nan(env, **params):
+        return torch.full((env.num_envs,), math.nan)
+
+    term = env.rewards.terms[0]
+    env.rewards.terms[0] = dataclasses.replace(term, func=always_nan, source="always_nan")
+    env.rewards._calls[0] = (always_nan, term.params)
+    runner = OnPolicyRunner(env, AlgoCfg(num_mini_batches=1), RunnerCfg(num_steps_per_env=8, max_iterations=3), env.device)
+    rows = []
+    with pytest.raises(UserError, match=rf"iteration 1: every one of its 32 env steps diverged and was reset, so nothing can "
+                                        rf"be learned: reward term '{term.name}' \(always_nan\) returns values that are not finite"):  # fmt: skip
+        runner.learn(rows.append)
+    assert rows == [] and runner.iteration == 1
