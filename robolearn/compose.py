@@ -138,3 +138,35 @@ def _own_hydra():
         global_hydra.clear()
         if running is not None:
             global_hydra.initialize(running)
+
+
+MAX_CHECKED_JOBS = 256
+"""How many of a basic sweep's jobs check_sweep_jobs composes before the first one trains."""
+
+
+def check_sweep_jobs(overrides: list[str]) -> None:
+    """Compose every job of a basic sweep (comma lists, range()) before the first one trains: a value
+    that is out of range in its last job is refused now, in one line naming that job, not after the
+    others have trained. Sweeps a sweeper plugin samples (interval(), Optuna) are checked job by job."""
+    import itertools
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    given = [a for a in overrides if a not in ("-m", "--multirun")]
+    if any(a.replace(" ", "").startswith("hydra/sweeper=") for a in given):
+        return
+    axes = []
+    for override in OverridesParser.create().parse_overrides(given):
+        key = override.get_key_element()
+        if key.lstrip("+~").startswith("hydra"):
+            continue
+        if override.is_sweep_override() and not override.is_discrete_sweep():
+            return  # sampled, not listed
+        values = list(override.sweep_string_iterator()) if override.is_sweep_override() else None
+        axes.append([f"{key}={v}" for v in values] if values is not None else [override.input_line])
+    for number, job in enumerate(itertools.islice(itertools.product(*axes), MAX_CHECKED_JOBS)):
+        try:
+            compose_train(list(job))
+        except UserError as exc:
+            swept = " ".join(a for a, axis in zip(job, axes) if len(axis) > 1)
+            raise UserError(f"job {number} ({swept}): {exc}; no job has run") from None

@@ -75,7 +75,7 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     from hydra.types import RunMode
 
     from robolearn import app, sweeps
-    from robolearn.compose import check_group_choices, refuse_broken_task, register_configs
+    from robolearn.compose import check_group_choices, check_sweep_jobs, refuse_broken_task, register_configs
     from robolearn.config_checks import RUN_NAME, RUN_NAME_VALID
     from robolearn.config_additions import as_merges
     from robolearn.paths import configs_dir
@@ -100,6 +100,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),
                        [a for a in overrides if not a.startswith("resume=")], handover)  # fmt: skip
     sweeps.check_plugins(overrides)
+    if multirun:
+        check_sweep_jobs(overrides)  # every job's config, before the first one trains
     overrides = as_merges(sweeps.sweeper_direction(overrides))
     if not multirun:
         _claim_run_dir(overrides)

@@ -31,13 +31,15 @@ OPTIONS = {
 def split_args(args: list[str]) -> tuple[dict, list[str]]:
     """(tune.* options with their defaults filled in, the training overrides)."""
     options = {key: default for key, (default, _) in OPTIONS.items()}
-    overrides = []
+    overrides, given = [], {}
     for arg in args:
         if arg.startswith("tune."):
             key, sep, value = arg[len("tune."):].partition("=")
             if key not in OPTIONS or not sep:
                 raise UserError(f"unknown option '{arg}'; valid: {', '.join(f'tune.{k}=' for k in OPTIONS)}")
-            options[key] = value
+            if key in given:
+                raise UserError(f"tune.{key}= is given twice ({given[key]}, {arg}); give it once")
+            options[key], given[key] = value, arg
         elif arg in ("-m", "--multirun") or arg.startswith(("hydra.", "hydra/", "resume=")):
             raise UserError(f"robolearn tune does not take '{arg}': it runs the search itself (tune.* options)")
         else:

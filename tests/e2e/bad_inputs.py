@@ -457,6 +457,8 @@ CASES: list[Case] = [
         expect=("is the bundle of another run", "choose a new path")),  # fmt: skip
     cli("export_out_is_another_tasks_bundle", "export", "run={ws}/run", "out={ws}/pendulum_bundle", cls="file",
         expect=("holds a bundle of task 'pendulum', not of cartpole",)),  # fmt: skip
+    cli("multirun_bad_value_in_a_later_job", "train", "--multirun", *FAST, "seed=1,-1", "hydra.sweep.dir={ws}/sweep",
+        expect=("job 1 (seed=-1): seed=-1 is out of range", "no job has run")),  # fmt: skip
     train("plugin_reward_always_nan", "task=oops_nan", site=True, cls="plugin",
           expect=("iteration 1: every one of its", "reward term 'bad' (nan_reward) returns values that are not finite")),  # fmt: skip
     # plugins: an installed task package that is broken in one of the ways a plugin can be

@@ -84,18 +84,30 @@ def test_the_optuna_direction_follows_the_objective_and_a_conflict_is_one_line(t
 
 @pytest.mark.parametrize("launcher", ["basic", "submitit_local"])
 def test_a_failing_job_fails_the_sweep_and_the_summary_says_which(tmp_path, launcher):
+    """A job that fails once its env is built (an episode shorter than one control step: its config
+    composes, so the sweep's up-front check lets it through) fails the sweep; the other job runs."""
     chosen = [] if launcher == "basic" else [f"hydra/launcher={launcher}"]
-    result = robolearn("train", "--multirun", *chosen, "algo.learning_rate=1e-3,-1", "runner.max_iterations=2",
+    result = robolearn("train", "--multirun", *chosen, "task.episode_length_s=1.0,0.001", "runner.max_iterations=2",
                        *SMALL, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2, result.stderr[-3000:]
-    assert result.stderr.strip().splitlines()[-1] == \
-        "robolearn train: error: algo.learning_rate=-1.0 is out of range; valid: 0 < learning_rate <= 1"  # fmt: skip
+    assert result.stderr.strip().splitlines()[-1] == (
+        "robolearn train: error: task.episode_length_s=0.001 is shorter than one control step (0.02 s: the model's "
+        "timestep x task.decimation); valid: >= 0.02")  # fmt: skip
     (sweep,) = (tmp_path / "runs" / "multirun").iterdir()
     rows = {r["overrides"].split()[0]: r for r in csv.DictReader(open(sweep / "summary.csv"))}
-    assert rows["algo.learning_rate=0.001"]["status"] == "finished"  # the other job ran to its end
-    assert rows["algo.learning_rate=-1"]["status"] == "failed"
-    assert "out of range" in rows["algo.learning_rate=-1"]["error"]
+    assert rows["task.episode_length_s=1.0"]["status"] == "finished"  # the other job ran to its end
+    assert rows["task.episode_length_s=0.001"]["status"] == "failed"
+    assert "shorter than one control step" in rows["task.episode_length_s=0.001"]["error"]
     assert "(2 jobs, 1 failed" in result.stderr
+
+
+def test_a_bad_value_in_any_job_is_refused_before_the_first_job_runs(tmp_path):
+    result = robolearn("train", "--multirun", "algo.learning_rate=1e-3,-1", "runner.max_iterations=2", *SMALL, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines() == [
+        "robolearn train: error: job 1 (algo.learning_rate=-1): algo.learning_rate=-1.0 is out of range; valid: "
+        "0 < learning_rate <= 1; no job has run"]  # fmt: skip
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_sweeper_or_launcher_without_its_extra_is_one_line(monkeypatch):

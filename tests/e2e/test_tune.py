@@ -100,6 +100,8 @@ def test_pbt_exploits_through_robolearn_checkpoints(tmp_path):
         (["algo.learning_rate=interval(1e-2,1e-4)"], "the interval's start 0.01 is not below its end 0.0001"),
         (["algo.learning_rate=tag(log,interval(1e-2,1e-4))"], "the interval's start 0.01 is not below its end"),
         (["seed=range(5,1)"], "seed=range(5,1): the range has no values"),
+        (["tune.scheduler=pbt", "tune.scheduler=asha", "seed=1,2"],
+         "tune.scheduler= is given twice (tune.scheduler=pbt, tune.scheduler=asha); give it once"),
     ],
 )
 def test_bad_input_is_one_line_before_ray_starts(tmp_path, args, expected):
