@@ -129,7 +129,8 @@ def _eval(args: list[str]) -> int:
 def _sim2sim(args: list[str]) -> int:
     from robolearn.compose import register_configs
     from robolearn.errors import UserError
-    from robolearn.sim2sim import prepare_outputs, print_report, sim2sim, write_report
+    from robolearn.sim2sim import print_report, sim2sim
+    from robolearn.sim2sim_files import prepare_outputs, write_report
 
     valid = {"bundle": None, "episodes": "10", "realtime": "false", "timestep": None, "integrator": None,
              "engine": "auto", "seed": "0", "report": None, "log": None}  # fmt: skip

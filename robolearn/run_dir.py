@@ -139,13 +139,22 @@ _LOCAL_ENGINE = re.compile(r"policy\.[A-Za-z0-9]+\.local\.engine(\.yaml)?")
 """Engines built on the robot from a bundle's ONNX, and their sidecars (robolearn_deploy.tensorrt)."""
 
 
+def bundle_meta(folder: Path) -> dict | None:
+    """The robot.yaml of `folder` where it is a robolearn bundle's (export or import wrote it: a
+    bundle_format and the files it lists), else None (none, or a robot project's own robot.yaml)."""
+    try:
+        meta = yaml.safe_load((folder / "robot.yaml").read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    if not isinstance(meta, dict) or "bundle_format" not in meta or not isinstance(meta.get("files"), dict):
+        return None
+    return meta
+
+
 def _not_a_bundle(out: Path) -> str | None:
     """Why the directory `out` is not a bundle export may replace (None: it is one)."""
-    try:
-        meta = yaml.safe_load((out / "robot.yaml").read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        meta = None
-    if not isinstance(meta, dict) or "bundle_format" not in meta or not isinstance(meta.get("files"), dict):
+    meta = bundle_meta(out)
+    if meta is None:
         return "its robot.yaml is not a robolearn bundle's" if (out / "robot.yaml").exists() else "no robot.yaml"
     listed = {"robot.yaml", *map(str, meta["files"])}
     other = [rel for rel in (p.relative_to(out).as_posix() for p in sorted(out.rglob("*")) if not p.is_dir())
@@ -164,8 +173,8 @@ def check_export_target(out: Path, task: str | None = None) -> None:
     if why:
         raise UserError(f"out={out} is a directory that is not a robolearn bundle ({why}); choose a new path "
                         "(or an existing bundle to replace)")  # fmt: skip
-    held = yaml.safe_load((out / "robot.yaml").read_text()).get("task") if (out / "robot.yaml").is_file() else None
-    if task is not None and held is not None and held != task:
+    held = (bundle_meta(out) or {}).get("task") if task is not None else None
+    if held is not None and held != task:
         raise UserError(f"out={out} holds a bundle of task '{held}', not of {task}; choose a new path (a bundle is "
                         "replaced only by one of its own task)")  # fmt: skip
     check_writable(out, "out")

@@ -41,6 +41,9 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
         if group in ("task", "randomization"):
             raise UserError(f"{override}: a resumed run keeps the task and randomization it was started with "
                             f"({cfg.task.name}); start a new run for another")  # fmt: skip
+        if group == "seed" and value != str(cfg.seed):
+            raise UserError(f"{override}: a resumed run continues its own random streams (seed {cfg.seed}, restored from "
+                            "its checkpoint); leave seed out, or start a new run with it")  # fmt: skip
     bad = [o for o in overrides if "=" not in o or o.startswith(("hydra.", "+", "~", "-"))]
     if bad:
         raise UserError(f"cannot apply '{bad[0]}' to a saved run: use plain key=value overrides")

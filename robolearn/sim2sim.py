@@ -11,16 +11,13 @@ the training evaluation stored in the bundle.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
 import numpy as np
 import torch
-import yaml
 from omegaconf import OmegaConf
 
 from robolearn.config_checks import RULES
@@ -29,8 +26,8 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.evaluate import MAX_EVAL_EPISODES, summarize_metrics
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, get_task
+from robolearn.sim2sim_files import refuse_log_in_bundle
 from robolearn_deploy import ControlLoop, LoopReport, Policy, Safety, Step
-from robolearn_deploy.control_loop import is_step_log
 from robolearn_deploy.sim import MujocoRobot
 
 
@@ -325,78 +322,3 @@ def print_report(result: dict) -> None:
     print(f"  episodes ended by the watchdog: {result['ended_by_watchdog']} of {result['episodes']}{reasons}")
     lat = result["control_step_ms"]
     print(f"  control step (observe + infer + map): median {lat['median'] * 1e3:.0f} us, p99 {lat['p99'] * 1e3:.0f} us")
-
-
-def prepare_outputs(report: Path | None, log: Path | None) -> None:
-    """Before anything runs: report= is a new file or an earlier sim2sim report (which it replaces),
-    log= a new file or an earlier sim2sim log (which it appends to), outside any bundle; any other
-    file is the user's and stays. Neither a folder, nor both one file. Their folders are made here,
-    so that a path that cannot be written fails now, not after the episodes."""
-    if report is not None and log is not None and report.resolve() == log.resolve():
-        raise UserError(f"report={report} and log={log} name the same file; valid: two different files (the report is one "
-                        "JSON document, the log one JSON line per step)")  # fmt: skip
-    outputs = [(name, path) for name, path in (("report", report), ("log", log)) if path is not None]
-    for name, path in outputs:
-        if path.is_dir():
-            raise UserError(f"{name}={path} is a folder; valid: a file path (e.g. {name}=sim2sim.{'json' if name == 'report' else 'jsonl'})")
-    if report is not None and report.exists() and not _is_report(report):
-        raise UserError(f"report={report} exists and is not a sim2sim report; choose a new file (sim2sim replaces only its own reports)")
-    if log is not None:
-        check_log(log)
-    for name, path in outputs:
-        _make_folder(name, path)
-
-
-def check_log(log: Path) -> None:
-    """log= may be appended to: outside any bundle, and new or an earlier sim2sim log (the control
-    loop's step log), never a user's notes, a checkpoint or a report."""
-    refuse_log_in_bundle(log)
-    if log.exists() and not is_step_log(log):
-        raise UserError(f"log={log} exists and is not a sim2sim log; choose a new file (sim2sim appends only to its own "
-                        "logs: one JSON object per line)")  # fmt: skip
-
-
-def refuse_log_in_bundle(log: Path, bundle: Path | None = None) -> None:
-    """A log inside a bundle folder (`bundle`, or any folder above the log, after symlinks, whose
-    robot.yaml export wrote) is refused: it could append to a file the bundle lists (breaking its
-    sha256), and a new file makes the folder no longer what export wrote."""
-    folders = log.resolve().parents
-    holder = bundle if bundle is not None and bundle.resolve() in folders else None
-    holder = holder or next((folder for folder in folders if _is_manifest(folder / "robot.yaml")), None)
-    if holder is not None:
-        raise UserError(f"log={log} is inside the bundle {holder}; valid: a file outside it (e.g. log=sim2sim.jsonl)")
-
-
-def _is_manifest(path: Path) -> bool:
-    """Whether `path` is a bundle's robot.yaml (a robot project's own robot.yaml is not)."""
-    if not path.is_file():
-        return False
-    try:
-        meta = yaml.safe_load(path.read_text())
-    except (OSError, ValueError, yaml.YAMLError):
-        return False
-    return isinstance(meta, dict) and "metadata_sha256" in meta
-
-
-def _make_folder(name: str, path: Path) -> None:
-    """The folder of report= or log=, made now and checked writable."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"{name}={path}: cannot make its folder ({exc.strerror})") from None
-    if not os.access(path.parent, os.W_OK):
-        raise UserError(f"{name}={path}: {path.parent} is not writable")
-
-
-def _is_report(path: Path) -> bool:
-    try:
-        earlier = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(earlier, dict) and {"physics", "return_comparison", "episodes"} <= set(earlier)
-
-
-def write_report(result: dict, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(path)

@@ -69,23 +69,18 @@ def _follow(ranks: distributed.Ranks) -> int:
     return 0
 
 
-def _lead(overrides: list[str], handover: Handover) -> int:
-    import hydra
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    from robolearn import app, sweeps
-    from robolearn.compose import check_group_choices, check_sweep_jobs, refuse_broken_task, register_configs
+def _check_command_line(overrides: list[str], ranks: distributed.Ranks) -> bool:
+    """What the command line alone shows to be wrong, before Hydra makes a folder or composes
+    anything; returns whether it is a sweep (--multirun)."""
+    from robolearn.compose import check_group_choices, refuse_broken_task, register_configs
     from robolearn.config_checks import RUN_NAME, RUN_NAME_VALID
-    from robolearn.config_additions import as_merges
-    from robolearn.paths import configs_dir
 
     completion = [a for a in overrides if _is_completion_flag(a)]
     if completion:  # Hydra's completion scripts assume `python script.py`; for `robolearn train` they break
         raise UserError(f"{completion[0]}: shell completion is not offered; `robolearn train --help` lists the "
                         f"config groups and values, `robolearn --help` the commands")  # fmt: skip
     multirun = any(a in ("-m", "--multirun") for a in overrides)
-    if multirun and handover.ranks.distributed:
+    if multirun and ranks.distributed:
         raise UserError("--multirun cannot run under torchrun; valid: a sweep of single-process runs (robolearn "
                         "train --multirun ...), or one torchrun launch per configuration")  # fmt: skip
     register_configs()
@@ -95,6 +90,20 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     if names and not RUN_NAME.fullmatch(names[-1]):  # before Hydra makes a folder of it
         shown = names[-1] if len(names[-1]) <= 40 else f"{names[-1][:20]}... ({len(names[-1])} characters)"
         raise UserError(f"run_name={shown} is out of range; valid: {RUN_NAME_VALID}")
+    return multirun
+
+
+def _lead(overrides: list[str], handover: Handover) -> int:
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from robolearn import app, sweeps
+    from robolearn.compose import check_sweep_jobs
+    from robolearn.config_additions import as_merges
+    from robolearn.paths import configs_dir
+
+    multirun = _check_command_line(overrides, handover.ranks)
     resume = [a for a in overrides if a.startswith("resume=")]
     if resume:
         return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),
@@ -196,18 +205,6 @@ def _claim_run_dir(overrides: list[str]) -> None:
             print(f"moved the run that was in {run_dirs[-1]} aside to {aside}")
 
 
-def _check_resume(run_dir: Path, overrides: list[str]) -> None:
-    """A resume asking for what it cannot change, the seed (the run goes on with its own random
-    streams, restored from its checkpoint), is refused before anything is written. (One that would
-    train nothing, runner.max_iterations not past the iterations done, is refused by app.train once
-    the checkpoint is read.)"""
-    seeds = [o for o in overrides if o.split("=", 1)[0] == "seed"]
-    saved = OmegaConf.load(run_dir / "config.yaml").get("seed")
-    if seeds and str(saved) != seeds[-1].split("=", 1)[1]:
-        raise UserError(f"{seeds[-1]}: a resumed run continues its own random streams (seed {saved}, restored from "
-                        "its checkpoint); leave seed out, or start a new run with it")  # fmt: skip
-
-
 def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:
     """Continue a run with the config it was trained with (its config.yaml), plus overrides such as
     runner.max_iterations=300. Hydra does not compose anything here: today's defaults and task
@@ -221,7 +218,6 @@ def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:
     check_run_writable(run_dir, f"resume={run_dir}")
     lock_run_dir(run_dir, f"resume={run_dir}")
     cfg = run_policy.load_run_config(run_dir, overrides)
-    _check_resume(run_dir, overrides)
     cfg.resume = str(run_dir)
     handover.send(cfg, run_dir)
     app.train(cfg, run_dir, handover.ranks)

@@ -11,7 +11,7 @@ from string import Template
 
 import mujoco
 
-from robolearn.scaffold.inspect_model import BaseJoint
+from robolearn.scaffold.legs import BaseJoint
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -38,7 +38,7 @@ def step_log(path, rows=2):
     ("cut.jsonl", None),  # an earlier log and then a line that is not one of its rows
 ])  # fmt: skip
 def test_log_refuses_an_existing_file_that_is_not_a_sim2sim_log(tmp_path, name, content):
-    from robolearn.sim2sim import prepare_outputs
+    from robolearn.sim2sim_files import prepare_outputs
 
     path = tmp_path / name
     if content is None:
@@ -54,7 +54,7 @@ def test_log_refuses_an_existing_file_that_is_not_a_sim2sim_log(tmp_path, name, 
 
 
 def test_log_appends_to_a_new_file_or_an_earlier_log(tmp_path):
-    from robolearn.sim2sim import prepare_outputs
+    from robolearn.sim2sim_files import prepare_outputs
 
     prepare_outputs(None, tmp_path / "runs" / "new.jsonl")  # its folder is made, no file yet
     assert (tmp_path / "runs").is_dir() and not (tmp_path / "runs" / "new.jsonl").exists()
@@ -86,7 +86,8 @@ def test_the_control_loop_appends_only_to_its_own_log(cartpole_bundle, tmp_path)
 @pytest.mark.parametrize("where", ["policy.onnx", "new.jsonl", "sub/new.jsonl", "link"])
 def test_log_inside_the_bundle_is_refused(cartpole_bundle, tmp_path, where):
     """Appending to a bundle file breaks its sha256; a new file makes the folder more than export wrote."""
-    from robolearn.sim2sim import prepare_outputs, sim2sim
+    from robolearn.sim2sim import sim2sim
+    from robolearn.sim2sim_files import prepare_outputs
 
     log = cartpole_bundle / where
     if where == "link":  # a link outside the bundle to a file in it
@@ -102,14 +103,14 @@ def test_log_inside_the_bundle_is_refused(cartpole_bundle, tmp_path, where):
 
 def test_a_robot_yaml_that_no_export_wrote_is_not_a_bundle(tmp_path):
     """A robot project's own robot.yaml does not make its folder a bundle."""
-    from robolearn.sim2sim import prepare_outputs
+    from robolearn.sim2sim_files import prepare_outputs
 
     (tmp_path / "robot.yaml").write_text("name: my_robot\n")
     prepare_outputs(None, tmp_path / "logs" / "sim2sim.jsonl")
 
 
 def test_report_and_log_naming_the_same_file_are_refused(tmp_path):
-    from robolearn.sim2sim import prepare_outputs
+    from robolearn.sim2sim_files import prepare_outputs
 
     with pytest.raises(UserError) as info:
         prepare_outputs(tmp_path / "out.json", tmp_path / "sub" / ".." / "out.json")

@@ -1,0 +1,128 @@
+"""What the locomotion template reads of a robot besides its joints (inspect_model.py): a planar
+base's joints and their roles, the feet with their contact points and touch sensors, the base's IMU
+site."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from robolearn.scaffold.model_query import ONE_DOF, driven_joints, obj_name
+from robolearn.scene.geometry import geom_corners
+
+_IMU_SENSORS = (int(mujoco.mjtSensor.mjSENS_GYRO), int(mujoco.mjtSensor.mjSENS_ACCELEROMETER),
+                int(mujoco.mjtSensor.mjSENS_FRAMEQUAT))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Foot:
+    body: str
+    point: tuple[float, float, float]
+    """The lowest point of the foot's geometry at the default pose, in the body's frame [m]."""
+    radius: float
+    """Size of the contact site to put there [m]."""
+    sensor: str | None
+    """An existing touch sensor on the foot, None if it has none."""
+    geom: str | None = None
+    """Where the model leaves the foot's body unnamed: the named geom of it that the generated
+    robot.py finds the body by (and names it `body`)."""
+
+
+@dataclass(frozen=True)
+class BaseJoint:
+    """A joint between the world and a planar robot's root body (gymnasium's and dm_control's hopper,
+    walker and cheetah move on rootx, rootz and rooty)."""
+
+    name: str
+    role: str
+    """forward (the first horizontal slide), lateral (another), height (a vertical slide), pitch (a hinge
+    about a horizontal axis: the body tilts) or yaw (a hinge about the vertical)."""
+    axis: tuple[float, float, float]
+    """The joint's axis in the world frame at the model's default pose."""
+    qpos0: float
+
+
+def planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[list[str], list[BaseJoint]]:
+    """The root body's own joints, and the roles of those no actuator drives when one of them is a
+    horizontal slide (a planar robot: it moves along the floor on that slide). A driven slide is a
+    rail (a cart's, a gantry's): the robot drives it, nothing about it is a base that moves freely."""
+    all_joints = range(int(model.body_jntadr[body]), int(model.body_jntadr[body] + model.body_jntnum[body]))
+    names = [obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in all_joints]
+    driven = driven_joints(model)
+    joints = [j for j in all_joints if j not in driven]
+    axes = {}
+    for j in joints:
+        if int(model.jnt_type[j]) not in ONE_DOF:
+            return names, []
+        axes[j] = data.xmat[body].reshape(3, 3) @ model.jnt_axis[j]
+    slide = {j for j in joints if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE)}
+    horizontal = [j for j in slide if abs(axes[j][2]) <= 0.7]
+    if not horizontal:
+        return names, []
+    forward = max(horizontal, key=lambda j: (abs(axes[j][0]), -j))  # the slide closest to the world's x
+    found = []
+    for j in joints:
+        name = obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, j)
+        vertical = abs(axes[j][2]) > 0.7
+        if j in slide:
+            role = "forward" if j == forward else "height" if vertical else "lateral"
+        else:
+            role = "yaw" if vertical else "pitch"
+        found.append(BaseJoint(name, role, tuple(round(float(v), 4) for v in axes[j]), float(model.qpos0[model.jnt_qposadr[j]])))
+    return names, found
+
+
+def feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int], children: dict[int, list[int]],
+          geoms: list[int], low: dict[int, float], near_ground: float) -> list[Foot]:
+    """The leaf bodies of the base's joint chains whose geometry reaches below `near_ground` (each
+    geom's lowest world height in `low`), with the lowest point of each and its touch sensor if any."""
+    touch = {}  # body -> [(site height, sensor name)]
+    for s in range(model.nsensor):
+        if int(model.sensor_type[s]) == int(mujoco.mjtSensor.mjSENS_TOUCH):
+            site = int(model.sensor_objid[s])
+            touch.setdefault(int(model.site_bodyid[site]), []).append((float(data.site_xpos[site, 2]),
+                                                                       obj_name(model, mujoco.mjtObj.mjOBJ_SENSOR, s)))  # fmt: skip
+    feet: list[Foot] = []
+    for leaf in (b for b in robot if not children[b] and b != base):
+        foot = leaf
+        while not [g for g in geoms if int(model.geom_bodyid[g]) == foot] and foot != base:
+            foot = int(model.body_parentid[foot])  # a frame without geometry: its parent is the foot
+        foot_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == foot]
+        if foot == base or not foot_geoms:
+            continue
+        g = min(foot_geoms, key=lambda g: low[g])
+        if low[g] > near_ground:
+            continue
+        corners = geom_corners(model, data, g)
+        world = np.array([data.geom_xpos[g, 0], data.geom_xpos[g, 1], corners[:, 2].min()])
+        local = data.xmat[foot].reshape(3, 3).T @ (world - data.xpos[foot])
+        radius = float(max(0.02, 1.5 * np.sort(model.geom_aabb[g, 3:])[1]))
+        sensors = sorted(touch.get(foot, []))
+        name, by_geom = obj_name(model, mujoco.mjtObj.mjOBJ_BODY, foot), None
+        if not name:  # an unnamed body (gymnasium's ant's ankles): found by a named geom of it, and named
+            by_geom = next((n for n in (obj_name(model, mujoco.mjtObj.mjOBJ_GEOM, h) for h in [g, *foot_geoms]) if n), None)
+            name = _unique_body_name(model, by_geom.removesuffix("_geom") or by_geom, [f.body for f in feet]) if by_geom else ""
+        if name and name not in [f.body for f in feet]:
+            feet.append(Foot(name, tuple(round(float(v), 4) for v in local), round(radius, 4),
+                             sensors[0][1] if sensors else None, by_geom))  # fmt: skip
+    return feet
+
+
+def _unique_body_name(model: mujoco.MjModel, name: str, taken: list[str]) -> str:
+    """`name`, or `name_2`, ...: no body of the model and none in `taken` has it."""
+    candidate, k = name, 2
+    while candidate in taken or mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, candidate) >= 0:
+        candidate, k = f"{name}_{k}", k + 1
+    return candidate
+
+
+def imu_site(model: mujoco.MjModel, base: int) -> str | None:
+    """A site on the base that an IMU-type sensor reads."""
+    for sensor in range(model.nsensor):
+        if int(model.sensor_type[sensor]) in _IMU_SENSORS and int(model.sensor_objtype[sensor]) == int(mujoco.mjtObj.mjOBJ_SITE):
+            site = int(model.sensor_objid[sensor])
+            if int(model.site_bodyid[site]) == base:
+                return obj_name(model, mujoco.mjtObj.mjOBJ_SITE, site)
+    return None
