@@ -22,6 +22,7 @@ from robolearn.config_checks import check_train_cfg
 from robolearn.distributed import Ranks, more_ranks_than_gpus
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
+from robolearn.heap import hold_heap
 from robolearn.interrupts import Interrupted, stop_on_signals
 from robolearn.isaaclab import isaaclab_task
 from robolearn.log_sinks import check_logger, open_sinks
@@ -168,6 +169,7 @@ def train(cfg: DictConfig, run_dir: Path, ranks: Ranks | None = None, observer: 
     run or another, PBT's exploit) to continue from in run_dir, with this config and fresh random
     streams; `observer` sees every metrics row and checkpoint."""
     ranks = ranks or Ranks()
+    hold_heap()  # the update's buffers reused, not handed back to the kernel after every minibatch (heap.py)
     check_train_cfg(cfg, ranks.world_size)
     check_logger(cfg.logger)
     if ranks.main and not cfg.resume and start_from is None:  # the CLI refuses an explicit hydra.run.dir before Hydra writes
@@ -228,6 +230,14 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
         from robolearn.train_clips import ClipRecorder
 
         clips = ClipRecorder(env, cfg.runner, run_dir / "videos", cfg.task.name)
+        interval, iterations = cfg.runner.video_interval, cfg.runner.max_iterations
+        first = -(-clips.span // interval) * interval  # the first multiple of the interval a whole clip fits before
+        if clips.span > interval:  # (an interval past the run's end is plain: no note)
+            print(f"note: a {cfg.runner.video_length_s:g} s training clip takes {clips.span} iterations to record, so with "
+                  f"runner.video_interval={interval} clips end at iteration {first} at the earliest, and only at multiples "
+                  f"of the interval the previous clip has left free" + (f"; this run of {iterations} iterations records "
+                  "none" if first > iterations else "") + " (shorten runner.video_length_s or widen the interval)",
+                  flush=True)  # fmt: skip
     logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress, sinks, clips)
     try:
         export = cfg.runner.export_onnx and _exportable(env)

@@ -114,6 +114,20 @@ def _mismatch(text: str) -> str:
     return _first_sentence(text, 200)
 
 
+def named(run_dir: Path, name: Path) -> Path:
+    """checkpoint=<name>: a path as given, else (a relative one) in the run's checkpoints/ folder
+    or in the run directory; a UserError that says where it looked and what the run has."""
+    if name.exists() or name.is_absolute():
+        return name
+    for folder in (run_dir / "checkpoints", run_dir):
+        if (folder / name).exists():
+            return folder / name
+    found = [p.name for p in list_checkpoints(run_dir / "checkpoints")]
+    have = ", ".join(found[-3:]) + (f" and {len(found) - 3} older" if len(found) > 3 else "") if found else "none"
+    raise UserError(f"checkpoint {name} does not exist here, in {run_dir / 'checkpoints'} or in {run_dir}; valid: a path, "
+                    f"or a name in the run's checkpoints/ folder ({have})")  # fmt: skip
+
+
 def latest(run_dir: Path) -> Path:
     """The newest checkpoint of a run directory, or a UserError saying why there is none."""
     if run_dir.exists() and not run_dir.is_dir():

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from pathlib import Path
 
+from robolearn.cli_args import bundle_path, flag, flags, key_values, number, optional_path
 from robolearn.hydra_errors import hydra_error_message
 from robolearn.cli_usage import USAGE, verb_help
 from robolearn.run_dir import resolve_run
@@ -30,33 +30,17 @@ def _tune(args: list[str]) -> int:
     return tune_verb(args)
 
 
-def _key_values(args: list[str], valid: dict[str, str | None], verb: str) -> dict[str, str | None]:
-    from robolearn.errors import UserError
-
-    values, given = dict(valid), {}
-    for arg in args:
-        key, sep, value = arg.partition("=")
-        if not sep or key not in valid:
-            raise UserError(f"unexpected argument '{arg}'; {verb} takes {', '.join(k + '=...' for k in valid)}")
-        if key in given:
-            raise UserError(f"{key}= is given twice ({given[key]}, {arg}); give it once")
-        if not value and key not in ("run", "bundle"):  # those two say what they need themselves
-            default = f" (leave it out for the default, {valid[key]})" if valid[key] is not None else " (leave it out if unused)"
-            raise UserError(f"{key}= is empty; give it a value{default}")
-        values[key], given[key] = value, arg
-    return values
-
-
 def _export(args: list[str]) -> int:
     from robolearn import run_policy
     from robolearn.compose import register_configs
     from robolearn.errors import UserError
 
     register_configs()
-    opts = _key_values(args, {"run": None, "checkpoint": None, "out": None, "format": "onnx", "precision": "fp32"}, "export")
+    opts = key_values(args, {"run": None, "checkpoint": None, "out": None, "format": "onnx", "precision": "fp32"}, "export")
     if not opts["run"]:
         raise UserError("export needs run=<run dir>")
-    run_policy.export_run(resolve_run(opts["run"]), _path(opts["checkpoint"]), _path(opts["out"]), opts["format"], opts["precision"])
+    run_policy.export_run(resolve_run(opts["run"]), optional_path(opts["checkpoint"]), optional_path(opts["out"]),
+                          opts["format"], opts["precision"])  # fmt: skip
     return 0
 
 
@@ -68,7 +52,7 @@ def _import(args: list[str]) -> int:
 
     valid = {"run": None, "robot": None, "joint_order": None, "task": None, "checkpoint": None, "obs": None,
              "precision": "fp32", "out": None}  # fmt: skip
-    opts = _key_values(args, valid, "import")
+    opts = key_values(args, valid, "import")
     if not opts["run"]:
         raise UserError("import needs run=<rsl_rl run dir> (an Isaac Lab or mjlab run: params/env.yaml, model_<N>.pt)")
     if opts["precision"] not in PRECISIONS:
@@ -78,39 +62,12 @@ def _import(args: list[str]) -> int:
 
         register_configs()
     result = import_run(
-        _path(opts["run"]), out=_path(opts["out"]), robot=_path(opts["robot"]), task=opts["task"],
-        joint_order=opts["joint_order"], checkpoint=opts["checkpoint"], obs=_path(opts["obs"]), precision=opts["precision"],
+        optional_path(opts["run"]), out=optional_path(opts["out"]), robot=optional_path(opts["robot"]),
+        task=opts["task"], joint_order=opts["joint_order"], checkpoint=opts["checkpoint"], obs=optional_path(opts["obs"]),
+        precision=opts["precision"],
     )  # fmt: skip
     print_import(result)
     return 0
-
-
-def _bundle_path(value: str) -> Path:
-    """A bundle directory, or `latest` / `<task>/latest`: that run's export/."""
-    if value == "latest" or value.endswith("/latest"):
-        return resolve_run(value, "bundle") / "export"
-    return Path(value).expanduser()
-
-
-def _path(value: str | None) -> Path | None:
-    return Path(value).expanduser() if value else None
-
-
-def _number(key: str, value: str, kind: type):
-    from robolearn.errors import UserError
-
-    try:
-        return kind(value)
-    except ValueError:
-        raise UserError(f"{key}={value} is not a{'n integer' if kind is int else ' number'}") from None
-
-
-def _flag(key: str, value: str) -> bool:
-    from robolearn.errors import UserError
-
-    if value.lower() not in ("true", "false"):
-        raise UserError(f"{key}={value}: valid values are true and false")
-    return value.lower() == "true"
 
 
 def _eval(args: list[str]) -> int:
@@ -119,10 +76,11 @@ def _eval(args: list[str]) -> int:
     from robolearn.errors import UserError
 
     register_configs()
-    opts = _key_values(args, {"run": None, "episodes": "64", "checkpoint": None}, "eval")
+    opts = key_values(args, {"run": None, "episodes": "64", "checkpoint": None}, "eval")
     if not opts["run"]:
         raise UserError("eval needs run=<run dir>")
-    run_policy.eval_run(resolve_run(opts["run"]), _number("episodes", opts["episodes"], int), _path(opts["checkpoint"]))
+    episodes = number("episodes", opts["episodes"], int)
+    run_policy.eval_run(resolve_run(opts["run"]), episodes, optional_path(opts["checkpoint"]))
     return 0
 
 
@@ -134,21 +92,21 @@ def _sim2sim(args: list[str]) -> int:
 
     valid = {"bundle": None, "episodes": "10", "realtime": "false", "timestep": None, "integrator": None,
              "engine": "auto", "seed": "0", "report": None, "log": None}  # fmt: skip
-    opts = _key_values(args, valid, "sim2sim")
+    opts = key_values(args, valid, "sim2sim")
     if not opts["bundle"]:
         raise UserError("sim2sim needs bundle=<bundle dir> (a run's export/ folder)")
     register_configs()
-    bundle = _bundle_path(opts["bundle"])
-    prepare_outputs(_path(opts["report"]), _path(opts["log"]))
+    bundle = bundle_path(opts["bundle"])
+    prepare_outputs(optional_path(opts["report"]), optional_path(opts["log"]))
     result = sim2sim(
-        bundle, episodes=_number("episodes", opts["episodes"], int), realtime=_flag("realtime", opts["realtime"]),
-        timestep=_number("timestep", opts["timestep"], float) if opts["timestep"] else None,
-        integrator=opts["integrator"], engine=opts["engine"], seed=_number("seed", opts["seed"], int),
-        log=_path(opts["log"]),
+        bundle, episodes=number("episodes", opts["episodes"], int), realtime=flag("realtime", opts["realtime"]),
+        timestep=number("timestep", opts["timestep"], float) if opts["timestep"] else None,
+        integrator=opts["integrator"], engine=opts["engine"], seed=number("seed", opts["seed"], int),
+        log=optional_path(opts["log"]),
     )  # fmt: skip
     print_report(result)
     if opts["report"]:
-        write_report(result, _path(opts["report"]))
+        write_report(result, optional_path(opts["report"]))
     return 0
 
 
@@ -163,24 +121,24 @@ def _play(args: list[str]) -> int:
              "fps": "30", "num_envs": "1", "camera": "track", "distance": None, "elevation": "-20", "azimuth": "135",
              "command": None, "width": "640", "height": "480", "seed": "0", "port": "8080",
              "host": "127.0.0.1"}  # fmt: skip
-    opts = _key_values(args, valid, "play")
+    opts = key_values(args, valid, "play")
     if bool(opts["run"]) == bool(opts["bundle"]):
         raise UserError("play needs run=<run dir> or bundle=<bundle dir> (one of them)")
     if opts["bundle"] and opts["checkpoint"]:
         raise UserError("checkpoint= chooses a run's checkpoint and goes with run=; a bundle holds one policy")
     command = CommandScript.parse(opts["command"]) if opts["command"] else None
     distance = opts["distance"] if opts["distance"] not in (None, "", "auto") else None
-    camera = CameraCfg(opts["camera"], _number("distance", distance, float) if distance is not None else None,
-                       _number("elevation", opts["elevation"], float), _number("azimuth", opts["azimuth"], float))  # fmt: skip
-    cfg = PlayCfg(opts["mode"], _path(opts["out"]), _number("duration", opts["duration"], float),
-                  _number("fps", opts["fps"], float), _number("num_envs", opts["num_envs"], int), camera, command,
-                  _number("width", opts["width"], int), _number("height", opts["height"], int),
-                  _number("seed", opts["seed"], int), _number("port", opts["port"], int), opts["host"])  # fmt: skip
+    camera = CameraCfg(opts["camera"], number("distance", distance, float) if distance is not None else None,
+                       number("elevation", opts["elevation"], float), number("azimuth", opts["azimuth"], float))  # fmt: skip
+    cfg = PlayCfg(opts["mode"], optional_path(opts["out"]), number("duration", opts["duration"], float),
+                  number("fps", opts["fps"], float), number("num_envs", opts["num_envs"], int), camera, command,
+                  number("width", opts["width"], int), number("height", opts["height"], int),
+                  number("seed", opts["seed"], int), number("port", opts["port"], int), opts["host"])  # fmt: skip
     register_configs()
     if opts["run"]:
-        play_run(resolve_run(opts["run"]), _path(opts["checkpoint"]), cfg)
+        play_run(resolve_run(opts["run"]), optional_path(opts["checkpoint"]), cfg)
     else:
-        play_bundle(_bundle_path(opts["bundle"]), cfg)
+        play_bundle(bundle_path(opts["bundle"]), cfg)
     return 0
 
 
@@ -218,8 +176,8 @@ def _runs(args: list[str]) -> int:
     from robolearn.run_dir import RUNS
     from robolearn.runs import format_runs, list_runs, no_runs_line
 
-    opts = _key_values(args, {"task": None, "root": None}, "runs")
-    root = _path(opts["root"]) or RUNS
+    opts = key_values(args, {"task": None, "root": None}, "runs")
+    root = optional_path(opts["root"]) or RUNS
     runs = list_runs(root, opts["task"] or None)
     if not runs and opts["task"]:
         from robolearn.errors import UserError
@@ -233,36 +191,13 @@ def _runs(args: list[str]) -> int:
     return 0
 
 
-def _flags(args: list[str], options: dict[str, str | None], choices: dict[str, str], takes: str) -> tuple[dict, str | None]:
-    """(option values, the one positional argument or None) of `--flag value` / `--flag=value`
-    arguments; a flag without a value names its `choices` where it has them, anything else is
-    refused with what the verb `takes`."""
-    from robolearn.errors import UserError
-
-    options, positional, rest = dict(options), None, list(args)
-    while rest:
-        arg = rest.pop(0)
-        flag, eq, value = arg.partition("=")
-        if flag in options:
-            if not eq:
-                value = rest.pop(0) if rest and not rest[0].startswith("--") else ""
-            if not value:
-                raise UserError(f"{flag} needs a value" + (f"; valid: {choices[flag]}" if flag in choices else ""))
-            options[flag] = value
-        elif arg.startswith("-") or positional is not None:
-            raise UserError(f"unexpected argument '{arg}'; {takes}")
-        else:
-            positional = arg
-    return options, positional
-
-
 def _terms(args: list[str]) -> int:
     """`terms [--kind K] [name]`: the generic term catalogue (robolearn/term_catalog.py)."""
     from robolearn import term_catalog
     from robolearn.errors import UserError
 
     kinds = ", ".join(term_catalog.KINDS)
-    options, name = _flags(args, {"--kind": None}, {"--kind": kinds}, "terms takes [--kind <kind>] [<term name>]")
+    options, name = flags(args, {"--kind": None}, {"--kind": kinds}, "terms takes [--kind <kind>] [<term name>]")
     kind = None
     if options["--kind"] is not None:
         try:
@@ -287,13 +222,13 @@ def _new_task(args: list[str]) -> int:
     from robolearn.errors import UserError
     from robolearn.scaffold import TEMPLATE_NAMES, new_task
 
-    options, name = _flags(args, {"--template": "minimal", "--robot": None, "--out": None},
+    options, name = flags(args, {"--template": "minimal", "--robot": None, "--out": None},
                            {"--template": ", ".join(TEMPLATE_NAMES)},
                            "new-task takes NAME [--template minimal|locomotion|reach] [--robot model.xml|model.urdf] "
                            "[--out DIR]")  # fmt: skip
     if name is None:
         raise UserError("new-task needs the task's NAME, e.g. robolearn new-task my_robot_walk --template locomotion")
-    result = new_task(name, options["--template"], _path(options["--robot"]), _path(options["--out"]))
+    result = new_task(name, options["--template"], optional_path(options["--robot"]), optional_path(options["--out"]))
     print(f"wrote {result.folder}/: task '{result.name}' (template {result.template})")
     for line in result.lines:
         print(f"  {line}")

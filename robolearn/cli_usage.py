@@ -18,10 +18,10 @@ commands:
                                      is an ordinary run; PBT exploits through its checkpoints;
                                      summary.md ranks the trials (robolearn tune --help: options;
                                      pip install 'robolearn[tune]')
-  export run=<run dir> [format=onnx|tensorrt] [precision=fp32|fp16] [checkpoint=<file>] [out=<dir>]
+  export run=<run dir> [format=onnx|tensorrt] [precision=fp32|fp16] [checkpoint=<file or name in checkpoints/>] [out=<dir>]
                                      write a deploy bundle (policy.onnx, engine, robot.yaml) and
                                      report each artifact's parity with torch and its latency
-  eval run=<run dir> [episodes=64] [checkpoint=<file>]
+  eval run=<run dir> [episodes=64] [checkpoint=<file or name in checkpoints/>]
                                      evaluate the deterministic policy; writes <run>/eval.json
   sim2sim bundle=<dir> [episodes=10] [realtime=false] [timestep=<s>] [integrator=<name>]
           [engine=auto|onnxruntime|tensorrt] [seed=0] [report=<file.json>] [log=<file.jsonl>]
@@ -30,7 +30,7 @@ commands:
   play run=<run dir>|bundle=<dir> [mode=video|viewer|web] [out=<file.mp4>] [duration=10] [fps=30]
        [num_envs=1] [camera=track|fixed|free] [distance=auto] [elevation=-20] [azimuth=135]
        [command=[0.8,0,0] | [[0,0,0,0],[2,0.8,0,0]] (rows: from_s, values)] [width=640]
-       [height=480] [checkpoint=<file>] [seed=0]
+       [height=480] [checkpoint=<file or name in checkpoints/>] [seed=0]
        [port=8080] [host=127.0.0.1]
                                      watch a policy: an mp4 (a run's torch policy, or a bundle
                                      through the deploy runtime), MuJoCo's viewer on a display,

@@ -92,12 +92,18 @@ def check_group_choices(overrides: list[str]) -> None:
     Hydra fails on it."""
     for override in overrides:
         group, eq, value = override.partition("=")
-        if not eq or group not in GROUPS or (value and value.strip()[0] not in "[{" and value != "null"):
+        if not eq or group not in GROUPS:
+            continue
+        schema = [v for v in value.split(",") if v.strip().endswith("_schema")] if group != "task" else []
+        if not schema and value and value.strip()[0] not in "[{" and value != "null":
             continue
         if group == "task":
             valid = sorted(discover_tasks())
         else:
             valid = sorted(f.stem for f in (configs_dir() / group).glob("*.yaml") if not f.stem.endswith("_schema"))
+        if schema:  # the typed schema every option of the group extends, registered beside them
+            raise UserError(f"{override}: {schema[0].strip()} is the schema {group}'s options are checked against, not an "
+                            f"option; valid: {', '.join(valid)}")  # fmt: skip
         raise UserError(f"{override}: {group}= takes one name (several: --multirun {group}=a,b); valid: {', '.join(valid)}")
 
 
@@ -152,7 +158,7 @@ def check_sweep_jobs(overrides: list[str]) -> None:
 
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    given = [a for a in overrides if a not in ("-m", "--multirun")]
+    given = [a for a in overrides if "=" in a and not a.startswith("-")]  # no flags (-m, --cfg job)
     if any(a.replace(" ", "").startswith("hydra/sweeper=") for a in given):
         return
     axes = []

@@ -177,7 +177,8 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
             renderer.close()
     finally:
         env.close()
-    print(f"wrote {out} ({clip.writer.frames} frames, {clip.writer.frames * every * env.dt:.1f} s)")
+    print(f"wrote {out} ({clip.writer.frames} frames at {1.0 / (every * env.dt):.3g} fps, "
+          f"{clip.writer.frames * every * env.dt:.1f} s)")
     return out
 
 
@@ -328,5 +329,6 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
         referee.close()
         writer.close()
         renderer.close()
-    print(f"wrote {out} ({writer.frames} frames in {time.perf_counter() - started:.1f} s)")
+    print(f"wrote {out} ({writer.frames} frames at {1.0 / (every * period):.3g} fps, {writer.frames * every * period:.1f} s; "
+          f"made in {time.perf_counter() - started:.1f} s)")
     return out

@@ -61,7 +61,7 @@ def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int |
     the policy of a checkpoint (the latest unless one is named)."""
     cfg = load_run_config(run_dir)
     num_envs = num_envs or min(cfg.env.num_envs, 64)
-    source = checkpoint_file or checkpoint.latest(run_dir)
+    source = checkpoint.named(run_dir, checkpoint_file) if checkpoint_file else checkpoint.latest(run_dir)
     payload = checkpoint.load(source, named=checkpoint_file is not None)
     seed_everything(cfg.seed)
     env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=num_envs)

@@ -305,7 +305,7 @@ def comparison_line(c: dict) -> str:
 def print_report(result: dict) -> None:
     training = result["training_evaluation"]
     phys = result["physics"]
-    print(f"sim2sim {result['task']}: {result['episodes']} episodes, {result['engine']}, physics dt {phys['timestep']} s "
+    print(f"sim2sim {result['task']}: {result['episodes']} episode{'s' if result['episodes'] != 1 else ''}, {result['engine']}, physics dt {phys['timestep']} s "
           f"({phys['integrator']}), "
           f"realtime {'on' if phys['realtime'] else 'off'}")  # fmt: skip
     print(f"  {'metric':<28} {'training eval':>14} {'sim2sim':>10}")

@@ -35,15 +35,22 @@ class _TaskYamlLoader(yaml.CSafeLoader):
 _TaskYamlLoader.yaml_implicit_resolvers = get_yaml_loader().yaml_implicit_resolvers
 
 
-def _merged(base: dict, override: dict) -> dict:
+def _merged(base: dict, override: dict, where: str = "") -> dict:
     """`override` on top of `base`: mappings merge key by key, anything else is replaced; a null
-    in place of one of the base's mappings (a term, a group) removes it."""
+    in place of one of the base's mappings (a term, a group) removes it, and a null for a term or
+    group the base does not have is refused (a misspelt name would otherwise fail later, unnamed)."""
     out = dict(base)
     for key, value in override.items():
+        named = f"{where}.{key}" if where else str(key)
         if value is None and isinstance(out.get(key), dict):
             del out[key]
+        elif value is None and key not in out and out and all(isinstance(v, dict) for v in out.values()):
+            raise UserError(f"{named}: null removes a term or group of the base task, and it has no '{key}' there; "
+                            f"valid: {', '.join(map(str, out))}")  # fmt: skip
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value, named)
         else:
-            out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+            out[key] = value
     return out
 
 
@@ -75,7 +82,10 @@ def load_task_yaml(path: Path, tasks: Mapping[str, Path] | None = None, seen: tu
     asset = base_node.get("asset")
     if isinstance(asset, str) and (base_path.parent / asset).is_file():
         base_node["asset"] = str((base_path.parent / asset).resolve())
-    return _merged(base_node, node)
+    try:
+        return _merged(base_node, node)
+    except UserError as exc:
+        raise UserError(f"task config {path} (extends: {base}): {exc}") from None
 
 
 def _extended(path: Path, base, tasks: Mapping[str, Path]) -> Path:

@@ -79,6 +79,7 @@ def _check_command_line(overrides: list[str], ranks: distributed.Ranks) -> bool:
     if completion:  # Hydra's completion scripts assume `python script.py`; for `robolearn train` they break
         raise UserError(f"{completion[0]}: shell completion is not offered; `robolearn train --help` lists the "
                         f"config groups and values, `robolearn --help` the commands")  # fmt: skip
+    _check_flags(overrides)
     multirun = any(a in ("-m", "--multirun") for a in overrides)
     if multirun and ranks.distributed:
         raise UserError("--multirun cannot run under torchrun; valid: a sweep of single-process runs (robolearn "
@@ -93,13 +94,18 @@ def _check_command_line(overrides: list[str], ranks: distributed.Ranks) -> bool:
     return multirun
 
 
+def _prints_config(overrides: list[str]) -> bool:
+    """Hydra's --cfg/-c job|hydra|all: print the config and run nothing."""
+    return any(a in ("--cfg", "-c") or a.startswith("--cfg=") for a in overrides)
+
+
 def _lead(overrides: list[str], handover: Handover) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     from robolearn import app, sweeps
-    from robolearn.compose import check_sweep_jobs
+    from robolearn.compose import check_sweep_jobs, compose_train
     from robolearn.config_additions import as_merges
     from robolearn.paths import configs_dir
 
@@ -111,6 +117,9 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     sweeps.check_plugins(overrides)
     if multirun:
         check_sweep_jobs(overrides)  # every job's config, before the first one trains
+    elif _prints_config(overrides):  # --cfg job: the config it prints is one a run would accept
+        settings = [a for a in overrides if "=" in a and not a.startswith("-")]
+        compose_train([a for a in settings if not a.lstrip("+~").startswith("hydra")])
     overrides = as_merges(sweeps.sweeper_direction(overrides))
     if not multirun:
         _claim_run_dir(overrides)
@@ -169,6 +178,35 @@ def _summarize(failed_with: UserError | None = None) -> None:
     line = sweeps.summarize_launched()
     if line:
         print(line, file=sys.stderr if failed_with else sys.stdout, flush=True)
+
+
+HYDRA_FLAGS = {"--help": None, "-h": None, "--hydra-help": None, "--version": None, "--run": None, "-r": None,
+               "--multirun": None, "-m": None, "--cfg": "job, hydra or all", "-c": "job, hydra or all",
+               "--resolve": None, "--package": "a config package, e.g. _global_", "-p": "a config package, e.g. _global_",
+               "--info": None, "-i": None, "--config-dir": "a folder", "-cd": "a folder",
+               "--experimental-rerun": "a pickle file"}  # fmt: skip
+"""Hydra's flags a train may use, and what the ones that take a value take."""
+MODES = {"--run": "--run", "-r": "--run", "--multirun": "--multirun", "-m": "--multirun", "--cfg": "--cfg",
+         "-c": "--cfg", "--info": "--info", "-i": "--info"}  # fmt: skip
+"""Hydra's flags that each choose what train does: one at a time."""
+
+
+def _check_flags(overrides: list[str]) -> None:
+    """An unknown flag, or one without its value, in one line (argparse would print Hydra's usage)."""
+    for i, arg in enumerate(overrides):
+        flag, eq, value = arg.partition("=")
+        if not arg.startswith("-") or _is_completion_flag(arg):
+            continue
+        if flag not in HYDRA_FLAGS:
+            raise UserError(f"unexpected argument '{arg}'; train takes key=value overrides and Hydra's flags "
+                            f"{', '.join(f for f in HYDRA_FLAGS if f.startswith('--'))} (robolearn train --help)")  # fmt: skip
+        takes = HYDRA_FLAGS[flag]
+        following = overrides[i + 1] if i + 1 < len(overrides) else ""
+        if takes is not None and not (value if eq else following and not following.startswith("-")):
+            raise UserError(f"{flag} needs a value: {takes}")
+    modes = sorted({MODES[a.partition("=")[0]] for a in overrides if a.partition("=")[0] in MODES})
+    if len(modes) > 1:
+        raise UserError(f"{' and '.join(modes)} cannot go together; valid: one of --run, --multirun, --cfg, --info")
 
 
 def _is_completion_flag(arg: str) -> bool:

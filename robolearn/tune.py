@@ -269,7 +269,9 @@ def _scheduler(settings: dict, cfg, space: dict, fixed: list[str]):
         return FIFOScheduler(), mode
     if name == "asha":
         grace = settings["grace_period"] or max(1, iterations // 10)
-        return ASHAScheduler(time_attr="iteration", max_t=iterations, grace_period=min(grace, iterations),
+        # max_t one past the run's end: a trial that reaches its last iteration ends itself, after its
+        # evaluation and export (ASHA stopping it at max_t would kill it before them)
+        return ASHAScheduler(time_attr="iteration", max_t=iterations + 1, grace_period=min(grace, iterations),
                              reduction_factor=settings["reduction_factor"]), mode  # fmt: skip
     interval = settings["perturbation_interval"] or max(1, iterations // 5)
     if "algo.learning_rate" in space and cfg.algo.schedule != "fixed":

@@ -1,5 +1,7 @@
 """Checkpoints are atomic: an interrupted write leaves the previous checkpoint loadable."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -105,3 +107,21 @@ def test_slim_checkpoints_keep_the_weights_and_the_file_times(tmp_path):
         assert payload["iteration"] == it and torch.equal(payload["model"]["actor.0.weight"], model["actor.0.weight"])
         assert slim.stat().st_mtime == 2_000_000 + it
         assert slim.stat().st_size < checkpoint.checkpoint_path(folder, it).stat().st_size / 10
+
+
+def test_a_named_checkpoint_is_found_as_a_path_or_in_the_runs_checkpoints(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    for i in (50, 100, 150, 200):
+        (run / "checkpoints" / f"iter_{i:06d}.pt").write_bytes(b"x")
+    (tmp_path / "mine.pt").write_bytes(b"x")
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint.named(run, Path("iter_000050.pt")) == run / "checkpoints" / "iter_000050.pt"
+    assert checkpoint.named(run, Path("checkpoints/iter_000100.pt")) == run / "checkpoints" / "iter_000100.pt"
+    assert checkpoint.named(run, Path("mine.pt")) == Path("mine.pt")  # a path that exists wins
+    assert checkpoint.named(run, tmp_path / "gone.pt") == tmp_path / "gone.pt"  # absolute: load() says it is missing
+    with pytest.raises(UserError) as err:
+        checkpoint.named(run, Path("iter_000999.pt"))
+    assert str(err.value) == (f"checkpoint iter_000999.pt does not exist here, in {run / 'checkpoints'} or in {run}; "
+                              "valid: a path, or a name in the run's checkpoints/ folder (iter_000100.pt, iter_000150.pt, "
+                              "iter_000200.pt and 1 older)")

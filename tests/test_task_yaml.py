@@ -97,3 +97,17 @@ def test_the_guides_variant_example_composes(installed, tmp_path):
     assert cfg.task.episode_length_s == 10.0 and cfg.task.sim.integrator == "implicitfast"
     assert cfg.task.rewards.feet_air_time.weight == 1.0 and cfg.task.rewards.feet_air_time.params.target == 0.5
     assert cfg.algo.actor_hidden_dims == [128, 128, 128]  # quadruped_flat's recipe
+
+
+def test_a_null_for_a_term_the_base_lacks_is_one_line(installed, tmp_path):
+    """A misspelt term to remove (quadruped_flat's policy has base_ang_vel, not angular_vel) used to
+    fail later in the schema, without the name."""
+    (tmp_path / "child.yaml").write_text("extends: quadruped_flat\nobservations: {policy: {terms: {angular_vel: null}}}\n")
+    with pytest.raises(UserError) as err:
+        load_task_yaml(tmp_path / "child.yaml", task_configs(installed))
+    assert str(err.value).startswith(f"task config {tmp_path / 'child.yaml'} (extends: quadruped_flat): "
+                                     "observations.policy.terms.angular_vel: null removes a term or group of the base "
+                                     "task, and it has no 'angular_vel' there; valid: base_ang_vel, projected_gravity")  # fmt: skip
+    # a null for a plain field the base leaves out (a task's top level holds plain values) still sets it
+    base = {"asset": "robot.xml", "terms": {"a": {}}}
+    assert _merged(base, {"terms": {"a": None}, "terrain": None}) == {"asset": "robot.xml", "terms": {}, "terrain": None}

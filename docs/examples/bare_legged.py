@@ -21,7 +21,7 @@ import mujoco
 
 from robolearn.registry import TaskPlugin
 
-# --- robot constants: the one place they live (STYLE.md: one module per robot) ---------------------
+# --- robot constants: the one place they live (one module per robot) ------------------------------
 LEGS = ("FL", "FR", "RL", "RR")
 JOINTS = tuple(f"{leg}_{part}" for leg in LEGS for part in ("hip", "knee"))
 """Joint order of the actions and the joint observations (the MJCF's body order)."""

@@ -125,13 +125,28 @@ class EnvHealth:
         self._maybe_pending = True
 
 
+LARGEST_OBSERVATION = 1e18
+"""Larger observation values overflow the normalizer: it squares them, and float32 ends at 3.4e38."""
+
+
 def divergence_cause(env) -> str:
     """What makes every transition invalid, read once where a run stops for it (the env is not
-    stepped again, so a class term's state may change here): the physics state, the first reward
-    term or observation term whose values are not finite now; '' where none shows in this state."""
+    stepped again, so a class term's state may change here), in the order one causes the next:
+    the physics state; an observation term (as the policy got it: scaled, clipped) too large for
+    the normalizer or not finite; the policy's actions; the first reward or observation term whose
+    values are not finite now; '' where none shows in this state."""
     physics = env.physics
     if not (torch.isfinite(physics.qpos).all() and torch.isfinite(physics.qvel).all()):
         return "the simulation's state is not finite (a model or an action that makes the physics diverge)"
+    for group, buffer in env.observations.buffers.items():
+        for part in env.observations.layout[group]:
+            worst = buffer[:, part.start : part.stop].abs().max().item()
+            if worst > LARGEST_OBSERVATION:  # NaN is not: a non-finite row was replaced by zeros
+                return (f"observation term '{part.name}' of group '{group}' reaches {worst:.1e} (scaled and clipped), "
+                        f"which the observation normalizer cannot square in float32; valid: |values| <= "
+                        f"{LARGEST_OBSERVATION:.0e} (lower its scale or give it a clip)")  # fmt: skip
+    if not torch.isfinite(env.actions.action).all():
+        return "the policy's actions are not finite (its observations or its weights hold NaN or inf)"
     managers = [("reward", env.rewards.terms)] + [("observation", env.observations.terms)]
     for kind, terms in managers:
         for term in terms:

@@ -51,13 +51,20 @@ def reset_joints_uniform(
     position_range: tuple[float, float],
     velocity_range: tuple[float, float] = (0.0, 0.0),
     joints: Joints | None = None,
+    within_limits: bool = True,
 ) -> None:
-    """Initial joint positions = default + U(position_range), velocities = U(velocity_range)."""
+    """Initial joint positions = default + U(position_range), velocities = U(velocity_range).
+    within_limits: a limited joint's position is clipped into its range (a start past a joint's
+    limit is not a state the robot can be in, and MuJoCo's limit would kick it back)."""
     joints = env.scene.joints(joints)
     qadr, dadr = joints.qpos, joints.dof
     default = env.default_qpos[:, qadr]
     shape = tuple(default.shape)
-    env.reset_qpos[:, qadr] = default + _uniform(env, shape, position_range)
+    position = default + _uniform(env, shape, position_range)
+    if within_limits:
+        limits = env.scene.qpos_limits[qadr]
+        position = torch.clamp(position, limits[:, 0], limits[:, 1])
+    env.reset_qpos[:, qadr] = position
     env.reset_qvel[:, dadr] = _uniform(env, shape, velocity_range)
 
 

@@ -62,6 +62,9 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
         _plan_legs(plan, info, model, sites, sensors)
     elif template == "reach":
         plan_reach(plan, info, model, sites, sensors)
+    if not legged and not info.has_light:  # a URDF has none: the videos and viewers would be dark
+        plan.steps.append("add_light")
+        plan.lines.append("light: missing -> added one above the robot (for videos and the viewers)")
     return plan
 
 

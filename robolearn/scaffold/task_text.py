@@ -65,6 +65,8 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
                   actuators=_names(plan.actuators), num_actions=len(plan.actuators) or len(plan.joints),
                   use_default_offset=str(plan.position).lower(), delay_steps=min(2, decimation),
                   sim_options=f"\nsim: {{integrator: {plan.integrator}}}  # the model's is euler: see README" if plan.integrator else "")  # fmt: skip
+    count = values["num_actions"]
+    values.update(actions_text=f"{count} action{'s' * (count != 1)}")
     values.update(_action_values(plan, 0.25 if template == "locomotion" else 0.5))
     only = f"joints: [{_names(plan.robot_joints)}]" if plan.object_joints and plan.robot_joints else ""
     values.update(joints_param=f", {only}" if only else "", joints_params=f", params: {{{only}}}" if only else "")
@@ -77,7 +79,8 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
             margin = 0.1 * (high - low)
             ranges.append(f"{_yaml_name(joint)}: [{num(low + margin)}, {num(high - margin)}]")
         observed = [*plan.tracked, *(j for j in plan.robot_joints if j not in plan.tracked)]  # a pole no actuator drives too
-        values.update(joints=_names(plan.tracked), num_joints=len(plan.tracked), command_ranges=", ".join(ranges),
+        values.update(joints=_names(plan.tracked), joints_text=f"{len(plan.tracked)} joint{'s' * (len(plan.tracked) != 1)}",
+                      command_ranges=", ".join(ranges),
                       observed=_names(observed), pos_units=_units(plan, observed, ""), vel_units=_units(plan, observed, "/s"),
                       target_units=_units(plan, plan.tracked, ""))  # fmt: skip
     elif template == "locomotion" and plan.planar:

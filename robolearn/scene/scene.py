@@ -166,6 +166,21 @@ class Scene:
                             lambda: FieldRows(field, names, self.index(lookup.field_rows(self.model, field, names))))
 
     @property
+    def qpos_limits(self) -> torch.Tensor:
+        """[nq, 2]: the range of each limited hinge/slide joint at its qpos address [rad or m];
+        -inf, inf at every other address (unlimited joints, free and ball joints)."""
+
+        def make() -> torch.Tensor:
+            m = self.model
+            limits = np.tile([-np.inf, np.inf], (m.nq, 1))
+            for j in range(m.njnt):
+                if m.jnt_limited[j] and m.jnt_type[j] in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+                    limits[m.jnt_qposadr[j]] = m.jnt_range[j]
+            return torch.tensor(limits, dtype=torch.float32, device=self.device)
+
+        return self._cached(("qpos_limits",), make)
+
+    @property
     def root(self) -> Root:
         """The floating base; a UserError when the model has no free joint."""
         if "root" not in self._cache:

@@ -461,6 +461,18 @@ CASES: list[Case] = [
         expect=("job 1 (seed=-1): seed=-1 is out of range", "no job has run")),  # fmt: skip
     train("plugin_reward_always_nan", "task=oops_nan", site=True, cls="plugin",
           expect=("iteration 1: every one of its", "reward term 'bad' (nan_reward) returns values that are not finite")),  # fmt: skip
+    train("physics_is_its_schema", "physics=physics_schema", cls="cli",
+          expect=("physics=physics_schema: physics_schema is the schema physics's options are checked against",
+                  "valid: auto, mjx, mujoco, warp")),  # fmt: skip
+    train("cfg_job_of_a_value_out_of_range", "algo.gamma=1.5", "--cfg", "job", cls="cli",
+          expect=("algo.gamma=1.5 is out of range", "valid: 0 <= gamma <= 1")),  # fmt: skip
+    train("train_unknown_flag", "--foo", cls="cli", expect=("unexpected argument '--foo'", "--multirun, --cfg")),
+    train("train_cfg_without_its_value", "--cfg", cls="cli", expect=("--cfg needs a value: job, hydra or all",)),
+    train("train_cfg_with_multirun", "--multirun", "seed=1,2", "--cfg", "job", cls="cli",
+          expect=("--cfg and --multirun cannot go together",)),  # fmt: skip
+    train("observation_scaled_past_float32", "task=cartpole", "task.observations.policy.terms.pole_vel.scale=1e37",
+          expect=("iteration 1: every one of its", "observation term 'pole_vel' of group 'policy' reaches",
+                  "lower its scale or give it a clip")),  # fmt: skip
     # plugins: an installed task package that is broken in one of the ways a plugin can be
     train("plugin_term_wrong_shape", "task=oops_shape", site=True, cls="plugin",
           expect=("reward term 'short' (short_reward) must return [num_envs]", "got (3,)")),  # fmt: skip

@@ -244,3 +244,21 @@ def test_the_none_preset_leaves_only_initial_state_events(make_env, task):
     funcs = {term.source for term in env.events.terms}
     assert funcs and funcs <= {"reset_joints_uniform", "reset_root_state"}, funcs
     assert not env.events.adaptive
+
+
+@pytest.mark.parametrize("within", [True, False])
+def test_joint_resets_start_inside_the_joints_ranges(make_env, within):
+    # arm_reach's joints: shoulder_lift [-2.0, 2.0], elbow [-2.8, 2.8], ...; home at 0 except a few
+    # tenths. A reset range of +-4 rad would start most joints past their limits.
+    env = make_env("arm_reach", ["randomization=none", "task.events.reset_joints.params.position_range=[-4.0,4.0]",
+                                 f"+task.events.reset_joints.params.within_limits={str(within).lower()}"], num_envs=64)
+    env.reset()
+    limits = env.scene.qpos_limits[env.scene.joints(None).qpos]
+    start = env.reset_qpos[:, env.scene.joints(None).qpos]
+    inside = (start >= limits[:, 0]) & (start <= limits[:, 1])
+    if within:
+        assert inside.all()
+        assert (start == limits[:, 0]).any() and (start == limits[:, 1]).any()  # clipped, not redrawn
+        assert start.std(dim=0).min() > 0.5  # still spread over the range
+    else:
+        assert not inside.all()
