@@ -230,14 +230,9 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
         from robolearn.train_clips import ClipRecorder
 
         clips = ClipRecorder(env, cfg.runner, run_dir / "videos", cfg.task.name)
-        interval, iterations = cfg.runner.video_interval, cfg.runner.max_iterations
-        first = -(-clips.span // interval) * interval  # the first multiple of the interval a whole clip fits before
-        if clips.span > interval:  # (an interval past the run's end is plain: no note)
-            print(f"note: a {cfg.runner.video_length_s:g} s training clip takes {clips.span} iterations to record, so with "
-                  f"runner.video_interval={interval} clips end at iteration {first} at the earliest, and only at multiples "
-                  f"of the interval the previous clip has left free" + (f"; this run of {iterations} iterations records "
-                  "none" if first > iterations else "") + " (shorten runner.video_length_s or widen the interval)",
-                  flush=True)  # fmt: skip
+        note = clips.schedule_note(cfg.runner.max_iterations)
+        if note:
+            print(f"note: {note}", flush=True)
     logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress, sinks, clips)
     try:
         export = cfg.runner.export_onnx and _exportable(env)

@@ -27,7 +27,7 @@ def hold_heap() -> bool:
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS, Windows)
+    except (OSError, AttributeError, TypeError):  # not glibc (musl, macOS; Windows has no CDLL(None))
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return all(mallopt(option, value) == 1 for option, value in SETTINGS)

@@ -50,6 +50,7 @@ CLOSE_TIMEOUT_S = 120.0
 class ClipRecorder:
     def __init__(self, env: BatchedEnv, cfg: RunnerCfg, out_dir: Path, title: str):
         self.interval = cfg.video_interval
+        self.length_s = cfg.video_length_s
         self.every = max(1, round(1.0 / (CLIP_FPS * env.dt)))  # env steps per frame
         self.fps = 1.0 / (self.every * env.dt)
         self.frames = max(2, round(cfg.video_length_s * self.fps))
@@ -64,6 +65,18 @@ class ClipRecorder:
         self._outbox: queue.Queue = queue.Queue()  # to the worker: its settings, then clips' states
         self._inbox: queue.Queue = queue.Queue()  # from the worker: clips, an error, its exit
         self._worker: subprocess.Popen | None = None  # started with the first clip
+
+    def schedule_note(self, iterations: int) -> str | None:
+        """What to tell a user whose interval is shorter than the iterations a clip takes to record
+        (clips then end only at the multiples of the interval the previous clip has left free)."""
+        if self.span <= self.interval:
+            return None
+        first = -(-self.span // self.interval) * self.interval  # the first multiple a whole clip fits before
+        none = f"; this run of {iterations} iterations records none" if first > iterations else ""
+        return (f"a {self.length_s:g} s training clip takes {self.span} iterations to record, so with "
+                f"runner.video_interval={self.interval} clips end at iteration {first} at the earliest, and only at "
+                f"multiples of the interval the previous clip has left free{none} (shorten runner.video_length_s or "
+                "widen the interval)")  # fmt: skip
 
     def _start_worker(self) -> None:
         source = str(Path(__file__).resolve().parents[1])

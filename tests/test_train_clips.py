@@ -111,3 +111,19 @@ def test_recording_keeps_states_on_the_device_until_the_clip_is_full(make_env, t
         with pytest.raises(HostSyncError), no_host_sync():
             recorder.record()  # the last frame: the clip goes to the host, once
     recorder.close()
+
+
+def test_an_interval_shorter_than_a_clip_is_said_at_the_start():
+    """A 3 s clip at 25 fps of a 50 Hz task with 24 steps per iteration takes 7 iterations to record:
+    with video_interval=2 the first clip can end at iteration 8 (the first multiple of 2 past 7)."""
+    from robolearn.train_clips import ClipRecorder
+
+    recorder = ClipRecorder.__new__(ClipRecorder)
+    recorder.span, recorder.interval, recorder.length_s = 7, 2, 3.0
+    assert recorder.schedule_note(6) == (
+        "a 3 s training clip takes 7 iterations to record, so with runner.video_interval=2 clips end at iteration 8 at "
+        "the earliest, and only at multiples of the interval the previous clip has left free; this run of 6 iterations "
+        "records none (shorten runner.video_length_s or widen the interval)")
+    assert recorder.schedule_note(100).endswith("left free (shorten runner.video_length_s or widen the interval)")
+    recorder.interval = 7
+    assert recorder.schedule_note(6) is None  # a clip that fits its interval: nothing to say

@@ -139,7 +139,7 @@ def divergence_cause(env) -> str:
     if not (torch.isfinite(physics.qpos).all() and torch.isfinite(physics.qvel).all()):
         return "the simulation's state is not finite (a model or an action that makes the physics diverge)"
     for group, buffer in env.observations.buffers.items():
-        for part in env.observations.layout[group]:
+        for part in (p for p in env.observations.layout[group] if p.stop > p.start):
             worst = buffer[:, part.start : part.stop].abs().max().item()
             if worst > LARGEST_OBSERVATION:  # NaN is not: a non-finite row was replaced by zeros
                 return (f"observation term '{part.name}' of group '{group}' reaches {worst:.1e} (scaled and clipped), "
