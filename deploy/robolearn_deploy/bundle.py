@@ -28,6 +28,8 @@ READ_FORMATS = (BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT)
 
 ACTUATOR_KINDS = ("position", "motor", "actuator")
 SAFE_CTRL = ("hold", "zero")
+PRECISIONS = ("fp32", "fp16")
+"""An artifact's precision (the policy's files: policy.onnx, policy.fp16.onnx, and TensorRT engines)."""
 """What a kind-'actuator' entry gets when the watchdog trips: its last ctrl, or ctrl 0."""
 
 
@@ -110,7 +112,7 @@ class StateTensor:
 class Artifact:
     file: str
     kind: str  # onnx | tensorrt
-    precision: str  # fp32 | fp16
+    precision: str  # one of PRECISIONS
     info: dict
 
 

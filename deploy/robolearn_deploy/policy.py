@@ -16,10 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from robolearn_deploy.bundle import Artifact, Bundle, sha256
+from robolearn_deploy.bundle import PRECISIONS, Artifact, Bundle, sha256
 from robolearn_deploy.engines import Engine, OnnxRuntimeEngine
 from robolearn_deploy.errors import DeployError
-from robolearn_deploy.tensorrt import PRECISIONS
 
 ENGINES = ("auto", "onnxruntime", "tensorrt")
 

@@ -17,14 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from robolearn_deploy.bundle import sha256, state_tensors
+from robolearn_deploy.bundle import PRECISIONS, sha256, state_tensors
 from robolearn_deploy.engines import SEQUENCE_TOLERANCE, TOLERANCE
 from robolearn_deploy.errors import DeployError
 from robolearn_deploy.tensorrt_runtime import TensorRTEngine, _cuda, _cudart, _logger, compute_capability, unavailable_reason
 
 __all__ = ["PRECISIONS", "TensorRTEngine", "build_engine", "compute_capability", "local_engine_name", "main",
            "unavailable_reason"]  # fmt: skip
-PRECISIONS = ("fp32", "fp16")
 
 
 def local_engine_name(precision: str) -> str:
