@@ -62,7 +62,7 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
         _plan_legs(plan, info, model, sites, sensors)
     elif template == "reach":
         plan_reach(plan, info, model, sites, sensors)
-    if not legged and not info.has_light:  # a URDF has none: the videos and viewers would be dark
+    if not info.has_light:  # a URDF has none: the videos and viewers would be dark
         plan.steps.append("add_light")
         plan.lines.append("light: missing -> added one above the robot (for videos and the viewers)")
     return plan
@@ -152,8 +152,6 @@ def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
     if not info.has_floor:
         plan.steps.append("add_floor")
         plan.lines.append("floor: missing -> added a ground plane 'floor'")
-        if not info.has_light:
-            plan.steps.append("add_light")
     if info.imu_site:
         plan.lines.append(f"IMU: site {info.imu_site} on the base")
     elif plan.base and not plan.planar:
