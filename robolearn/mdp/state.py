@@ -26,12 +26,11 @@ def root_addresses(env) -> tuple[int, int]:
 def joint_ranges(env, joints) -> tuple[torch.Tensor | slice, torch.Tensor]:
     """The limited hinge/slide joints among `joints` (env.scene.joints' names or patterns, None:
     all): their qpos index and their ranges [k, 2] [rad or m], read from the model."""
-    m = env.scene.model
     named = env.scene.joints(joints).qpos
+    limits = env.scene.qpos_limits  # -inf, inf where a joint has no range
     wanted = set(range(named.start, named.stop)) if isinstance(named, slice) else set(named.tolist())
-    limited = [j for j in range(m.njnt) if m.jnt_limited[j] and m.jnt_qposadr[j] in wanted]
-    ranges = torch.tensor(m.jnt_range[limited], dtype=torch.float32, device=env.device).reshape(-1, 2)
-    return env.scene.index([int(m.jnt_qposadr[j]) for j in limited]), ranges
+    limited = [a for a in sorted(wanted) if bool(torch.isfinite(limits[a]).all())]
+    return env.scene.index(limited), limits[limited].reshape(-1, 2)
 
 
 def root_pos_w(env) -> torch.Tensor:

@@ -45,6 +45,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rsl_rl_adapter import RslVecEnv, Stop, rsl_rl_config  # noqa: E402
+
 TASKS = {
     # task: (iterations, solve metric, threshold, extra overrides, evaluation envs, snapshots)
     "cartpole": dict(iterations=100, metric="mean_episode_length", threshold=237.5, overrides=[], eval_envs=256,
@@ -57,6 +60,9 @@ TASKS = {
 EVAL_SEED = 12345
 """The evaluation env's seed: the same episodes for both libraries' policies."""
 
+KEPT = ("iteration", "env_steps", "mean_episode_return", "mean_episode_length", "learning_rate", "action_std", "kl",
+        "value_loss", "surrogate_loss", "entropy", "health/skipped_minibatches")
+"""The columns of robolearn's metrics rows the comparison keeps."""
 UNMATCHED = [
     "observation normalizers: robolearn seeds both from the first observations (each first layer absorbing them), "
     "merges each rollout once per iteration (critic before the update, its first layer re-expressed; actor after "
@@ -80,104 +86,12 @@ def compose(task: str, seed: int, overrides: list[str]):
                           "runner.progress=false", "logger=none", *overrides])  # fmt: skip
 
 
-def rsl_rl_config(cfg) -> dict:
-    """rsl_rl 5.x's train config from robolearn's composed config: each value is robolearn's."""
-    a, r = cfg.algo, cfg.runner
-    if a.policy != "mlp":
-        raise SystemExit("only feed-forward policies are mapped")
-    if a.use_clipped_value_loss and abs(a.value_clip - a.clip_param) > 1e-12:
-        raise SystemExit(f"rsl_rl clips the value with clip_param ({a.clip_param}); robolearn's value_clip is {a.value_clip}")
-    if a.min_noise_std > 0 or a.normalizer_clip is not None:
-        raise SystemExit("min_noise_std / normalizer_clip have no rsl_rl counterpart here")
-    return {
-        "num_steps_per_env": int(r.num_steps_per_env),
-        "save_interval": 10**9,
-        "obs_groups": {"actor": ["policy"], "critic": ["critic"]},
-        "algorithm": {
-            "class_name": "PPO",
-            "num_learning_epochs": int(a.num_learning_epochs),
-            "num_mini_batches": int(a.num_mini_batches),
-            "clip_param": float(a.clip_param),
-            "gamma": float(a.gamma),
-            "lam": float(a.lam),
-            "value_loss_coef": float(a.value_loss_coef),
-            "entropy_coef": float(a.entropy_coef),
-            "learning_rate": float(a.learning_rate),
-            "max_grad_norm": float(a.max_grad_norm),
-            "optimizer": "adam",
-            "use_clipped_value_loss": bool(a.use_clipped_value_loss),
-            "schedule": str(a.schedule),
-            "desired_kl": float(a.desired_kl),
-            "normalize_advantage_per_mini_batch": False,
-            "rnd_cfg": None,
-            "symmetry_cfg": None,
-        },
-        "actor": {
-            "class_name": "MLPModel",
-            "hidden_dims": list(a.actor_hidden_dims),
-            "activation": str(a.activation),
-            "obs_normalization": bool(a.normalize_observations),
-            # robolearn learns log std, state-independent, one per action
-            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": float(a.init_noise_std),
-                                 "std_type": "log"},  # fmt: skip
-        },
-        "critic": {
-            "class_name": "MLPModel",
-            "hidden_dims": list(a.critic_hidden_dims),
-            "activation": str(a.activation),
-            "obs_normalization": bool(a.normalize_observations),
-        },
-    }
-
-
-class RslVecEnv:
-    """A robolearn BatchedEnv as rsl_rl 5.x's VecEnv (duck-typed: num_envs, num_actions,
-    max_episode_length, episode_length_buf, device, cfg, get_observations, step)."""
-
-    def __init__(self, env):
-        from tensordict import TensorDict
-
-        self._td = TensorDict
-        self.env = env
-        self.num_envs, self.num_actions = env.num_envs, env.num_actions
-        self.max_episode_length = env.max_episode_length
-        self.device = env.device
-        self.cfg = {}
-        self._obs = self._wrap(env.reset())  # as robolearn's runner.start(): startup events, staggered time-outs
-
-    @property
-    def episode_length_buf(self):
-        return self.env.episode_length
-
-    @episode_length_buf.setter
-    def episode_length_buf(self, value):
-        self.env.episode_length.copy_(value)
-
-    def _wrap(self, obs: dict):
-        # the env overwrites its buffers at the next step, and rsl_rl stores obs after that step: copy
-        return self._td({k: v.clone() for k, v in obs.items()}, batch_size=[self.num_envs], device=self.device)
-
-    def get_observations(self):
-        return self._obs
-
-    def step(self, actions):
-        obs, reward, terminated, truncated = self.env.step(actions)
-        self._obs = self._wrap(obs)
-        dones = terminated | truncated
-        return self._obs, reward.clone(), dones, {"time_outs": truncated.clone()}
-
-
-class Stop(Exception):
-    pass
-
-
 def train(args) -> None:
     import torch
 
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     from robolearn.app import build_env, placement, seed_everything
-    from robolearn.evaluate import evaluate
 
     spec = TASKS[args.task]
     iterations = args.iterations or spec["iterations"]
@@ -221,78 +135,16 @@ def train(args) -> None:
         return False
 
     steps_per_it = env.num_envs * cfg.runner.num_steps_per_env
-    if args.lib == "robolearn":
-        from robolearn.rl.runner import OnPolicyRunner
-
-        runner = OnPolicyRunner(env, cfg.algo, cfg.runner, device)
-        runner.start()
-        ac = runner.actor_critic
-        stop = {"now": False}
-
-        def policy_copy():
-            net = copy.deepcopy(ac).eval()
-            return lambda obs: net.action_mean(obs)
-
-        def log(row: dict) -> None:
-            keep = {k: v for k, v in row.items() if k in ("iteration", "env_steps", "mean_episode_return",
-                    "mean_episode_length", "learning_rate", "action_std", "kl", "value_loss", "surrogate_loss",
-                    "entropy", "health/skipped_minibatches")}  # fmt: skip
-            keep.update(collect_s=row["collection_s"], learn_s=row["learning_s"])
-            stop["now"] = record(keep, policy_copy)
-
-        state["t0"] = state["t_prev"] = time.perf_counter()
-        runner.learn(log, None, should_stop=lambda: stop["now"])
-    else:
-        from rsl_rl.runners import OnPolicyRunner as RslRunner
-
-        vec = RslVecEnv(env)
-        train_cfg = rsl_rl_config(cfg)
-        (out / "rsl_rl_config.json").write_text(json.dumps(train_cfg, indent=2) + "\n")
-        runner = RslRunner(vec, copy.deepcopy(train_cfg), log_dir=None, device=str(device))
-        actor = runner.alg.get_policy()
-        def policy_copy():  # rsl_rl's own export copy: normalizer + MLP, deterministic (mean) output
-            net = actor.as_jit().eval()
-            return lambda obs: net(obs)
-
-        def hook(it, start_it, total_it, collect_time, learn_time, loss_dict, learning_rate, action_std, **_):
-            row = {"iteration": it + 1, "env_steps": (it + 1) * steps_per_it, **env.pop_episode_stats()}
-            row = {k: v for k, v in row.items() if k in ("iteration", "env_steps", "mean_episode_return",
-                   "mean_episode_length")}  # fmt: skip
-            row.update(collect_s=collect_time, learn_s=learn_time, learning_rate=float(learning_rate),
-                       action_std=float(action_std.detach().mean()), **{f"{k}_loss" if k != "entropy" else k: v
-                                                                for k, v in loss_dict.items()})  # fmt: skip
-            if record(row, policy_copy):
-                raise Stop
-
-        runner.logger.log = hook
-        state["t0"] = state["t_prev"] = time.perf_counter()
-        try:
-            runner.learn(iterations)
-        except Stop:
-            pass
+    state["t0"] = state["t_prev"] = time.perf_counter()
+    learn = _learn_robolearn if args.lib == "robolearn" else _learn_rsl_rl
+    policy_copy = learn(env, cfg, device, iterations, record, out)
     metrics_file.close()
     train_wall = time.perf_counter() - state["t0"]
     last = rows[-1]
     snapshots[f"final@{last['iteration']}"] = policy_copy()
     env.close()
 
-    # evaluation: a fresh env of the same config, a fixed seed, the same for both libraries
-    evals = {}
-    eval_overrides = list(overrides)
-    if args.task.startswith("quadruped"):
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from bench_quadruped import FORWARD
-
-        eval_overrides += FORWARD
-    ecfg = compose(args.task, EVAL_SEED, eval_overrides)
-    for name, act in snapshots.items():
-        eenv = build_env(ecfg, backend, device, num_envs=spec["eval_envs"])
-        t = time.perf_counter()
-        m, _ = evaluate(eenv, act, progress=False)
-        eenv.close()
-        keys = ["return_mean", "return_std", "episode_length_mean", "terminated_fraction", "lin_vel_error"]
-        evals[name] = {k: m[k] for k in keys if k in m} | {"eval_s": time.perf_counter() - t}
-        print(f"[{args.lib} {args.task} s{args.seed}] eval {name}: {json.dumps(evals[name])}", flush=True)
+    evals = _evaluate(args, overrides, snapshots, backend, device)
 
     def med(key, skip=5):
         vals = [r[key] for r in rows[skip:]] or [r[key] for r in rows]
@@ -311,6 +163,89 @@ def train(args) -> None:
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps({k: summary[k] for k in ("lib", "task", "seed", "solved", "train_wall_s", "median_collect_s",
                                               "median_learn_s")}), flush=True)  # fmt: skip
+
+
+def _learn_robolearn(env, cfg, device, iterations, record, out):
+    """robolearn's OnPolicyRunner.learn, each iteration's row through `record` (True: stop);
+    returns a function that copies the current policy (deterministic actions)."""
+    from robolearn.rl.runner import OnPolicyRunner
+
+    runner = OnPolicyRunner(env, cfg.algo, cfg.runner, device)
+    runner.start()
+    ac = runner.actor_critic
+    stop = {"now": False}
+
+    def policy_copy():
+        net = copy.deepcopy(ac).eval()
+        return lambda obs: net.action_mean(obs)
+
+    def log(row: dict) -> None:
+        keep = {k: v for k, v in row.items() if k in KEPT}
+        keep.update(collect_s=row["collection_s"], learn_s=row["learning_s"])
+        stop["now"] = record(keep, policy_copy)
+
+    runner.learn(log, None, should_stop=lambda: stop["now"])
+    return policy_copy
+
+
+def _learn_rsl_rl(env, cfg, device, iterations, record, out):
+    """rsl_rl's OnPolicyRunner.learn on the same env (its logger replaced by a hook that records each
+    iteration and may stop the run); returns a function that copies the current policy."""
+    from rsl_rl.runners import OnPolicyRunner as RslRunner
+
+    steps_per_it = env.num_envs * cfg.runner.num_steps_per_env
+    vec = RslVecEnv(env)
+    train_cfg = rsl_rl_config(cfg)
+    (out / "rsl_rl_config.json").write_text(json.dumps(train_cfg, indent=2) + "\n")
+    runner = RslRunner(vec, copy.deepcopy(train_cfg), log_dir=None, device=str(device))
+    actor = runner.alg.get_policy()
+
+    def policy_copy():  # rsl_rl's own export copy: normalizer + MLP, deterministic (mean) output
+        net = actor.as_jit().eval()
+        return lambda obs: net(obs)
+
+    def hook(it, start_it, total_it, collect_time, learn_time, loss_dict, learning_rate, action_std, **_):
+        row = {"iteration": it + 1, "env_steps": (it + 1) * steps_per_it, **env.pop_episode_stats()}
+        row = {k: v for k, v in row.items() if k in ("iteration", "env_steps", "mean_episode_return",
+               "mean_episode_length")}  # fmt: skip
+        row.update(collect_s=collect_time, learn_s=learn_time, learning_rate=float(learning_rate),
+                   action_std=float(action_std.detach().mean()), **{f"{k}_loss" if k != "entropy" else k: v
+                                                            for k, v in loss_dict.items()})  # fmt: skip
+        if record(row, policy_copy):
+            raise Stop
+
+    runner.logger.log = hook
+    try:
+        runner.learn(iterations)
+    except Stop:
+        pass
+    return policy_copy
+
+
+def _evaluate(args, overrides, snapshots, backend, device) -> dict:
+    """Each snapshot scored on a fresh env of the same config with a fixed seed, the same for both
+    libraries (the quadruped on bench_quadruped's forward commands)."""
+    from robolearn.app import build_env
+    from robolearn.evaluate import evaluate
+
+    spec = TASKS[args.task]
+    evals = {}
+    eval_overrides = list(overrides)
+    if args.task.startswith("quadruped"):
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from bench_quadruped import FORWARD
+
+        eval_overrides += FORWARD
+    ecfg = compose(args.task, EVAL_SEED, eval_overrides)
+    for name, act in snapshots.items():
+        eenv = build_env(ecfg, backend, device, num_envs=spec["eval_envs"])
+        t = time.perf_counter()
+        m, _ = evaluate(eenv, act, progress=False)
+        eenv.close()
+        keys = ["return_mean", "return_std", "episode_length_mean", "terminated_fraction", "lin_vel_error"]
+        evals[name] = {k: m[k] for k in keys if k in m} | {"eval_s": time.perf_counter() - t}
+        print(f"[{args.lib} {args.task} s{args.seed}] eval {name}: {json.dumps(evals[name])}", flush=True)
+    return evals
 
 
 def versions() -> dict:
