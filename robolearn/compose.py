@@ -66,6 +66,7 @@ def register_configs() -> dict[str, TaskPlugin]:
     cs = ConfigStore.instance()
     register_schemas(cs)
     OmegaConf.register_new_resolver("robolearn.suffix", lambda name: f"_{name}" if name else "", replace=True)
+    OmegaConf.register_new_resolver("robolearn.groups", _groups_help, replace=True)
     tasks = discover_tasks()
     for name, plugin in list(tasks.items()):
         BROKEN.pop(name, None)  # found again: judged afresh
@@ -86,6 +87,18 @@ GROUPS = ("task", "algo", "physics", "randomization")
 """The config groups a command line chooses one option of (`task=pendulum`)."""
 
 
+def group_options(group: str) -> list[str]:
+    """The options a command line may choose in `group` (not the `<group>_schema` they extend)."""
+    if group == "task":
+        return sorted(discover_tasks())
+    return sorted(f.stem for f in (configs_dir() / group).glob("*.yaml") if not f.stem.endswith("_schema"))
+
+
+def _groups_help() -> str:
+    """`robolearn train --help`'s list of groups (configs/train.yaml's hydra.help.template)."""
+    return "\n".join(f"{group}: {', '.join(group_options(group))}" for group in sorted(GROUPS))
+
+
 def check_group_choices(overrides: list[str]) -> None:
     """`task=null`, `task=[cartpole,pendulum]`, `algo=`: a group takes one option's name (a sweep
     over several is `--multirun task=cartpole,pendulum`); say so, with the valid names, before
@@ -97,10 +110,7 @@ def check_group_choices(overrides: list[str]) -> None:
         schema = [v for v in value.split(",") if v.strip().endswith("_schema")] if group != "task" else []
         if not schema and value and value.strip()[0] not in "[{" and value != "null":
             continue
-        if group == "task":
-            valid = sorted(discover_tasks())
-        else:
-            valid = sorted(f.stem for f in (configs_dir() / group).glob("*.yaml") if not f.stem.endswith("_schema"))
+        valid = group_options(group)
         if schema:  # the typed schema every option of the group extends, registered beside them
             raise UserError(f"{override}: {schema[0].strip()} is the schema {group}'s options are checked against, not an "
                             f"option; valid: {', '.join(valid)}")  # fmt: skip

@@ -144,6 +144,17 @@ def test_cfg_job_shows_the_task_recipe_under_the_command_line(tmp_path):
     assert "algo" not in cfg["task"] and not (tmp_path / "runs").exists()
 
 
+def test_help_lists_each_groups_options_without_the_schemas(tmp_path):
+    result = robolearn("train", "--help", "task=pendulum", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    listing, config = result.stdout.split("== Config ==")
+    groups = dict(line.split(": ", 1) for line in listing.splitlines() if ": " in line)
+    assert groups["physics"].split(", ") == ["auto", "mjx", "mujoco", "warp"]
+    assert groups["algo"] == "ppo" and "cartpole" in groups["task"].split(", ")
+    assert "_schema" not in result.stdout and "name: pendulum" in config  # the config, as composed
+    assert not (tmp_path / "runs").exists()
+
+
 def test_list_prints_tasks_and_backends(tmp_path):
     script = Path(sys.executable).with_name("robolearn")
     assert script.is_file(), "the console script is installed"
