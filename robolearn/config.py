@@ -118,8 +118,18 @@ class AlgoCfg:
     activation: str = "elu"
     """Hidden activation: elu, relu, tanh."""
     normalize_observations: bool = True
-    """Empirical running mean/std normalization of actor and critic inputs, updated once per
-    iteration from the rollout just learned from."""
+    """Empirical running mean/std normalization of actor and critic inputs (when they take new
+    observations: normalizer_schedule)."""
+    normalizer_schedule: str = "rollout"
+    """'rollout': the normalizers take each rollout once, at its update (the critic's before it,
+    absorbed by its first layer; the actor's after it), so the update's first minibatch has
+    probability ratio exactly 1. 'step' (rsl_rl's schedule): they merge every step's observations
+    before acting on them, and the update normalizes the rollout with the newest statistics (its
+    first ratio then shows how far they moved). docs/benchmarks.md compares the two."""
+    normalizer_schedule: str = "rollout"
+    """When the normalizers take new observations. 'rollout': once per iteration, at the update
+    (the critic's before it, absorbed by its first layer; the actor's after it). 'step': before
+    every rollout step's action, the rollout storing the normalized inputs."""
     normalizer_min_std: float = 0.01
     """Floor of the normalizer's standard deviation: a column that barely varied in training is
     amplified at most 1/normalizer_min_std times (also in the exported policy)."""

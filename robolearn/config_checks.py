@@ -21,6 +21,7 @@ from robolearn.physics.base import RESET_SENSORS
 from robolearn.scene import sim_options
 
 SCHEDULES = ("adaptive", "fixed")
+NORMALIZER_SCHEDULES = ("rollout", "step")
 ACTIVATIONS = ("elu", "relu", "tanh")
 NETWORKS = ("mlp", "gru", "lstm")
 AMP = ("bf16",)
@@ -71,6 +72,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "physics.reset_sensors": (lambda v: v in RESET_SENSORS, " or ".join(RESET_SENSORS)),
     "algo.learning_rate": (lambda v: 0 < v <= 1, "0 < learning_rate <= 1"),
     "algo.schedule": (lambda v: v in SCHEDULES, " or ".join(SCHEDULES)),
+    "algo.normalizer_schedule": (lambda v: v in NORMALIZER_SCHEDULES, " or ".join(NORMALIZER_SCHEDULES)),
     "algo.desired_kl": (_positive, "> 0"),
     "algo.clip_param": (_positive, "> 0"),
     "algo.value_clip": (_positive, "> 0"),

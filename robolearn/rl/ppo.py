@@ -13,7 +13,10 @@ with the statistics the update sees (probability ratio exactly 1 and KL 0 at the
 minibatch), and the next rollout acts with the new ones. The actor is not re-expressed like the
 critic: scaling a first-layer column by s'/s also scales down Adam's step for that input, and on
 pendulum (angular velocity spread 0.3 rad/s at reset, ~5 rad/s once it swings) that stalled
-learning for hundreds of iterations (docs/benchmarks.md).
+learning for hundreds of iterations (docs/benchmarks.md). `algo.normalizer_schedule=step` is
+rsl_rl's schedule instead: both normalizers merge every step's observations before acting on them,
+nothing is merged or absorbed at the update, and the update normalizes the stored observations with
+the newest statistics (its first ratio is not 1: it sees how far they moved in the rollout).
 
 A recurrent actor or critic (algo.policy=gru|lstm) carries a state per environment through the
 rollout; it is stored before every step and zeroed after a step that ended the episode
@@ -64,6 +67,8 @@ class PPO:
     def __init__(self, actor_critic: ActorCritic, storage: RolloutStorage, cfg: AlgoCfg, ranks: Ranks | None = None):
         if cfg.schedule not in ("adaptive", "fixed"):
             raise UserError(f"algo.schedule must be 'adaptive' or 'fixed', got '{cfg.schedule}'")
+        if cfg.normalizer_schedule not in ("rollout", "step"):
+            raise UserError(f"algo.normalizer_schedule must be 'rollout' or 'step', got '{cfg.normalizer_schedule}'")
         if (storage.num_steps * storage.num_envs) % cfg.num_mini_batches:
             raise UserError(
                 f"num_envs * runner.num_steps_per_env = {storage.num_steps * storage.num_envs} "
@@ -100,11 +105,17 @@ class PPO:
         if cfg.cuda_graph and blocker:
             raise UserError(f"algo.cuda_graph=true {blocker}; leave it unset (auto) or set it false")
         self._use_graph = cfg.cuda_graph is not False and blocker is None
+        self.per_step_normalizers = self.cfg.normalizer_schedule == "step"
+        """algo.normalizer_schedule=step: the normalizers merge each rollout step's observations
+        before acting on them, and the update normalizes the rollout with the newest statistics."""
 
     # --- rollout (called under torch.inference_mode) ----------------------------------------------
     def act(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         if self.recurrent:
             self.storage.write_states(self.actor_state, self.critic_state)
+        if self.per_step_normalizers:
+            self.ac.actor_normalizer.update(obs["policy"], ranks=self.ranks)
+            self.ac.critic_normalizer.update(obs["critic"], ranks=self.ranks)
         actions, log_prob, mean, std, self.actor_state = self.ac.act(obs["policy"], self.actor_state)
         values, self.critic_state = self.ac.critic_step(obs["critic"], self.critic_state)
         self.storage.write(
@@ -160,7 +171,8 @@ class PPO:
         count = 0
         policy_obs, critic_obs = s.policy_obs.flatten(0, 1), s.critic_obs.flatten(0, 1)
         valid = s.valid.flatten()
-        follow_normalizer(self.ac.critic_normalizer, self.ac.critic_input_layer(), critic_obs, valid, self.ranks)
+        if not self.per_step_normalizers:
+            follow_normalizer(self.ac.critic_normalizer, self.ac.critic_input_layer(), critic_obs, valid, self.ranks)
         if self.recurrent:
             batches = s.sequences(self.bptt_length, cfg.num_mini_batches, cfg.num_learning_epochs, BATCH_FIELDS)
         else:
@@ -171,7 +183,8 @@ class PPO:
             totals += metrics
             applied += ok
             count += 1
-        self.ac.actor_normalizer.update(policy_obs, valid, self.ranks)
+        if not self.per_step_normalizers:
+            self.ac.actor_normalizer.update(policy_obs, valid, self.ranks)
         s.clear()
         means = totals / applied.clamp(min=1)
         out = {name: means[k] for k, name in enumerate(METRICS)}

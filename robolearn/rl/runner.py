@@ -185,7 +185,8 @@ class OnPolicyRunner:
         first observations, not from N(0, 1); a resumed one continues from the checkpoint's."""
         if self._obs is None:
             self._obs = self.env.reset()
-            self.actor_critic.seed_normalizers(self._obs["policy"], self._obs["critic"], self.ranks)
+            if not self.alg.per_step_normalizers:
+                self.actor_critic.seed_normalizers(self._obs["policy"], self._obs["critic"], self.ranks)
         return self._obs
 
     # --- checkpoints ---------------------------------------------------------------------------------

@@ -36,12 +36,13 @@ def our_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("robolearn train:")]
 
 
-@pytest.mark.parametrize("policy", ["mlp", "gru"])
-def test_learners_stay_identical_on_every_rank_after_every_update(tmp_path, policy):
+@pytest.mark.parametrize("policy,schedule", [("mlp", "rollout"), ("gru", "rollout"), ("mlp", "step")])
+def test_learners_stay_identical_on_every_rank_after_every_update(tmp_path, policy, schedule):
+    """schedule: algo.normalizer_schedule (step: the normalizers merge every rank's observations at each step)."""
     out = tmp_path / "probe.json"
     probe = Path(__file__).with_name("ddp_probe.py")
-    result = torchrun(str(probe), str(out), "task=pendulum", "runner.max_iterations=4", f"algo.policy={policy}", *FAST,
-                      cwd=Path.cwd())  # fmt: skip
+    result = torchrun(str(probe), str(out), "task=pendulum", "runner.max_iterations=4", f"algo.policy={policy}",
+                      f"algo.normalizer_schedule={schedule}", *FAST, cwd=Path.cwd())  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["max_param_gap"] == [0.0] * 4  # parameters, Adam, learning rate, normalizers: bit-identical

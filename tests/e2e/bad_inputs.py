@@ -288,6 +288,8 @@ CASES: list[Case] = [
     train("learning_rate_nan", "algo.learning_rate=nan", expect=("algo.learning_rate=nan is out of range", "a finite number")),
     train("learning_rate_inf", "algo.learning_rate=inf", expect=("algo.learning_rate=inf is out of range", "a finite number")),
     train("schedule_unknown", "algo.schedule=cosine", expect=("algo.schedule=cosine is out of range", "adaptive or fixed")),
+    train("normalizer_schedule_unknown", "algo.normalizer_schedule=epoch",
+          expect=("algo.normalizer_schedule=epoch is out of range", "rollout or step")),
     train("desired_kl_zero", "algo.desired_kl=0", expect=("algo.desired_kl=0.0 is out of range",)),
     train("clip_param_negative", "algo.clip_param=-0.2", expect=("algo.clip_param=-0.2 is out of range",)),
     train("value_clip_zero", "algo.value_clip=0", expect=("algo.value_clip=0.0 is out of range",)),

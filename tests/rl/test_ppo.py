@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from robolearn.config import AlgoCfg, RunnerCfg
+from robolearn.errors import UserError
 from robolearn.rl.losses import gae, gaussian_kl
 from robolearn.rl.models import gaussian_log_prob
 from robolearn.rl.ppo import BATCH_FIELDS
@@ -175,6 +176,40 @@ def test_normalizers_take_each_rollout_once_per_update():
     collect(runner)
     runner.alg.update()
     assert set(counts) == {3 * 8 * 64} and runner.actor_critic.actor_normalizer.count.item() == 4 * 8 * 64
+
+
+def test_the_step_schedule_acts_on_statistics_that_include_each_step_and_the_update_uses_the_newest():
+    """algo.normalizer_schedule=step (rsl_rl's schedule): no seeding; before each action both
+    normalizers merge that step's observations; the update changes neither and its first minibatch
+    sees the policy with the rollout's last statistics (so its ratio is not 1: the drift shows)."""
+    runner = make_runner(num_steps=8, normalizer_schedule="step")
+    runner.start()
+    ac = runner.actor_critic
+    assert ac.actor_normalizer.count.item() == 0 and ac.critic_normalizer.count.item() == 0
+    seen, acted = [], []
+    act = runner.alg.act
+    def spy(obs):
+        seen.append(obs["policy"].clone())
+        actions = act(obs)
+        acted.append(runner.storage.mu[runner.storage.step].clone())
+        return actions
+    runner.alg.act = spy
+    first = spy_first_minibatches(runner.alg)
+    collect(runner)
+    for k, (x, mu) in enumerate(zip(seen, acted)):  # step k acted on the statistics of steps 0..k
+        so_far = torch.cat(seen[: k + 1])
+        expected = ac.actor(((x - so_far.mean(0)) / so_far.std(0, unbiased=False).clamp(min=0.01)))
+        assert torch.allclose(mu, expected, atol=1e-5), k
+    before = (ac.actor_normalizer.mean.clone(), ac.critic_normalizer.count.clone())
+    runner.alg.update()
+    assert torch.equal(ac.actor_normalizer.mean, before[0]) and torch.equal(ac.critic_normalizer.count, before[1])
+    assert ac.critic_normalizer.count.item() == 8 * 64
+    assert first[0][0] > 1e-3  # the first steps acted on other statistics than the update's
+
+
+def test_normalizer_schedule_is_checked():
+    with pytest.raises(UserError, match="algo.normalizer_schedule must be 'rollout' or 'step', got 'epoch'"):
+        make_runner(normalizer_schedule="epoch")
 
 
 def test_a_fresh_run_starts_its_normalizers_from_the_first_observations():
