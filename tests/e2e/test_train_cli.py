@@ -97,8 +97,8 @@ def final_state(run_dir: Path) -> dict:
     return torch.load(run_dir / "checkpoints" / "iter_000006.pt", weights_only=True)
 
 
-@pytest.mark.parametrize("network", [[], ["algo.policy=gru", "algo.critic_network=lstm", "algo.rnn_hidden_size=8"]],
-                         ids=["mlp", "recurrent"])
+@pytest.mark.parametrize("network", [[], ["algo.policy=gru", "algo.critic_network=lstm", "algo.rnn_hidden_size=8"],
+                                     ["algo.normalizer_schedule=step"]], ids=["mlp", "recurrent", "step_normalizers"])
 def test_resume_ends_with_the_same_parameters_as_an_uninterrupted_run(tmp_path, network):
     """Also for recurrent networks: the checkpoint holds where each environment's memory stands."""
     common = [*SMALL, "seed=5", "runner.save_interval=3", *network]
@@ -116,7 +116,7 @@ def test_resume_ends_with_the_same_parameters_as_an_uninterrupted_run(tmp_path, 
     for key in ("lr", "step", "exp_avg", "exp_avg_sq"):
         assert torch.equal(a["algorithm"]["optimizer"][key], b["algorithm"]["optimizer"][key]), key
     assert torch.equal(a["env"]["physics"]["physics_state"], b["env"]["physics"]["physics_state"])
-    for key in ("actor_state", "critic_state") if network else ():
+    for key in ("actor_state", "critic_state") if "algo.policy=gru" in network else ():
         assert all(torch.equal(x, y) for x, y in zip(a["algorithm"][key], b["algorithm"][key], strict=True)), key
         assert any(x.abs().max() > 0 for x in a["algorithm"][key])
     timing = {"wall_time_s", "steps_per_s", "collection_s", "learning_s"}
