@@ -126,10 +126,6 @@ class AlgoCfg:
     probability ratio exactly 1. 'step' (rsl_rl's schedule): they merge every step's observations
     before acting on them, and the update normalizes the rollout with the newest statistics (its
     first ratio then shows how far they moved). docs/benchmarks.md compares the two."""
-    normalizer_schedule: str = "rollout"
-    """When the normalizers take new observations. 'rollout': once per iteration, at the update
-    (the critic's before it, absorbed by its first layer; the actor's after it). 'step': before
-    every rollout step's action, the rollout storing the normalized inputs."""
     normalizer_min_std: float = 0.01
     """Floor of the normalizer's standard deviation: a column that barely varied in training is
     amplified at most 1/normalizer_min_std times (also in the exported policy)."""

@@ -16,7 +16,9 @@ pendulum (angular velocity spread 0.3 rad/s at reset, ~5 rad/s once it swings) t
 learning for hundreds of iterations (docs/benchmarks.md). `algo.normalizer_schedule=step` is
 rsl_rl's schedule instead: both normalizers merge every step's observations before acting on them,
 nothing is merged or absorbed at the update, and the update normalizes the stored observations with
-the newest statistics (its first ratio is not 1: it sees how far they moved in the rollout).
+the newest statistics (its first ratio is not 1: it sees how far they moved in the rollout). An
+observation is merged before its step is known to be valid (envs/health.py): a non-finite row,
+already replaced by zeros, is merged as zeros.
 
 A recurrent actor or critic (algo.policy=gru|lstm) carries a state per environment through the
 rollout; it is stored before every step and zeroed after a step that ended the episode

@@ -182,7 +182,8 @@ class OnPolicyRunner:
     def start(self) -> dict[str, torch.Tensor]:
         """The observations training continues from. A fresh run resets the env here (startup
         events: per-env model parameters are allocated now) and starts the normalizers from the
-        first observations, not from N(0, 1); a resumed one continues from the checkpoint's."""
+        first observations, not from N(0, 1) (algo.normalizer_schedule=step merges them at the first
+        action instead); a resumed one continues from the checkpoint's."""
         if self._obs is None:
             self._obs = self.env.reset()
             if not self.alg.per_step_normalizers:
