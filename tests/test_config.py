@@ -17,6 +17,22 @@ def test_default_config_composes():
     assert cfg.task.events.reset_state.mode == EventMode.reset
 
 
+def test_no_schema_declares_a_setting_twice():
+    """A dataclass keeps the last of two declarations of a field, with its docstring: the first
+    silently disappears."""
+    import ast
+    from pathlib import Path
+
+    import robolearn
+
+    package = Path(robolearn.__file__).parent
+    for path in sorted(package.glob("config*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+                assert len(names) == len(set(names)), (path.name, node.name, sorted(n for n in names if names.count(n) > 1))
+
+
 def test_overrides_apply_and_are_typed():
     cfg = compose_train(["task=pendulum", "physics=mujoco", "env.num_envs=128", "seed=3", "algo.learning_rate=3e-4"])
     assert (cfg.task.name, cfg.physics.backend, cfg.env.num_envs, cfg.seed) == ("pendulum", "mujoco", 128, 3)
