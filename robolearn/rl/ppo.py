@@ -40,7 +40,7 @@ import torch
 from omegaconf import OmegaConf
 
 from robolearn.config import AlgoCfg
-from robolearn.config_checks import check_sequences
+from robolearn.config_checks import NORMALIZER_SCHEDULES, SCHEDULES, check_sequences
 from robolearn.distributed import Ranks
 from robolearn.errors import UserError
 from robolearn.rl.graphed_update import GraphedUpdate
@@ -67,9 +67,9 @@ def clip_grad_norm(grads: torch.Tensor, max_norm: float) -> torch.Tensor:
 
 class PPO:
     def __init__(self, actor_critic: ActorCritic, storage: RolloutStorage, cfg: AlgoCfg, ranks: Ranks | None = None):
-        if cfg.schedule not in ("adaptive", "fixed"):
+        if cfg.schedule not in SCHEDULES:
             raise UserError(f"algo.schedule must be 'adaptive' or 'fixed', got '{cfg.schedule}'")
-        if cfg.normalizer_schedule not in ("rollout", "step"):
+        if cfg.normalizer_schedule not in NORMALIZER_SCHEDULES:
             raise UserError(f"algo.normalizer_schedule must be 'rollout' or 'step', got '{cfg.normalizer_schedule}'")
         if (storage.num_steps * storage.num_envs) % cfg.num_mini_batches:
             raise UserError(
