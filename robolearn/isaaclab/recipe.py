@@ -1,7 +1,7 @@
 """An Isaac Lab task's rsl_rl runner config as robolearn's training recipe for that task.
 
 The settings both learners share carry over (PPO coefficients, network sizes and activation,
-normalization, rollout length, iterations); robolearn's command-line overrides still win. Settings
+normalization and its schedule, rollout length, iterations); robolearn's command-line overrides still win. Settings
 robolearn has no counterpart for are listed, so that nobody assumes they apply.
 """
 
@@ -61,6 +61,8 @@ def recipe(agent: dict | None) -> tuple[dict, list[str]]:
                 skipped.append(f"actor.activation={activation}")
             if model.get("obs_normalization") is not None:
                 algo["normalize_observations"] = bool(model["obs_normalization"])
+                if model["obs_normalization"]:  # rsl_rl merges every step's observations before acting
+                    algo["normalizer_schedule"] = "step"
             std = (model.get("distribution_cfg") or {}).get("init_std")
             if std is not None:
                 algo["init_noise_std"] = float(std)

@@ -43,6 +43,7 @@ def test_recipe_from_an_rsl_rl_runner_config():
     algo = train["algo"]
     assert algo["actor_hidden_dims"] == [512, 256, 128] and algo["critic_hidden_dims"] == [256, 128]
     assert algo["init_noise_std"] == 0.8 and algo["normalize_observations"] is True and algo["activation"] == "elu"
+    assert algo["normalizer_schedule"] == "step"  # rsl_rl's: the statistics merge every step before acting
     assert algo["learning_rate"] == 1e-3 and algo["entropy_coef"] == 0.005 and algo["num_mini_batches"] == 4
     assert skipped == ["algorithm.symmetry_cfg"]  # said on stderr, not silently dropped
     assert algo["policy"] == algo["critic_network"] == "mlp"
@@ -55,6 +56,8 @@ def test_recipe_from_an_rsl_rl_runner_config():
         "policy": "gru", "critic_network": "lstm", "rnn_hidden_size": 128, "rnn_num_layers": 2, "actor_hidden_dims": [64]}
     assert skipped == ["critic.rnn_hidden_dim=256 (robolearn's actor and critic cores share the actor's size)",
                        "algorithm.symmetry_cfg"]  # fmt: skip
+    plain = {**agent, "actor": {**agent["actor"], "obs_normalization": False}}
+    assert "normalizer_schedule" not in recipe(plain)[0]["algo"] and recipe(plain)[0]["algo"]["normalize_observations"] is False
     cnn = {**agent, "actor": {"class_name": "CNNModel", "hidden_dims": [64]}}
     assert "actor.class_name=CNNModel" in recipe(cnn)[1]
     assert recipe(None) == ({}, [])
