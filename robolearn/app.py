@@ -275,12 +275,14 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
 def _exportable(env) -> bool:
     """Whether the robot can become a deploy bundle; if not, say why now (one line) rather than
     failing after the last iteration: training still runs, and keeps its checkpoints."""
-    from robolearn.export.metadata import bundle_refusal
+    from robolearn.export.metadata import bundle_refusal, policy_terms, runtime_gap
 
     reason = bundle_refusal(env)
     if reason is not None:
         print(f"note: no deploy bundle at the end of this run: {reason}; the checkpoints are kept "
               "(runner.export_onnx=false skips this check)", flush=True)  # fmt: skip
+    elif not hasattr(env, "bundle_metadata") and (gap := runtime_gap(policy_terms(env))):
+        print(f"note: {gap}", flush=True)
     return reason is None
 
 

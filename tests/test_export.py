@@ -258,3 +258,23 @@ def test_a_sensor_named_like_another_signal_is_refused(make_env, tmp_path, name,
     assert line in bundle_refusal(env)
     with pytest.raises(UserError, match=re.escape(line)):
         export_bundle(policy_for(env), env, tmp_path / "b")
+
+
+def test_a_policy_term_the_runtime_cannot_compute_is_named_at_train_start_and_at_export(make_env, tmp_path, capsys,
+                                                                                        monkeypatch):  # fmt: skip
+    """A policy observation without a deploy-runtime source (the pole's mass, a privileged model
+    field) still exports, but training's start and the export each say in one line which term the
+    robot's code must teach the runtime; a source registered as a plugin would (on import) ends it."""
+    from robolearn.app import _exportable
+    from robolearn_deploy import observations
+
+    mass = "+task.observations.policy.terms.pole_mass={func: model_field, params: {field: body_mass, names: [pole]}}"
+    env = make_env(overrides=[mass], num_envs=4)
+    line = "note: the deploy runtime has no source for policy observation 'pole_mass' (model_field); the robot's code must register one"
+    assert _exportable(env) and line in capsys.readouterr().out
+    export_bundle(policy_for(env), env, tmp_path / "b")
+    assert line in capsys.readouterr().err and (tmp_path / "b" / "robot.yaml").is_file()
+    monkeypatch.setitem(observations.SOURCES, "model_field", lambda term, ctx: None)
+    assert _exportable(env) and "note:" not in capsys.readouterr().out
+    export_bundle(policy_for(env), env, tmp_path / "c")
+    assert "note:" not in capsys.readouterr().err

@@ -31,7 +31,7 @@ from omegaconf import OmegaConf
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.evaluate import evaluate
-from robolearn.export.metadata import policy_state, robot_metadata, versions, write_robot_yaml
+from robolearn.export.metadata import policy_state, robot_metadata, runtime_gap, versions, write_robot_yaml
 from robolearn.export.onnx import (INPUT_NAME, OUTPUT_NAME, SEQUENCES, ParityReport, check_parity, export_onnx,
                                    state_input, state_output)  # fmt: skip
 from robolearn.model_files import model_files, outside_files, write_compiled
@@ -196,10 +196,13 @@ def export_bundle(
             (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
         meta.update(policy_state(policy))
         seal(meta, staging, reports, evaluation)
+        gap = runtime_gap([(t["name"], t["source"]) for t in meta["observation"]["terms"]])
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     install(staging, out_dir)
+    if gap:
+        print(f"note: {gap}", file=sys.stderr, flush=True)
     return ExportResult(out_dir, reports, evaluation)
 
 

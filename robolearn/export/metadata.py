@@ -28,7 +28,7 @@ from robolearn.export.onnx import INPUT_NAME, OUTPUT_NAME, state_input, state_ou
 from robolearn.rl.models import PolicyGraph
 from robolearn_deploy.actuator_kinds import holds_a_target, joint_level_kind
 from robolearn_deploy.bundle import BUNDLE_FORMAT, RECURRENT_BUNDLE_FORMAT, metadata_digest, sha256
-from robolearn_deploy.observations import BASE_SIGNALS
+from robolearn_deploy.observations import BASE_SIGNALS, SOURCES
 
 
 CTRL = "clip(action_offset + action_scale * action, ctrl_min, ctrl_max)"
@@ -130,6 +130,24 @@ def bundle_refusal(env: BatchedEnv) -> str | None:
     except UserError as e:
         return str(e)
     return None
+
+
+def runtime_gap(terms: list[tuple[str, str]]) -> str | None:
+    """What the deploy runtime cannot compute of a policy observation ((term name, source) pairs, a
+    source being the term's function), in one line; None when it computes every term. Not a refusal:
+    the robot's own code may teach the runtime a source (robolearn_deploy.register_source), as a
+    plugin that registers its numpy twin on import already has by the time this runs."""
+    missing = [f"'{name}' ({source})" for name, source in terms if source not in SOURCES]
+    if not missing:
+        return None
+    return (f"the deploy runtime has no source for policy observation {', '.join(missing)}; the robot's code must "
+            f"register one (robolearn_deploy.register_source) before the bundle runs there or in sim2sim "
+            f"(built in: {', '.join(sorted(SOURCES))})")
+
+
+def policy_terms(env: BatchedEnv) -> list[tuple[str, str]]:
+    """(name, source) of each term of the policy's observation."""
+    return [(s.name, s.func) for s, _ in env.observations.functions("policy")]
 
 
 def _sensors(model: mujoco.MjModel, terms: list, commands: list[str]) -> dict:
