@@ -23,6 +23,7 @@ from robolearn.config import AlgoCfg, EnvCfg, PhysicsCfg, RunnerCfg, register_sc
 from robolearn.config_additions import as_merges
 from robolearn.config_checks import check_train_cfg
 from robolearn.errors import UserError
+from robolearn.hydra_errors import hydra_error_message
 from robolearn.isaaclab import isaaclab_task
 from robolearn.paths import configs_dir
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, task_configs
@@ -131,12 +132,20 @@ def refuse_broken_task(overrides: list[str]) -> None:
 
 def compose_train(overrides: list[str] | None = None) -> DictConfig:
     """The training config `robolearn train <overrides>` would run with, composed in-process and
-    checked (config_checks.py)."""
+    checked (config_checks.py). A mistake in the overrides is a UserError with the CLI's one line
+    (Hydra's and OmegaConf's own errors translated by hydra_errors.py)."""
+    overrides = list(overrides or [])
     register_configs()
-    check_group_choices(list(overrides or []))
-    refuse_broken_task(list(overrides or []))
-    with _own_hydra(), initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=as_merges(list(overrides or [])))
+    check_group_choices(overrides)
+    refuse_broken_task(overrides)
+    try:
+        with _own_hydra(), initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
+            cfg = compose(config_name="train", overrides=as_merges(overrides))
+    except Exception as exc:
+        message = hydra_error_message(exc, overrides)
+        if message is None:
+            raise
+        raise UserError(message) from None
     check_train_cfg(cfg)
     return cfg
 

@@ -48,7 +48,6 @@ from robolearn.app import build_env, env_seed, fits_in_memory
 from robolearn.compose import compose_train
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
-from robolearn.hydra_errors import hydra_error_message
 from robolearn.physics import resolve_placement
 from robolearn.registry import discover_tasks, get_task
 
@@ -71,13 +70,7 @@ def _compose(task: str, overrides: Sequence[str], extra: Sequence[str] = ()) -> 
         raise UserError(f"the task is make_vec's first argument ('{task}'), not an override")
     overrides = [f"task={task}", *overrides, *extra]
     get_task(task)  # an unknown task: one line naming the installed ones
-    try:
-        return compose_train(overrides)
-    except Exception as exc:
-        message = hydra_error_message(exc, overrides)
-        if message is None:
-            raise
-        raise UserError(message) from None
+    return compose_train(overrides)
 
 
 def _build(cfg: DictConfig) -> BatchedEnv:

@@ -1,10 +1,9 @@
 """Hydra configs compose in-process; wrong keys and types fail at composition, naming the key."""
 
 import pytest
-from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import OmegaConf
 
-from robolearn.hydra_errors import hydra_error_message
+from robolearn.errors import UserError
 from robolearn.compose import compose_train
 from robolearn.config_task import EventMode
 
@@ -50,9 +49,11 @@ def test_overrides_apply_and_are_typed():
     ],
 )
 def test_bad_key_or_type_fails_naming_it(override, expected):
-    with pytest.raises(ConfigCompositionException) as info:
+    """compose_train (also used by robolearn.gym, Ray Tune trials and sweep checks) raises the CLI's
+    one line as a UserError, not Hydra's exception."""
+    with pytest.raises(UserError) as info:
         compose_train([override])
-    message = hydra_error_message(info.value)
+    message = str(info.value)
     assert expected in message and "\n" not in message
 
 
@@ -62,9 +63,9 @@ def test_bad_key_or_type_fails_naming_it(override, expected):
     ("randomization=nope", "unknown randomization preset 'nope'; valid: default, none, sim2real"),
 ])
 def test_unknown_group_option_lists_valid_ones(override, expected):
-    with pytest.raises(MissingConfigException) as info:
+    with pytest.raises(UserError) as info:
         compose_train([override])
-    assert hydra_error_message(info.value) == expected
+    assert str(info.value) == expected
 
 
 def fake_task(monkeypatch, tmp_path, text: str, name: str = "fake"):
@@ -79,9 +80,9 @@ def fake_task(monkeypatch, tmp_path, text: str, name: str = "fake"):
 
 def test_task_yaml_is_validated_against_schema_when_chosen(tmp_path, monkeypatch):
     fake_task(monkeypatch, tmp_path, "rewardz: {}\n", name="bad")
-    with pytest.raises(ConfigCompositionException) as info:
+    with pytest.raises(UserError) as info:
         compose_train(["task=bad"])
-    message = hydra_error_message(info.value)
+    message = str(info.value)
     assert "rewardz" in message and "\n" not in message
 
 
@@ -122,7 +123,6 @@ def test_precedence_schema_then_algo_config_then_task_recipe_then_command_line(t
 
 def refused(monkeypatch, tmp_path, recipe: str, pattern: str) -> None:
     """A task with this recipe fails to compose with a UserError matching `pattern`."""
-    from robolearn.errors import UserError
 
     fake_task(monkeypatch, tmp_path, recipe)
     with pytest.raises(UserError, match=pattern):
@@ -135,9 +135,9 @@ def test_a_recipe_key_the_schema_does_not_know_is_refused_with_the_task_name(tmp
     refused(monkeypatch, tmp_path, "env: {num_env: 64}\n", r"task 'fake': its recipe sets env.num_env, which is not "
             r"an env setting; valid: num_envs, cuda_graph, compile, stagger_timeouts")  # fmt: skip
     fake_task(monkeypatch, tmp_path, "runner: {max_iterations: lots}\n")
-    with pytest.raises(ConfigCompositionException) as info:
+    with pytest.raises(UserError) as info:
         compose_train(["task=fake"])
-    assert "max_iterations" in hydra_error_message(info.value)
+    assert "max_iterations" in str(info.value)
 
 
 def test_a_recipe_sets_physics_options_under_the_command_line_but_not_the_backend(tmp_path, monkeypatch):
@@ -192,7 +192,6 @@ def test_the_quadruped_ships_its_locomotion_recipe():
      "task.metrics.ee_position_error_all_steps.window_s=-1.0 is out of range; valid: > 0 (seconds)"),
 ])
 def test_values_out_of_range_fail_at_compose_time_naming_the_field(override, expected):
-    from robolearn.errors import UserError
 
     with pytest.raises(UserError) as info:
         compose_train(override.split(" "))
@@ -225,9 +224,9 @@ def test_only_plain_additions_become_merges():
 
 
 def test_a_term_added_without_plus_says_how_to_add_it():
-    with pytest.raises(ConfigCompositionException) as info:
+    with pytest.raises(UserError) as info:
         compose_train(["task=pendulum", "task.rewards={alive: {func: is_alive}}"])
-    assert hydra_error_message(info.value, ["task=pendulum"]) == (
+    assert str(info.value) == (
         "task.rewards: 'alive' is not in task.rewards; valid: upright, hold, velocity, effort "
         "(a new one: +task.rewards.alive=...)")  # fmt: skip
 
@@ -237,6 +236,6 @@ def test_a_term_added_without_plus_says_how_to_add_it():
     ("+task.rewards.upright.wieght=1", "task.rewards.upright.wieght is not a setting of task.rewards.upright"),
 ])  # fmt: skip
 def test_a_misspelt_setting_in_an_added_term_is_named_as_written(override, line):
-    with pytest.raises(ConfigCompositionException) as info:
+    with pytest.raises(UserError) as info:
         compose_train(["task=pendulum", override])
-    assert hydra_error_message(info.value, ["task=pendulum", override]) == f"{line}; valid: func, weight, params"
+    assert str(info.value) == f"{line}; valid: func, weight, params"
