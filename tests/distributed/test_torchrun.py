@@ -42,7 +42,7 @@ def test_learners_stay_identical_on_every_rank_after_every_update(tmp_path, poli
     out = tmp_path / "probe.json"
     probe = Path(__file__).with_name("ddp_probe.py")
     result = torchrun(str(probe), str(out), "task=pendulum", "runner.max_iterations=4", f"algo.policy={policy}",
-                      f"algo.normalizer_schedule={schedule}", *FAST, cwd=Path.cwd())  # fmt: skip
+                      f"algo.normalizer_schedule={schedule}", *FAST, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["max_param_gap"] == [0.0] * 4  # parameters, Adam, learning rate, normalizers: bit-identical
