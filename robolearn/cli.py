@@ -76,11 +76,13 @@ def _eval(args: list[str]) -> int:
     from robolearn.errors import UserError
 
     register_configs()
-    opts = key_values(args, {"run": None, "episodes": "64", "checkpoint": None}, "eval")
+    opts = key_values(args, {"run": None, "episodes": "64", "checkpoint": None, "conditions": "trained"}, "eval")
     if not opts["run"]:
         raise UserError("eval needs run=<run dir>")
     episodes = number("episodes", opts["episodes"], int)
-    run_policy.eval_run(resolve_run(opts["run"]), episodes, optional_path(opts["checkpoint"]))
+    if opts["conditions"] not in run_policy.CONDITIONS:
+        raise UserError(f"conditions={opts['conditions']} is not valid; valid: {', '.join(run_policy.CONDITIONS)}")
+    run_policy.eval_run(resolve_run(opts["run"]), episodes, optional_path(opts["checkpoint"]), opts["conditions"])
     return 0
 
 

@@ -21,8 +21,10 @@ commands:
   export run=<run dir> [format=onnx|tensorrt] [precision=fp32|fp16] [checkpoint=<file or name in checkpoints/>] [out=<dir>]
                                      write a deploy bundle (policy.onnx, engine, robot.yaml) and
                                      report each artifact's parity with torch and its latency
-  eval run=<run dir> [episodes=64] [checkpoint=<file or name in checkpoints/>]
-                                     evaluate the deterministic policy; writes <run>/eval.json
+  eval run=<run dir> [episodes=64] [checkpoint=<file or name in checkpoints/>] [conditions=trained|initial]
+                                     evaluate the deterministic policy under the checkpoint's
+                                     curricula and adaptive ranges (initial: the task's own);
+                                     writes <run>/eval.json
   sim2sim bundle=<dir> [episodes=10] [realtime=false] [timestep=<s>] [integrator=<name>]
           [engine=auto|onnxruntime|tensorrt] [seed=0] [report=<file.json>] [log=<file.jsonl>]
                                      run the bundle through the deploy runtime against a CPU

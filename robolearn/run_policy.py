@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 import torch
@@ -16,6 +17,7 @@ from robolearn.app import build_env, seed_everything
 from robolearn.config import TrainCfg
 from robolearn.config_checks import not_a_setting
 from robolearn.envs.batched_env import BatchedEnv
+from robolearn.envs.env_state import load_conditions
 from robolearn.errors import UserError, one_line
 from robolearn.evaluate import MAX_EVAL_EPISODES
 from robolearn.rl.models import ActorCritic, Controller
@@ -56,9 +58,20 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
         raise UserError(f"cannot apply {' '.join(overrides)} to {path}: {one_line(exc).split(' full_key:')[0]}") from None
 
 
-def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None) -> tuple[BatchedEnv, ActorCritic, dict, Path]:
+CONDITIONS = ("trained", "initial")
+"""What a checkpoint's policy is run under: where training had taken the task's curricula and
+adaptive ranges (env_state.load_conditions), as training's own evaluation at its end is, or the
+task's initial ones."""
+
+
+def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None,
+                    conditions: str = "trained") -> tuple[BatchedEnv, ActorCritic, dict, Path]:  # fmt: skip
     """A CPU env for a run's task (native MuJoCo; num_envs None: as in training, at most 64) and
-    the policy of a checkpoint (the latest unless one is named)."""
+    the policy of a checkpoint (the latest unless one is named); `conditions` (CONDITIONS): the
+    env's curricula and adaptive ranges as the checkpoint has them, or as the task starts them.
+    What the checkpoint changed is said in one line on stderr."""
+    if conditions not in CONDITIONS:
+        raise UserError(f"conditions={conditions} is not valid; valid: {', '.join(CONDITIONS)}")
     cfg = load_run_config(run_dir)
     num_envs = num_envs or min(cfg.env.num_envs, 64)
     source = checkpoint.named(run_dir, checkpoint_file) if checkpoint_file else checkpoint.latest(run_dir)
@@ -67,6 +80,11 @@ def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int |
     env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=num_envs)
     actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
     checkpoint.restore(actor_critic, payload["model"], source)
+    if conditions == "trained" and isinstance(payload.get("env"), dict):
+        changed = load_conditions(env, payload["env"])
+        if changed:
+            print(f"under the conditions training had reached by iteration {payload['iteration']}: {'; '.join(changed)}",
+                  file=sys.stderr, flush=True)  # fmt: skip
     return env, actor_critic, payload, source
 
 
@@ -89,21 +107,22 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
     return result.path
 
 
-def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = None) -> dict:
+def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = None, conditions: str = "trained") -> dict:
     """The deterministic policy over `episodes` episodes with the task's randomization on (native
-    MuJoCo on the CPU); prints the metrics and writes them to <run>/eval.json."""
+    MuJoCo on the CPU), under the checkpoint's or the task's initial conditions (CONDITIONS);
+    prints the metrics and writes them to <run>/eval.json."""
     from robolearn.evaluate import evaluate
 
     if not 1 <= episodes <= MAX_EVAL_EPISODES:
         raise UserError(f"episodes={episodes} is out of range; valid: 1..{MAX_EVAL_EPISODES} (one environment per episode)")
     load_run_config(run_dir)  # a run directory, before anything about its eval.json
     check_writable(run_dir / "eval.json", "eval")  # before the evaluation, not after it
-    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes)
+    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes, conditions)
     try:
         metrics, _ = evaluate(env, Controller(actor_critic, env.num_envs, env.device))
     finally:
         env.close()
-    metrics = {"checkpoint": source.name, "iteration": payload["iteration"], **metrics}
+    metrics = {"checkpoint": source.name, "iteration": payload["iteration"], "conditions": conditions, **metrics}
     path = run_dir / "eval.json"
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(metrics, indent=2) + "\n")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import torch
+
 from robolearn.errors import UserError
 
 
@@ -47,3 +49,38 @@ def load_state_dict(env, state: Mapping) -> None:
         manager.load_state_dict(state["managers"][name])
     if env.terrain is not None and state.get("terrain") is not None:
         env.terrain.load_state_dict(state["terrain"])
+
+
+def load_conditions(env, state: Mapping) -> list[str]:
+    """Into an env built afresh for a checkpoint's policy (eval, export, play; any env.num_envs),
+    where training had taken the task's conditions, not its episodes: the commands' ranges (a
+    command curriculum's), every adaptive event range (ADR) and the terrain levels (env i takes
+    training env i's level, cycling where this env has more). Returns what differs from the fresh
+    env's conditions, in words ([] when nothing does, or for a checkpoint without manager state)."""
+    managers = state.get("managers")
+    if managers is None:
+        return []
+    changed = []
+    saved_ranges = managers["commands"]["state"]["ranges"]
+    for name, ranges in env.commands.ranges.items():
+        saved = saved_ranges.get(name)
+        if saved is not None and saved.shape == ranges.shape and not torch.equal(saved.to(ranges.device), ranges):
+            ranges.copy_(saved)
+            changed.append(f"command {name} ranges " + ", ".join(
+                f"{c} [{lo:.3g}, {hi:.3g}]" for c, (lo, hi) in zip(env.commands.components[name], ranges.tolist())))
+    saved_adaptive = managers["events"].get("adaptive", {})
+    for name, adr in env.events.adaptive.items():
+        saved = saved_adaptive.get(name)
+        if saved is not None and saved["range"].shape == adr.range.shape and not torch.equal(saved["range"].to(adr.range.device), adr.range):
+            adr.load_state_dict({k: v.to(adr.range.device) for k, v in saved.items()})
+            low, high = adr.range[:, 0].min().item(), adr.range[:, 1].max().item()
+            changed.append(f"adaptive {name}.{adr.param} [{low:.3g}, {high:.3g}]")
+    terrain = state.get("terrain")
+    if env.terrain is not None and terrain is not None:
+        trained = terrain["levels"].to(env.terrain.levels.device)
+        levels = trained[torch.arange(env.num_envs, device=trained.device) % trained.shape[0]]
+        if not torch.equal(levels, env.terrain.levels):
+            env.terrain.set_levels(levels)
+            changed.append(f"terrain levels (mean {levels.float().mean().item():.2g}, max {levels.max().item()} "
+                           f"of 0-{env.terrain.num_levels - 1})")
+    return changed

@@ -212,6 +212,8 @@ CASES: list[Case] = [
     cli("eval_too_many_episodes", "eval", "run={ws}/run", "episodes=100000000000", expect=("episodes=100000000000 is out of range",)),
     cli("eval_episodes_not_a_number", "eval", "run={ws}/run", "episodes=many", expect=("episodes=many is not an integer",)),
     cli("eval_unknown_argument", "eval", "run={ws}/run", "bogus=1", expect=("unexpected argument 'bogus=1'",)),
+    cli("eval_conditions_unknown", "eval", "run={ws}/run", "conditions=hard",
+        expect=("conditions=hard is not valid; valid: trained, initial",)),
     cli("sim2sim_no_bundle", "sim2sim", expect=("sim2sim needs bundle=",)),
     cli("sim2sim_plain_dir", "sim2sim", "bundle={ws}/plain_dir", expect=("has no robot.yaml",)),
     cli("sim2sim_episodes_not_a_number", "sim2sim", "bundle={ws}/bundle", "episodes=many", expect=("episodes=many is not an integer",)),
