@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import torch
 
+from robolearn.envs.manager_base import load_term_state, term_state
 from robolearn.errors import UserError
 
 
@@ -68,6 +69,12 @@ def load_conditions(env, state: Mapping) -> list[str]:
             ranges.copy_(saved)
             changed.append(f"command {name} ranges " + ", ".join(
                 f"{c} [{lo:.3g}, {hi:.3g}]" for c, (lo, hi) in zip(env.commands.components[name], ranges.tolist())))
+    saved_terms = managers["curriculum"]["terms"]
+    for term in env.curriculum.terms:  # a command curriculum's adaptive ranges (they set the ranges above at resets)
+        saved = saved_terms.get(term.name) if term.stateful else None
+        if saved and _shapes(saved) == _shapes(term_state(term.func)) and not _equal(saved, term_state(term.func)):
+            load_term_state(term.func, saved)
+            changed.append(f"curriculum {term.name}")
     saved_adaptive = managers["events"].get("adaptive", {})
     for name, adr in env.events.adaptive.items():
         saved = saved_adaptive.get(name)
@@ -84,3 +91,21 @@ def load_conditions(env, state: Mapping) -> list[str]:
             changed.append(f"terrain levels (mean {levels.float().mean().item():.2g}, max {levels.max().item()} "
                            f"of 0-{env.terrain.num_levels - 1})")
     return changed
+
+
+def _shapes(state):
+    """The tensor shapes of a (nested) term state: a per-env state has another shape in an env of
+    another size, and is not a condition to carry over."""
+    if isinstance(state, torch.Tensor):
+        return tuple(state.shape)
+    if isinstance(state, dict):
+        return {k: _shapes(v) for k, v in state.items()}
+    return [_shapes(v) for v in state]
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return torch.equal(a.cpu(), b.cpu())
+    if isinstance(a, dict):
+        return all(_equal(a[k], b[k]) for k in a)
+    return all(_equal(x, y) for x, y in zip(a, b))

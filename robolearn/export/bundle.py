@@ -193,6 +193,8 @@ def export_bundle(
             copy_model(env.asset_path, staging, meta["model_file"], env.edit_spec)
             task = OmegaConf.to_container(env.cfg, resolve=True)
             task["asset"] = meta["model_file"]  # the bundle's own copy
+            for name, ranges in meta["commands"].items():  # as robot.yaml: where a command curriculum had taken them
+                task["commands"][name]["ranges"] = ranges["ranges"]
             (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
         meta.update(policy_state(policy))
         seal(meta, staging, reports, evaluation)

@@ -26,6 +26,8 @@ def rough_run(tmp_path_factory):
     payload = torch.load(path, weights_only=False)
     payload["env"]["terrain"]["levels"][:] = 9
     payload["env"]["managers"]["commands"]["state"]["ranges"]["base_velocity"][0] = torch.tensor([-1.0, 1.0])
+    # ... as its command curriculum had widened them (component 0, lin_vel_x; it sets them at every reset)
+    payload["env"]["managers"]["curriculum"]["terms"]["command_ranges"]["0"]["range"][:] = torch.tensor([-1.0, 1.0])
     torch.save(payload, path)
     return work, run
 
@@ -35,7 +37,7 @@ def test_eval_runs_under_the_checkpoints_conditions_or_the_tasks_own(rough_run):
     trained = robolearn("eval", f"run={run}", "episodes=4", cwd=work)
     assert trained.returncode == 0, trained.stderr[-2000:]
     line = ("under the conditions training had reached by iteration 1: command base_velocity ranges lin_vel_x [-1, 1], "
-            "lin_vel_y [-0.5, 0.5], ang_vel_z [-1, 1]; terrain levels (mean 9, max 9 of 0-9)")  # fmt: skip
+            "lin_vel_y [-0.5, 0.5], ang_vel_z [-1, 1]; curriculum command_ranges; terrain levels (mean 9, max 9 of 0-9)")  # fmt: skip
     assert line in trained.stderr.splitlines()
     assert json.loads((run / "eval.json").read_text())["conditions"] == "trained"
     initial = robolearn("eval", f"run={run}", "episodes=4", "conditions=initial", cwd=work)
@@ -49,4 +51,8 @@ def test_export_evaluates_the_bundle_under_the_checkpoints_conditions(rough_run)
     result = robolearn("export", f"run={run}", f"out={work / 'bundle'}", cwd=work)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "under the conditions training had reached by iteration 1: command base_velocity" in result.stderr
-    assert yaml.safe_load((work / "bundle" / "robot.yaml").read_text())["evaluation"]["episodes"] == 8
+    meta = yaml.safe_load((work / "bundle" / "robot.yaml").read_text())
+    assert meta["evaluation"]["episodes"] == 8 and meta["commands"]["base_velocity"]["ranges"]["lin_vel_x"] == [-1.0, 1.0]
+    # sim2sim's referee draws the robot's commands from the bundle's task.yaml: the same ranges
+    task = yaml.safe_load((work / "bundle" / "task.yaml").read_text())
+    assert task["commands"]["base_velocity"]["ranges"] == meta["commands"]["base_velocity"]["ranges"]

@@ -11,6 +11,8 @@ def test_command_ranges_adaptive_ranges_and_terrain_levels_carry_over_to_another
     levels = torch.tensor([0, 9, 1, 8, 2, 7, 3, 6])
     trained.terrain.set_levels(levels)
     trained.commands.ranges["base_velocity"][0] = torch.tensor([-0.9, 0.9])
+    curriculum = lambda env: next(t.func for t in env.curriculum.terms if t.name == "command_ranges").ranges[0]  # noqa: E731
+    curriculum(trained).range[:] = torch.tensor([-0.9, 0.9])  # the curriculum that widened them (lin_vel_x)
     push = trained.events.adaptive["push"]
     push.range[:, 1] += 0.4  # widened by ADR
     state = trained.state_dict()
@@ -25,7 +27,9 @@ def test_command_ranges_adaptive_ranges_and_terrain_levels_carry_over_to_another
     assert torch.equal(adr.range, push.range) and not torch.equal(adr.range, initial_push)
     assert torch.equal(adr.per_env, adr.range[torch.arange(12) % adr.range.shape[0]])  # what the event draws from
     assert changed[0] == "command base_velocity ranges lin_vel_x [-0.9, 0.9], lin_vel_y [-0.5, 0.5], ang_vel_z [-1, 1]"
-    assert changed[1] == "adaptive push.velocity_range [-0.5, 0.9]" and changed[2] == "terrain levels (mean 4.5, max 9 of 0-9)"  # 54 / 12
+    assert torch.equal(curriculum(fresh).range, torch.tensor([[-0.9, 0.9]]))  # it keeps them there at resets
+    assert changed[1:] == ["curriculum command_ranges", "adaptive push.velocity_range [-0.5, 0.9]",
+                           "terrain levels (mean 4.5, max 9 of 0-9)"]  # 54 / 12
     assert load_conditions(fresh, state) == []  # nothing differs any more
 
 
