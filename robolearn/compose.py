@@ -118,6 +118,38 @@ def check_group_choices(overrides: list[str]) -> None:
         raise UserError(f"{override}: {group}= takes one name (several: --multirun {group}=a,b); valid: {', '.join(valid)}")
 
 
+def check_switches(overrides: list[str]) -> None:
+    """A true/false setting of the training schema given a number other than 0 or 1
+    (`runner.export_onnx=2`, `env.stagger_timeouts=-1`): OmegaConf takes any such number for true,
+    so say it in one line instead. Words it cannot read are its own error already."""
+    from omegaconf import BooleanNode, DictConfig
+
+    from robolearn.config import TrainCfg
+
+    schema = None
+    for override in overrides:
+        key, eq, value = override.partition("=")
+        key = key.lstrip("+~")
+        if not eq or key.startswith("hydra"):
+            continue
+        schema = schema or OmegaConf.structured(TrainCfg)
+        node = schema
+        for part in key.split("."):
+            node = node._get_node(part) if isinstance(node, DictConfig) and part in node else None
+            if node is None:
+                break
+        if not isinstance(node, BooleanNode):
+            continue
+        for item in value.split(","):  # a sweep's values too
+            try:
+                number = float(item)
+            except ValueError:
+                continue
+            if number not in (0.0, 1.0):
+                unset = ", or null (unset)" if node._is_optional() else ""
+                raise UserError(f"{key}={item} is out of range; valid: true or false{unset}")
+
+
 def refuse_broken_task(overrides: list[str]) -> None:
     """`task=<name>` of an installed task that failed to load: say why, not "unknown task".
     `task=isaaclab:<id>` is registered here, as it is chosen (robolearn/isaaclab/task_config.py)."""
@@ -137,6 +169,7 @@ def compose_train(overrides: list[str] | None = None) -> DictConfig:
     overrides = list(overrides or [])
     register_configs()
     check_group_choices(overrides)
+    check_switches(overrides)
     refuse_broken_task(overrides)
     try:
         with _own_hydra(), initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):

@@ -72,7 +72,7 @@ def _follow(ranks: distributed.Ranks) -> int:
 def _check_command_line(overrides: list[str], ranks: distributed.Ranks) -> bool:
     """What the command line alone shows to be wrong, before Hydra makes a folder or composes
     anything; returns whether it is a sweep (--multirun)."""
-    from robolearn.compose import check_group_choices, refuse_broken_task, register_configs
+    from robolearn.compose import check_group_choices, check_switches, refuse_broken_task, register_configs
     from robolearn.config_checks import RUN_NAME, RUN_NAME_VALID
 
     completion = [a for a in overrides if _is_completion_flag(a)]
@@ -86,6 +86,7 @@ def _check_command_line(overrides: list[str], ranks: distributed.Ranks) -> bool:
                         "train --multirun ...), or one torchrun launch per configuration")  # fmt: skip
     register_configs()
     check_group_choices(overrides)
+    check_switches(overrides)
     refuse_broken_task(overrides)
     names = [a.split("=", 1)[1] for a in overrides if a.startswith("run_name=")]
     if names and not RUN_NAME.fullmatch(names[-1]):  # before Hydra makes a folder of it

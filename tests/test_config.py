@@ -239,3 +239,16 @@ def test_a_misspelt_setting_in_an_added_term_is_named_as_written(override, line)
     with pytest.raises(UserError) as info:
         compose_train(["task=pendulum", override])
     assert str(info.value) == f"{line}; valid: func, weight, params"
+
+
+@pytest.mark.parametrize("override,line", [
+    ("runner.export_onnx=2", "runner.export_onnx=2 is out of range; valid: true or false"),
+    ("env.cuda_graph=-1", "env.cuda_graph=-1 is out of range; valid: true or false, or null (unset)"),
+    ("env.stagger_timeouts=1,5", "env.stagger_timeouts=5 is out of range; valid: true or false"),
+])  # fmt: skip
+def test_a_switch_given_a_number_is_refused_not_taken_for_true(override, line):
+    """OmegaConf reads any number as a bool (2 -> true); only 0 and 1 are taken."""
+    with pytest.raises(UserError) as info:
+        compose_train([override])
+    assert str(info.value) == line
+    assert compose_train(["runner.export_onnx=0", "env.stagger_timeouts=1"]).runner.export_onnx is False
