@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import warnings
 
 from robolearn.cli_args import bundle_path, flag, flags, key_values, number, optional_path
 from robolearn.hydra_errors import hydra_error_message
@@ -261,6 +262,22 @@ def import_mujoco() -> None:
                         "valid: egl (libegl1), osmesa (libosmesa6), glfw (a display), or unset it") from None  # fmt: skip
 
 
+def _once_per_text(show):
+    """warnings.showwarning that prints each warning text once per command. Python's own "once"
+    is once per calling module, and MuJoCo 4 warns at every compile of a model that sets compiler
+    settotalmass (gymnasium's and dm_control's cheetahs), which new-task and train do from several."""
+    seen: set[tuple[str, type]] = set()
+
+    def show_once(message, category, *args, **kwargs):
+        key = (str(message), category)
+        if key not in seen:
+            seen.add(key)
+            show(message, category, *args, **kwargs)
+
+    show_once.once_per_text = True
+    return show_once
+
+
 VERBS = {"train": _train, "export": _export, "import": _import, "eval": _eval, "sim2sim": _sim2sim, "play": _play,
          "list": _list, "runs": _runs, "terms": _terms, "new-task": _new_task, "tune": _tune}  # fmt: skip
 
@@ -284,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     from robolearn.errors import UserError
     from robolearn.interrupts import Interrupted
 
+    if not getattr(warnings.showwarning, "once_per_text", False):  # main() may run again in one process
+        warnings.showwarning = _once_per_text(warnings.showwarning)
     try:
         import_mujoco()
         return VERBS[verb](rest)

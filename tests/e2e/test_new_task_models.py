@@ -138,3 +138,12 @@ def test_the_generated_tasks_of_third_party_shaped_robots_train(tmp_path):
         assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
     ant = yaml.safe_load((work / "ant_walk" / ".hydra" / "config.yaml").read_text())["task"]
     assert ant["terminations"]["past_joint_limits"]["params"] == {"margin": 0.1}
+
+
+def test_a_warning_mujoco_gives_at_every_compile_is_printed_once(tmp_path):
+    """gymnasium's half_cheetah sets compiler settotalmass, which MuJoCo 4 deprecates at every
+    compile; new-task compiles the model in three modules (Python's "once" is per module)."""
+    result = robolearn("new-task", "cheetah", "--template", "locomotion", "--robot", str(gym_asset("half_cheetah.xml")),
+                       cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.count("compiler attribute 'settotalmass' is deprecated") == 1, result.stderr
