@@ -155,6 +155,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
 
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us instead of Hydra's report
     main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)
+    if "--hydra-help" in overrides:  # configs/hydra/hydra_help/robolearn.yaml: the flags train takes
+        overrides = [*overrides, "hydra/hydra_help=robolearn"]
     saved = sys.argv
     sys.argv = ["robolearn train", *overrides]
     try:

@@ -155,6 +155,18 @@ def test_help_lists_each_groups_options_without_the_schemas(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def test_hydra_help_lists_the_flags_train_takes(tmp_path):
+    """Hydra's own list offers shell completion (-sc), -cp and -cn, which train refuses."""
+    result = robolearn("train", "--hydra-help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    flags = result.stdout.split("== Flags ==")[1].split("== Configuration groups ==")[0]
+    listed = {f for line in flags.splitlines() if " : " in line for f in line.split(" : ")[0].split()[0].split(",")}
+    from robolearn.train_cli import HYDRA_FLAGS
+
+    assert listed == set(HYDRA_FLAGS) | {"key=value"}
+    assert "hydra/sweeper: basic" in result.stdout and not (tmp_path / "runs").exists()
+
+
 def test_list_prints_tasks_and_backends(tmp_path):
     script = Path(sys.executable).with_name("robolearn")
     assert script.is_file(), "the console script is installed"

@@ -51,3 +51,5 @@ def test_a_wheel_install_trains_and_plays_from_any_directory(tmp_path):
     run(robolearn, "play", "run=latest", "duration=0.2", "out=clip.mp4", cwd=work, env=env)
     assert (work / "clip.mp4").stat().st_size > 0
     assert run(robolearn, "play", "--help", cwd=work, env=env).stdout.startswith("usage: robolearn play")
+    hydra_help = run(robolearn, "train", "--hydra-help", cwd=work, env=env).stdout  # configs/hydra/ ships too
+    assert "--hydra-help : this help" in hydra_help and "-sc" not in hydra_help
