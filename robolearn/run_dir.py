@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -87,6 +88,23 @@ def lock_run_dir(path: Path, what: str) -> None:
         _held.append(lock)
         return
     raise UserError(f"{path}: cannot take {LOCK} (another process keeps making it); try again")
+
+
+def discard_launch(path: Path, keep_dir: bool) -> None:
+    """After a run that stopped before it wrote anything of its own (a mistake found while building
+    its env): remove what Hydra and the lock put there at launch and, unless `keep_dir` (a folder
+    the user had), the folder, so that a mistake leaves no empty run behind. A folder holding
+    anything else is left as it is."""
+    if not path.is_dir() or any(p.name not in HYDRA_LAUNCH for p in path.iterdir()):
+        return
+    release_run_locks()
+    shutil.rmtree(path / ".hydra", ignore_errors=True)
+    (path / "train.log").unlink(missing_ok=True)
+    if not keep_dir:
+        try:
+            path.rmdir()
+        except OSError:  # something appeared meanwhile: leave it
+            pass
 
 
 def check_run_writable(run_dir: Path, what: str) -> None:

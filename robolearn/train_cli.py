@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from robolearn import distributed
 from robolearn.errors import UserError
 from robolearn.manifest import refuse_if_training
-from robolearn.run_dir import check_run_writable, lock_run_dir, release_run_locks, resolve_run
+from robolearn.run_dir import check_run_writable, discard_launch, lock_run_dir, release_run_locks, resolve_run
 
 
 def train_verb(args: list[str]) -> int:
@@ -122,8 +122,9 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         settings = [a for a in overrides if "=" in a and not a.startswith("-")]
         compose_train([a for a in settings if not a.lstrip("+~").startswith("hydra")])
     overrides = as_merges(sweeps.sweeper_direction(overrides))
+    had_run_dir = False
     if not multirun:
-        _claim_run_dir(overrides)
+        had_run_dir = _claim_run_dir(overrides)
     else:
         _claim_sweep_dir(overrides)
     failures: list[UserError] = []
@@ -147,6 +148,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
             # launcher (submitit, SLURM) see it fail.
             if swept:
                 raise
+            if handover.ranks.main:
+                discard_launch(run_dir, keep_dir=had_run_dir)
             return None
         if swept:
             sweeps.write_job_result(run_dir, hydra_cfg.job.num, list(hydra_cfg.overrides.task), cfg.objective,
@@ -231,19 +234,24 @@ def _claim_sweep_dir(overrides: list[str]) -> None:
         raise UserError(f"hydra.sweep.dir={path} is not empty (an earlier sweep's?); choose a new directory for the sweep")
 
 
-def _claim_run_dir(overrides: list[str]) -> None:
-    """An explicit hydra.run.dir is checked before Hydra writes its .hydra/ files into it."""
+def _claim_run_dir(overrides: list[str]) -> bool:
+    """An explicit hydra.run.dir is checked before Hydra writes its .hydra/ files into it; returns
+    whether it existed before this launch (a folder of the user's, kept if the run fails at once)."""
     from robolearn.run_dir import claim_run_dir, lock_run_dir
 
     run_dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.run.dir=")]
     flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
     if flags and flags[-1] not in ("true", "false"):
         raise UserError(f"overwrite={flags[-1]} is not valid: use overwrite=true or overwrite=false")
+    existed = False
     if run_dirs and "${" not in run_dirs[-1]:
+        existed = Path(run_dirs[-1]).expanduser().is_dir()
         aside = claim_run_dir(Path(run_dirs[-1]).expanduser(), overwrite=bool(flags) and flags[-1] == "true")
         lock_run_dir(Path(run_dirs[-1]).expanduser(), f"hydra.run.dir={run_dirs[-1]}")  # before Hydra writes into it
         if aside is not None:
             print(f"moved the run that was in {run_dirs[-1]} aside to {aside}")
+            existed = False  # the folder it was in went aside with it
+    return existed
 
 
 def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:

@@ -38,6 +38,22 @@ def test_overwrite_moves_the_old_run_aside_whole(tmp_path):
     assert json.loads((run / "manifest.json").read_text())["seed"] == 0
 
 
+def test_a_mistake_found_while_building_the_env_leaves_no_empty_run_behind(tmp_path):
+    """Hydra makes the run folder (.hydra/, train.log) before the env is built; a mistake found there
+    (a joint the model lacks) removes what the launch wrote, and a folder the user made stays."""
+    bad = "task.observations.policy.terms.cart_pos.params.joints=[nope]"
+    result = robolearn("train", *NO_EXPORT, bad, cwd=tmp_path)
+    one_line_error(result, "no joint named 'nope' in the model; valid: slider, hinge")
+    assert list((tmp_path / "runs" / "cartpole").iterdir()) == []
+    result = robolearn("train", *NO_EXPORT, bad, f"hydra.run.dir={tmp_path / 'new'}", cwd=tmp_path)
+    one_line_error(result, "no joint named 'nope'")
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "mine").mkdir()
+    result = robolearn("train", *NO_EXPORT, bad, f"hydra.run.dir={tmp_path / 'mine'}", cwd=tmp_path)
+    one_line_error(result, "no joint named 'nope'")
+    assert list((tmp_path / "mine").iterdir()) == []
+
+
 def test_a_file_or_a_bad_overwrite_value_is_one_line(tmp_path):
     user_file = tmp_path / "notes.txt"
     user_file.write_text("mine")
