@@ -7,7 +7,8 @@ from a bundle (the deploy runtime on the MuJoCo stand-in robot: exactly what the
     robolearn play bundle=<dir> ...
 
 mode=video writes an H.264 mp4 (several environments side by side with num_envs=), with a floor
-grid, the commanded and the actual base velocity as arrows (green, blue) for velocity commands, and
+grid, the commanded and the actual base velocity as arrows (green, blue) for velocity commands, each
+reach target and the point reaching for it as spheres (green, blue; play_markers.py), and
 a text overlay: time, return, the largest reward terms, the command, and how each episode ended
 (or the watchdog's reason). mode=viewer opens MuJoCo's interactive viewer where there is a
 display; mode=web serves a run's policy live to a browser (web_viewer.py). `command=` scripts the
@@ -26,7 +27,8 @@ import numpy as np
 
 from robolearn.command_script import CommandScript
 from robolearn.errors import UserError
-from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, set_state, tile
+from robolearn.play_markers import PositionTarget, position_targets, sensed_in_world, target_in_world, velocity_command
+from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Marker, Mp4Writer, robot_size, set_state, tile
 from robolearn.run_dir import check_writable
 from robolearn.scene.floating_base import floating_base_addresses
 
@@ -207,7 +209,8 @@ def _record(env, actor_critic, clip: Clip) -> None:
     data = mujoco.MjData(model)
     base, weights = floating_base_addresses(model), env.rewards.weights.numpy()
     commands = list(env.commands.names)
-    velocity = bool(commands) and "vel" in commands[0]  # arrows for a velocity command
+    velocity, targets = velocity_command(env), position_targets(env)
+    radius = marker_radius(model)
     returns = np.zeros(n)
     notes: list[tuple[str, float]] = [("", -1.0)] * n
     policy = Controller(actor_critic, n, env.device)
@@ -237,9 +240,29 @@ def _record(env, actor_critic, clip: Clip) -> None:
                     lines.append(f"{commands[0]} {fmt(command)}")
                 if notes[i][0] and t - notes[i][1] < END_NOTE_S:
                     lines.append(notes[i][0])
-                arrows = velocity_arrows(data.qpos, data.qvel, command if velocity else None, base)
-                frames.append(renderer.render(data, arrows, lines))
+                shown = env.commands.get(velocity)[i].numpy() if velocity else None
+                arrows = velocity_arrows(data.qpos, data.qvel, shown, base)
+                markers = target_markers(model, data, targets, {t.command: env.commands.get(t.command)[i].numpy()
+                                                                for t in targets}, radius)  # fmt: skip
+                frames.append(renderer.render(data, arrows, lines, markers))
             clip.writer.write(frames[0] if len(frames) == 1 else tile(frames))
+
+
+def marker_radius(model) -> float:
+    """A target marker's radius: 3 % of the robot's size, 1-5 cm."""
+    return float(np.clip(0.03 * robot_size(model), 0.01, 0.05))
+
+
+def target_markers(model, data, targets: list[PositionTarget], values: dict, radius: float) -> list[Marker]:
+    """Each reach target (green) and the point that reaches for it (blue, smaller); `values`: each
+    command's value for this robot (a target whose command is missing is left out)."""
+    markers = []
+    for target in targets:
+        value = values.get(target.command)
+        if value is not None:
+            markers.append(Marker(target_in_world(model, data, target, np.asarray(value)), radius, GREEN))
+            markers.append(Marker(sensed_in_world(model, data, target), 0.6 * radius, BLUE))
+    return markers
 
 
 def _tiled(cfg: PlayCfg) -> tuple[int, int]:
@@ -282,6 +305,8 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
     ticks = max(1, round(cfg.duration / period))
     inputs = referee.commands()
     name = next(iter(inputs), None)
+    velocity, targets = velocity_command(referee.env), position_targets(referee.env)
+    radius = marker_radius(model)
     if cfg.command is not None:  # before any file is opened
         if name is None:
             loop.close()
@@ -308,8 +333,10 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
                 lines.append(f"{name} {fmt(command)}")
             if tripped:
                 lines.append(f"watchdog tripped: {tripped[0]}"[:100])
-            arrows = velocity_arrows(robot.data.qpos, robot.data.qvel, command if name and "vel" in name else None, base)
-            writer.write(renderer.render(robot.data, arrows, lines))
+            shown = robot.inputs.get(velocity) if velocity else None
+            arrows = velocity_arrows(robot.data.qpos, robot.data.qvel, shown, base)
+            markers = target_markers(model, robot.data, targets, robot.inputs, radius)
+            writer.write(renderer.render(robot.data, arrows, lines, markers))
         if cfg.command is None:
             robot.inputs = referee.advance_commands()
         else:  # the value for the next tick

@@ -52,6 +52,15 @@ class Arrow:
     rgba: tuple[float, float, float, float]
 
 
+@dataclass
+class Marker:
+    """A sphere drawn into the frame (a reach target, the point that reaches for it)."""
+
+    pos: np.ndarray
+    radius: float
+    rgba: tuple[float, float, float, float]
+
+
 def robot_size(model: mujoco.MjModel) -> float:
     """What the camera frames: the longest side of the box around the robot's geoms at the model's
     default pose (the world's geoms, planes and height fields excluded), at least 0.3 m. (MuJoCo's
@@ -107,7 +116,8 @@ class FrameRenderer:
             self.camera.type = mujoco.mjtCamera.mjCAMERA_FREE
         self._placed = camera.mode == "free"
 
-    def render(self, data: mujoco.MjData, arrows: list[Arrow] = (), lines: list[str] = ()) -> np.ndarray:
+    def render(self, data: mujoco.MjData, arrows: list[Arrow] = (), lines: list[str] = (),
+               markers: list[Marker] = ()) -> np.ndarray:  # fmt: skip
         """One RGB frame [height, width, 3] of `data` (its kinematics must be current)."""
         if not self._placed:  # fixed: look at where the robot starts, then stay
             self.camera.lookat[:] = data.xpos[self._root] if self._root > 0 else 0.0
@@ -118,6 +128,8 @@ class FrameRenderer:
         self._grid(scene, centre)
         for arrow in arrows:
             _connector(scene, mujoco.mjtGeom.mjGEOM_ARROW, 0.02, arrow.start, arrow.end, arrow.rgba)
+        for marker in markers:
+            _sphere(scene, marker)
         image = self.renderer.render()
         return overlay(image, lines) if lines else image
 
@@ -145,6 +157,15 @@ def _connector(scene: mujoco.MjvScene, kind: mujoco.mjtGeom, width: float, start
     geom = scene.geoms[scene.ngeom]
     mujoco.mjv_initGeom(geom, kind, np.zeros(3), np.zeros(3), np.eye(3).ravel(), np.asarray(rgba, np.float32))
     mujoco.mjv_connector(geom, kind, width, start, end)
+    scene.ngeom += 1
+
+
+def _sphere(scene: mujoco.MjvScene, marker: Marker) -> None:
+    """A sphere added to the scene's decorations (dropped when it is full)."""
+    if scene.ngeom >= scene.maxgeom:
+        return
+    mujoco.mjv_initGeom(scene.geoms[scene.ngeom], mujoco.mjtGeom.mjGEOM_SPHERE, np.full(3, marker.radius),
+                        np.asarray(marker.pos, np.float64), np.eye(3).ravel(), np.asarray(marker.rgba, np.float32))  # fmt: skip
     scene.ngeom += 1
 
 

@@ -1,0 +1,94 @@
+"""What a video marks besides the robot: the command its velocity arrows show, and each position a
+task commands a point of the robot to reach (a reach target), placed in the world where the task's
+terms measure it.
+
+The velocity command is the one a `track_lin_vel_xy_exp` reward tracks (a planar velocity in the
+heading frame), else the first command whose name says `vel`.
+
+A target is a command of 3 components that a reward, metric or observation term compares with one
+`framepos` sensor (params `command` and `sensor`, as `position_command_error` takes them). The
+command is in the sensor's reference frame (its `reftype`/`refname`; the world without one), so
+the marker goes where the reward puts the target, whatever frame the task chose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PositionTarget:
+    command: str
+    sensor: int
+    """The framepos sensor whose reading the command is a target for."""
+
+
+VELOCITY_TRACKING = ("track_lin_vel_xy_exp",)
+"""Generic rewards whose `command` is a planar base velocity (x, y first, in the heading frame)."""
+
+
+def velocity_command(env) -> str | None:
+    """The command the base-velocity arrows compare the robot's motion with (None: no arrows'
+    command)."""
+    for term in env.cfg.rewards.values():
+        command = (term.get("params") or {}).get("command")
+        if term.func in VELOCITY_TRACKING and command in env.commands.components:
+            return command
+    return next((name for name in env.commands.components if "vel" in name), None)
+
+
+def position_targets(env) -> list[PositionTarget]:
+    """The env's position targets, in the order its terms name them (each pair once)."""
+    cfg, model = env.cfg, env.model
+    sections = [cfg.rewards, cfg.metrics or {}, *(group.terms for group in cfg.observations.values())]
+    found: list[PositionTarget] = []
+    for section in sections:
+        for term in section.values():
+            params = term.get("params") or {}
+            command, sensor = params.get("command"), params.get("sensor")
+            if not isinstance(command, str) or command not in env.commands.components:
+                continue
+            names = [sensor] if isinstance(sensor, str) else list(sensor or [])
+            if len(names) != 1 or len(env.commands.components[command]) != 3:
+                continue
+            s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, str(names[0]))
+            if s < 0 or int(model.sensor_type[s]) != int(mujoco.mjtSensor.mjSENS_FRAMEPOS):
+                continue
+            target = PositionTarget(command, s)
+            if target not in found:
+                found.append(target)
+    return found
+
+
+def _frame(data: mujoco.MjData, kind: int, index: int) -> tuple[np.ndarray, np.ndarray]:
+    """(position, 3x3 orientation) of a MuJoCo object's frame, as framepos reads it."""
+    obj = mujoco.mjtObj
+    if kind == obj.mjOBJ_XBODY:
+        return data.xpos[index], data.xmat[index].reshape(3, 3)
+    if kind == obj.mjOBJ_BODY:  # the body's inertial frame
+        return data.xipos[index], data.ximat[index].reshape(3, 3)
+    if kind == obj.mjOBJ_GEOM:
+        return data.geom_xpos[index], data.geom_xmat[index].reshape(3, 3)
+    if kind == obj.mjOBJ_SITE:
+        return data.site_xpos[index], data.site_xmat[index].reshape(3, 3)
+    if kind == obj.mjOBJ_CAMERA:
+        return data.cam_xpos[index], data.cam_xmat[index].reshape(3, 3)
+    raise ValueError(f"framepos of a {mujoco.mjtObj(kind).name}")
+
+
+def target_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: PositionTarget, value: np.ndarray) -> np.ndarray:
+    """The commanded position in world coordinates (data's kinematics must be current)."""
+    s = target.sensor
+    if int(model.sensor_refid[s]) < 0:
+        return np.asarray(value, dtype=np.float64)
+    pos, mat = _frame(data, int(model.sensor_reftype[s]), int(model.sensor_refid[s]))
+    return pos + mat @ np.asarray(value, dtype=np.float64)
+
+
+def sensed_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: PositionTarget) -> np.ndarray:
+    """Where the sensed point is (the sensor's object), in world coordinates."""
+    s = target.sensor
+    return np.array(_frame(data, int(model.sensor_objtype[s]), int(model.sensor_objid[s]))[0])

@@ -1,0 +1,60 @@
+"""What videos mark: the velocity command the arrows show, reach targets where the reward puts them."""
+
+import mujoco
+import numpy as np
+
+from robolearn.play import target_markers
+from robolearn.play_markers import PositionTarget, position_targets, sensed_in_world, target_in_world, velocity_command
+from robolearn.render import GREEN, CameraCfg, FrameRenderer, Marker
+
+
+def test_the_arm_reach_target_is_in_the_sensors_frame_and_lands_where_the_reading_would(make_env):
+    """arm_reach's ee_target is in the frame of the arm's base body (its ee_pos sensor's refname):
+    a command equal to the sensor's current reading marks the end effector itself."""
+    env = make_env("arm_reach", num_envs=2)
+    model = env.model
+    [target] = position_targets(env)
+    assert target == PositionTarget("ee_target", mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, "ee_pos"))
+    assert velocity_command(env) is None
+    data = mujoco.MjData(model)
+    data.qpos[:] = [0.3, -0.4, 0.9, 0.2, -0.5, 0.1]
+    model.body_pos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "base")] += [0.2, -0.1, 0.05]  # base not at the origin
+    mujoco.mj_forward(model, data)
+    reading = data.sensordata[model.sensor_adr[target.sensor]:][:3].copy()
+    assert np.linalg.norm(reading - sensed_in_world(model, data, target)) > 0.05  # the frames differ
+    np.testing.assert_allclose(target_in_world(model, data, target, reading), sensed_in_world(model, data, target), atol=1e-9)
+
+
+def test_a_world_frame_target_and_the_velocity_command(make_env):
+    quadruped = make_env("quadruped_flat", num_envs=1)
+    assert velocity_command(quadruped) == "base_velocity" and position_targets(quadruped) == []
+    cartpole = make_env("cartpole", num_envs=1)
+    assert velocity_command(cartpole) is None and position_targets(cartpole) == []
+    model = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><body><joint type="slide" axis="1 0 0"/>
+      <geom size="0.1"/><site name="tip" pos="0 0 0.3"/></body></worldbody>
+      <sensor><framepos name="tip_pos" objtype="site" objname="tip"/></sensor></mujoco>""")
+    data = mujoco.MjData(model)
+    data.qpos[0] = 0.7
+    mujoco.mj_forward(model, data)
+    target = PositionTarget("goal", 0)
+    np.testing.assert_allclose(target_in_world(model, data, target, np.array([1.0, 2.0, 3.0])), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(sensed_in_world(model, data, target), [0.7, 0.0, 0.3])
+
+
+def test_a_target_marker_is_drawn_in_the_frame(make_env):
+    """The target's green sphere (and the end effector's blue one) in the rendered frame."""
+    env = make_env("arm_reach", num_envs=1)
+    model = env.model
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    [target] = position_targets(env)
+    renderer = FrameRenderer(model, CameraCfg(mode="fixed"), 320, 240)
+    try:
+        plain = renderer.render(data)
+        markers = target_markers(model, data, [target], {"ee_target": np.array([0.45, 0.1, 0.35])}, 0.05)
+        assert [m.rgba for m in markers][0] == GREEN and isinstance(markers[0], Marker) and len(markers) == 2
+        marked = renderer.render(data, markers=markers)
+    finally:
+        renderer.close()
+    green = lambda image: (image[..., 1] > 150) & (image[..., 0] < 100) & (image[..., 2] < 100)  # noqa: E731
+    assert green(plain).sum() == 0 and green(marked).sum() > 30  # a 5 cm sphere ~2.4 m away: ~110 px
