@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 from robolearn.command_script import CommandScript
+from robolearn.play_markers import marker_radius, position_targets, target_markers
 from robolearn.render import set_state
 
 
@@ -41,6 +42,7 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
     data = mujoco.MjData(env.model)
     policy = Controller(actor_critic, env.num_envs, env.device)
     keys = ViewerKeys()
+    targets = position_targets(env)
     with mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, torch.inference_mode():
         aim(viewer, env.model)
         obs = env.reset(spread_timeouts=False)
@@ -58,6 +60,7 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
             else:
                 started += env.dt  # the script's clock stands still while paused
             set_state(env.model, data, env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
+            mark(viewer, env.model, data, targets, {t.command: env.commands.get(t.command)[0].numpy() for t in targets})
             viewer.sync()
             time.sleep(max(0.0, env.dt - (time.perf_counter() - tick)))
 
@@ -77,6 +80,19 @@ def aim(viewer, model) -> None:
         viewer.cam.elevation, viewer.cam.azimuth = -20.0, 135.0
 
 
+def mark(viewer, model, data, targets, values: dict) -> None:
+    """Reach targets and the points reaching for them, as the videos draw them (play.target_markers),
+    in the viewer's own scene."""
+    if not targets:
+        return
+    from robolearn.render import add_sphere
+
+    with viewer.lock():
+        viewer.user_scn.ngeom = 0
+        for marker in target_markers(model, data, targets, values, marker_radius(model)):
+            add_sphere(viewer.user_scn, marker)
+
+
 def view_bundle(robot, referee, loop) -> None:
     """MuJoCo's viewer on the stand-in robot's own MjData, stepped in real time by the control loop:
     a mouse perturbation (double-click a body, ctrl + drag) pushes the robot the policy controls.
@@ -91,7 +107,10 @@ def view_bundle(robot, referee, loop) -> None:
         aim(viewer, robot.model)
         loop.reset()
 
+        targets = position_targets(referee.env)
+
         def on_step(step) -> bool:
+            mark(viewer, robot.model, robot.data, targets, robot.inputs)
             viewer.sync()
             robot.inputs = referee.advance_commands()
             return keys.paused or keys.reset or not viewer.is_running()

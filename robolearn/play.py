@@ -27,8 +27,8 @@ import numpy as np
 
 from robolearn.command_script import CommandScript
 from robolearn.errors import UserError
-from robolearn.play_markers import PositionTarget, position_targets, sensed_in_world, target_in_world, velocity_command
-from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Marker, Mp4Writer, robot_size, set_state, tile
+from robolearn.play_markers import marker_radius, position_targets, target_markers, velocity_command
+from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, set_state, tile
 from robolearn.run_dir import check_writable
 from robolearn.scene.floating_base import floating_base_addresses
 
@@ -246,23 +246,6 @@ def _record(env, actor_critic, clip: Clip) -> None:
                                                                 for t in targets}, radius)  # fmt: skip
                 frames.append(renderer.render(data, arrows, lines, markers))
             clip.writer.write(frames[0] if len(frames) == 1 else tile(frames))
-
-
-def marker_radius(model) -> float:
-    """A target marker's radius: 3 % of the robot's size, 1-5 cm."""
-    return float(np.clip(0.03 * robot_size(model), 0.01, 0.05))
-
-
-def target_markers(model, data, targets: list[PositionTarget], values: dict, radius: float) -> list[Marker]:
-    """Each reach target (green) and the point that reaches for it (blue, smaller); `values`: each
-    command's value for this robot (a target whose command is missing is left out)."""
-    markers = []
-    for target in targets:
-        value = values.get(target.command)
-        if value is not None:
-            markers.append(Marker(target_in_world(model, data, target, np.asarray(value)), radius, GREEN))
-            markers.append(Marker(sensed_in_world(model, data, target), 0.6 * radius, BLUE))
-    return markers
 
 
 def _tiled(cfg: PlayCfg) -> tuple[int, int]:

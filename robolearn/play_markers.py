@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from robolearn.render import BLUE, GREEN, Marker, robot_size
+
 
 @dataclass(frozen=True)
 class PositionTarget:
@@ -92,3 +94,20 @@ def sensed_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: Position
     """Where the sensed point is (the sensor's object), in world coordinates."""
     s = target.sensor
     return np.array(_frame(data, int(model.sensor_objtype[s]), int(model.sensor_objid[s]))[0])
+
+
+def marker_radius(model) -> float:
+    """A target marker's radius: 3 % of the robot's size, 1-5 cm."""
+    return float(np.clip(0.03 * robot_size(model), 0.01, 0.05))
+
+
+def target_markers(model, data, targets: list[PositionTarget], values: dict, radius: float) -> list[Marker]:
+    """Each reach target (green) and the point that reaches for it (blue, smaller); `values`: each
+    command's value for this robot (a target whose command is missing is left out)."""
+    markers = []
+    for target in targets:
+        value = values.get(target.command)
+        if value is not None:
+            markers.append(Marker(target_in_world(model, data, target, np.asarray(value)), radius, GREEN))
+            markers.append(Marker(sensed_in_world(model, data, target), 0.6 * radius, BLUE))
+    return markers

@@ -129,7 +129,7 @@ class FrameRenderer:
         for arrow in arrows:
             _connector(scene, mujoco.mjtGeom.mjGEOM_ARROW, 0.02, arrow.start, arrow.end, arrow.rgba)
         for marker in markers:
-            _sphere(scene, marker)
+            add_sphere(scene, marker)
         image = self.renderer.render()
         return overlay(image, lines) if lines else image
 
@@ -160,7 +160,7 @@ def _connector(scene: mujoco.MjvScene, kind: mujoco.mjtGeom, width: float, start
     scene.ngeom += 1
 
 
-def _sphere(scene: mujoco.MjvScene, marker: Marker) -> None:
+def add_sphere(scene: mujoco.MjvScene, marker: Marker) -> None:
     """A sphere added to the scene's decorations (dropped when it is full)."""
     if scene.ngeom >= scene.maxgeom:
         return

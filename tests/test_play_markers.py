@@ -3,8 +3,8 @@
 import mujoco
 import numpy as np
 
-from robolearn.play import target_markers
-from robolearn.play_markers import PositionTarget, position_targets, sensed_in_world, target_in_world, velocity_command
+from robolearn.play_markers import (PositionTarget, position_targets, sensed_in_world, target_in_world, target_markers,
+                                    velocity_command)
 from robolearn.render import GREEN, CameraCfg, FrameRenderer, Marker
 
 
