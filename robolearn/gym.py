@@ -28,6 +28,10 @@
   be tensors there too; nothing is copied to the host (values are copied on the device, so a
   returned tensor is never overwritten by a later step).
 
+- Rendering: `render_mode="rgb_array"` (make_vec, make, gymnasium.make) makes render() return
+  each env's RGB frame [480, 640, 3], drawn as `robolearn play` films it (gym_frames.py), one per
+  env as gymnasium's vector wrappers expect; `metadata["render_fps"]` is the control rate.
+
 `make()` is the single-env view (num_envs=1, a `gymnasium.Env`: on an episode's end it returns the
 final observation; call reset() as usual). `register_envs()` registers `robolearn/<task>` for
 `gymnasium.make` and `gymnasium.make_vec`. `to_sb3()` adapts a vector env to Stable-Baselines3
@@ -58,6 +62,8 @@ try:
 except ImportError as exc:  # an optional extra: say how to get it
     raise ImportError("robolearn.gym needs gymnasium>=1.0: pip install 'robolearn[gym]'") from exc
 
+RENDER_MODES = ("rgb_array",)
+"""render() gives RGB frames (robolearn/gym_frames.py); watching live is `robolearn play`."""
 ID_PREFIX = "robolearn/"
 """gymnasium ids of robolearn tasks: robolearn/<task> (register_envs)."""
 
@@ -102,9 +108,11 @@ def observation_bounds(env: BatchedEnv, group: str) -> tuple[np.ndarray, np.ndar
 class RobolearnVectorEnv(VectorEnv):
     """A robolearn task as a gymnasium VectorEnv (see the module docstring); build it with make_vec."""
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": list(RENDER_MODES)}
 
-    def __init__(self, env: BatchedEnv, task: str, tensors: bool = False, critic_obs: bool = False):
+    def __init__(self, env: BatchedEnv, task: str, tensors: bool = False, critic_obs: bool = False,
+                 render_mode: str | None = None):  # fmt: skip
+        check_render_mode(render_mode)
         self.batched_env = env
         """The underlying robolearn batched env (robolearn/envs/vec_env.py)."""
         self.task, self.tensors, self.critic_obs = task, tensors, critic_obs
@@ -114,7 +122,9 @@ class RobolearnVectorEnv(VectorEnv):
         self.single_action_space = gymnasium.spaces.Box(*action_bounds(env), dtype=np.float32)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.render_mode = None
+        self.render_mode = render_mode
+        self.metadata = {**self.metadata, "render_fps": 1.0 / env.dt}
+        self._frames = None
         self._initial_state = env.state_dict()  # what reset(seed=) restores
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -166,7 +176,20 @@ class RobolearnVectorEnv(VectorEnv):
         the env's device, or a numpy array."""
         return value.clone() if self.tensors else value.to("cpu", copy=True).numpy()
 
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """With render_mode="rgb_array": one RGB frame [480, 640, 3] per environment, as gymnasium's
+        vector wrappers take them (gym_frames.py); None otherwise."""
+        if self.render_mode is None:
+            return None
+        if self._frames is None:
+            from robolearn.gym_frames import EnvFrames
+
+            self._frames = EnvFrames(self.batched_env)
+        return tuple(self._frames.frame(i) for i in range(self.num_envs))
+
     def close_extras(self, **kwargs) -> None:
+        if self._frames is not None:
+            self._frames.close()
         self.batched_env.close()
 
     def __repr__(self) -> str:
@@ -178,7 +201,7 @@ class RobolearnEnv(gymnasium.Env):
     final observation; reset() starts the next one (the batched env restarted it already, and
     reset() starts it afresh)."""
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES)}
 
     def __init__(self, vector_env: RobolearnVectorEnv):
         if vector_env.num_envs != 1 or vector_env.tensors:
@@ -186,7 +209,13 @@ class RobolearnEnv(gymnasium.Env):
         self.vector_env = vector_env
         self.observation_space = vector_env.single_observation_space
         self.action_space = vector_env.single_action_space
-        self.render_mode = None
+        self.render_mode = vector_env.render_mode
+        self.metadata = {**self.metadata, "render_fps": vector_env.metadata["render_fps"]}
+
+    def render(self) -> np.ndarray | None:
+        """With render_mode="rgb_array": the robot as an RGB frame [480, 640, 3]; None otherwise."""
+        frames = self.vector_env.render()
+        return None if frames is None else frames[0]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -207,21 +236,30 @@ class RobolearnEnv(gymnasium.Env):
 
 
 def make_vec(task: str, num_envs: int | None = None, overrides: Sequence[str] = (), device: str | None = None,
-             tensors: bool = False, critic_obs: bool = False) -> RobolearnVectorEnv:  # fmt: skip
+             tensors: bool = False, critic_obs: bool = False, render_mode: str | None = None) -> RobolearnVectorEnv:  # fmt: skip
     """The task as a gymnasium VectorEnv. `overrides` are `robolearn train`'s Hydra overrides
     (`physics=mujoco`, `randomization=none`, `seed=3`, `task.episode_length_s=2`, ...);
     `num_envs` None keeps the task's own number; `device` None keeps the config's (auto: where the
     physics runs); `tensors`: torch tensors on that device instead of numpy arrays; `critic_obs`:
-    the critic observation group in infos["critic"] (and infos["final_critic"])."""
+    the critic observation group in infos["critic"] (and infos["final_critic"]); `render_mode`
+    "rgb_array": render() gives each environment's frame."""
+    check_render_mode(render_mode)
     extra = ["env.stagger_timeouts=false"] + ([f"env.num_envs={num_envs}"] if num_envs is not None else [])
     extra += [f"device={device}"] if device is not None else []
     cfg = _compose(task, overrides, extra)
-    return RobolearnVectorEnv(_build(cfg), task, tensors=tensors, critic_obs=critic_obs)
+    return RobolearnVectorEnv(_build(cfg), task, tensors=tensors, critic_obs=critic_obs, render_mode=render_mode)
 
 
-def make(task: str, overrides: Sequence[str] = (), device: str | None = None, critic_obs: bool = False) -> RobolearnEnv:
+def make(task: str, overrides: Sequence[str] = (), device: str | None = None, critic_obs: bool = False,
+         render_mode: str | None = None) -> RobolearnEnv:  # fmt: skip
     """One env of the task as a gymnasium.Env (numpy); arguments as for make_vec."""
-    return RobolearnEnv(make_vec(task, 1, overrides, device, tensors=False, critic_obs=critic_obs))
+    return RobolearnEnv(make_vec(task, 1, overrides, device, tensors=False, critic_obs=critic_obs, render_mode=render_mode))
+
+
+def check_render_mode(render_mode: str | None) -> None:
+    if render_mode is not None and render_mode not in RENDER_MODES:
+        raise UserError(f"render_mode={render_mode!r} is not offered; valid: {', '.join(map(repr, RENDER_MODES))} "
+                        "or None (robolearn play mode=viewer or mode=web to watch live)")  # fmt: skip
 
 
 def register_envs() -> list[str]:

@@ -157,6 +157,38 @@ def test_single_env_view_passes_gymnasiums_checker():
     vector.close()
 
 
+def test_rgb_array_frames_show_each_robot_moving():
+    """render_mode="rgb_array": one frame per env (gymnasium's vector wrappers expect num_envs), the
+    robot drawn (its pixels differ from the empty scene's), frames that change as it moves; the
+    single env and gymnasium.make give env 0's; render_fps is the control rate."""
+    vector = make_vec("cartpole", 2, CLEAN, render_mode="rgb_array")
+    plain = make_vec("cartpole", 1, CLEAN)
+    try:
+        assert plain.render() is None and vector.metadata["render_fps"] == 50.0 and vector.render_mode == "rgb_array"
+        vector.reset(seed=0)
+        first = vector.render()
+        assert len(first) == 2 and first[0].shape == (480, 640, 3) and first[0].dtype == np.uint8
+        for _ in range(10):
+            vector.step(np.array([[1.0], [-1.0]], np.float32))
+        later = vector.render()
+        moved = [np.abs(a.astype(int) - b.astype(int)).sum(-1) > 30 for a, b in zip(first, later)]
+        assert all(m.sum() > 200 for m in moved)  # the cart slid (the tracking camera follows it: the grid moves too)
+        assert np.abs(later[0].astype(int) - later[1].astype(int)).sum(-1).max() > 30  # pushed apart: two pictures
+    finally:
+        vector.close()
+        plain.close()
+    register_envs()
+    single = gymnasium.make("robolearn/cartpole", overrides=CPU, render_mode="rgb_array")
+    try:
+        single.reset(seed=0)
+        frame = single.render()
+        assert frame.shape == (480, 640, 3) and frame.std() > 10  # a picture, not a blank
+    finally:
+        single.close()
+    with pytest.raises(UserError, match=r"render_mode='human' is not offered; valid: 'rgb_array' or None"):
+        make("cartpole", CLEAN, render_mode="human")
+
+
 def test_unknown_task_and_bad_override_are_one_line_user_errors():
     with pytest.raises(UserError, match=r"unknown task 'cartpol'.*cartpole") as err:
         make_vec("cartpol")
