@@ -341,7 +341,16 @@ def _interrupted(exc: BaseException | None) -> bool:
 def _error_message(exc: Exception, rest: list[str]) -> str | None:
     """A bundle error's or Hydra's one line; None for anything else (a bug: its traceback shows)."""
     deploy = sys.modules.get("robolearn_deploy.errors")  # the deploy runtime is imported only by the verbs that use it
-    return str(exc) if deploy is not None and isinstance(exc, deploy.DeployError) else hydra_error_message(exc, rest)
+    if deploy is not None and isinstance(exc, deploy.DeployError):
+        return str(exc)
+    return hydra_error_message(exc, rest, _compose_choices)
+
+
+def _compose_choices(choices: list[str]):
+    """The training config of the command line's group choices (what hydra_errors lists keys from)."""
+    from robolearn.compose import compose_train
+
+    return compose_train(choices)
 
 
 def _stopped(verb: str) -> int:

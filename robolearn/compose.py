@@ -175,7 +175,7 @@ def compose_train(overrides: list[str] | None = None) -> DictConfig:
         with _own_hydra(), initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
             cfg = compose(config_name="train", overrides=as_merges(overrides))
     except Exception as exc:
-        message = hydra_error_message(exc, overrides)
+        message = hydra_error_message(exc, overrides, compose_train)
         if message is None:
             raise
         raise UserError(message) from None

@@ -7,9 +7,10 @@ _GROUP_NOUNS = {"task": "task", "physics": "physics backend", "algo": "algorithm
                 "randomization": "randomization preset"}
 
 
-def hydra_error_message(exc: BaseException, overrides: list[str] = ()) -> str | None:
+def hydra_error_message(exc: BaseException, overrides: list[str] = (), compose=None) -> str | None:
     """One line for a Hydra/OmegaConf composition error, or None if `exc` is not one. `overrides`:
-    the command line, to list the valid keys where a key that is not there was overridden."""
+    the command line, to list the valid keys where a key that is not there was overridden, from the
+    config `compose(group choices)` gives (compose.compose_train; None: not listed)."""
     from hydra.errors import HydraException, MissingConfigException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -30,7 +31,7 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = ()) -> str | 
         merged = _merged_addition(message, one_line(exc.__cause__ or ""))
         if merged:
             return merged
-        unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""), overrides)
+        unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""), overrides, compose)
         if unknown:
             return unknown
         cause = exc.__cause__
@@ -60,7 +61,7 @@ def _merged_addition(message: str, cause: str) -> str | None:
     return not_a_setting(".".join(path), kind)
 
 
-def _unknown_key_message(message: str, cause: str, overrides: list[str] = ()) -> str | None:
+def _unknown_key_message(message: str, cause: str, overrides: list[str] = (), compose=None) -> str | None:
     """'algo.learnin_rate is not a setting of algo; valid: ...' for Hydra's "Could not override"
     (which would suggest adding the key with +, which the schema then refuses anyway)."""
     import re
@@ -77,14 +78,13 @@ def _unknown_key_message(message: str, cause: str, overrides: list[str] = ()) ->
     missing = re.search(r"Key '([^']+)' is not in struct", cause or message)
     if missing is None:
         return None
-    return _not_a_key(key.group(1), missing.group(1), overrides)
+    return _not_a_key(key.group(1), missing.group(1), overrides, compose)
 
 
-def _not_a_key(key: str, missing: str, overrides: list[str]) -> str:
+def _not_a_key(key: str, missing: str, overrides: list[str], compose=None) -> str:
     """A key that is not in a dict of the config (a term, a group, a command): which keys are."""
     from omegaconf import DictConfig, OmegaConf
 
-    from robolearn.compose import compose_train
     from robolearn.config_additions import takes_new_entries
 
     parts = key.split(".")
@@ -92,7 +92,7 @@ def _not_a_key(key: str, missing: str, overrides: list[str]) -> str:
     line = f"{key}: '{missing}' is not in {parent or 'the training config'}"
     choices = [a for a in overrides if "=" in a and "." not in a.split("=", 1)[0] and not a.startswith(("+", "~"))]
     try:  # the config with only the group choices (task=..., physics=...) shows what is there
-        node = OmegaConf.select(compose_train(choices), parent) if parent else None
+        node = OmegaConf.select(compose(choices), parent) if parent and compose is not None else None
     except Exception:
         node = None
     if isinstance(node, DictConfig):
