@@ -9,7 +9,8 @@
   description folder with its own robot.yaml is not a bundle.
 - A file where a directory should be, or a place that cannot be written, is one line, not a
   traceback.
-- While a command line trains or resumes a run, its directory holds train.lock (the process id):
+- While a command line trains or resumes a run, its directory holds train.lock (the process id and
+  host; a lock of another host, on a shared filesystem, is never taken over):
   a second training or resume into it is refused, even when both start at the same moment.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import platform
 import re
 import shutil
 import time
@@ -30,7 +32,7 @@ from robolearn.manifest import alive, busy_line, refuse_if_training
 RUN_CONTENTS = ("config.yaml", "manifest.json", "metrics.jsonl", "checkpoints", "export", "tensorboard")
 """What a training run writes; any of it in a directory means a run lives there."""
 LOCK = "train.lock"
-"""Held by the process that trains or resumes a run from the command line (its pid), removed at its exit."""
+"""Held by the process that trains or resumes a run from the command line ("<pid> <host>"), removed at its exit."""
 HYDRA_LAUNCH = (".hydra", "train.log", LOCK)
 """What Hydra writes into the run directory at launch, before the run's own files (and the lock)."""
 
@@ -71,20 +73,25 @@ def lock_run_dir(path: Path, what: str) -> None:
     no longer runs is taken over."""
     path.mkdir(parents=True, exist_ok=True)
     lock = path / LOCK
+    here = platform.node()
     for _ in range(2):
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             try:
-                pid = int(lock.read_text().strip() or 0)
+                pid, _, host = lock.read_text().strip().partition(" ")
+                pid, host = int(pid or 0), host or here  # a lock of an older robolearn holds the pid alone
             except (OSError, ValueError):
-                pid = 0
+                pid, host = 0, here
+            if pid and host != here:  # a shared filesystem: that process cannot be checked from here
+                raise UserError(f"{path} is held by process {pid} on host {host} ({lock}): {what} would mix two "
+                                f"trainings in one run; if that process has ended, delete {lock}") from None  # fmt: skip
             if pid and alive(pid):
                 raise UserError(busy_line(path, pid, what)) from None
             lock.unlink(missing_ok=True)  # its process is gone
             continue
         with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()}\n")
+            f.write(f"{os.getpid()} {here}\n")
         _held.append(lock)
         return
     raise UserError(f"{path}: cannot take {LOCK} (another process keeps making it); try again")

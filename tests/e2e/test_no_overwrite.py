@@ -166,3 +166,25 @@ def test_a_run_directory_is_locked_while_a_command_line_trains_into_it(tmp_path)
     result = robolearn("train", *NO_EXPORT, f"hydra.run.dir={held}", cwd=tmp_path)  # the lock's process is gone
     assert result.returncode == 0, result.stderr
     assert not (held / "train.lock").exists() and (held / "manifest.json").is_file()
+
+
+def test_a_lock_of_another_host_is_never_taken_over(tmp_path):
+    """On a shared filesystem the process a lock names may run on another host, where this one
+    cannot see it: train refuses and says how to clear a lock whose run is over."""
+    held = tmp_path / "shared"
+    held.mkdir()
+    (held / "train.lock").write_text("4242 node-17\n")
+    one_line_error(robolearn("train", *NO_EXPORT, f"hydra.run.dir={held}", cwd=tmp_path),
+                   f"{held} is held by process 4242 on host node-17", f"delete {held / 'train.lock'}")  # fmt: skip
+    assert sorted(p.name for p in held.iterdir()) == ["train.lock"]
+    import os
+    import platform
+
+    from robolearn.run_dir import lock_run_dir, release_run_locks
+
+    lock_run_dir(tmp_path / "own", "a test")
+    try:
+        assert (tmp_path / "own" / "train.lock").read_text() == f"{os.getpid()} {platform.node()}\n"
+    finally:
+        release_run_locks()
+    assert not (tmp_path / "own" / "train.lock").exists()
