@@ -177,7 +177,7 @@ def serve(run_dir: Path, checkpoint_file: Path | None, num_envs: int, host: str,
               "open it in a browser (from another machine: ssh -L "
               f"{port}:localhost:{port} <this host>); Ctrl+C stops", flush=True)  # fmt: skip
         with _ctrl_c_stops() as stop:
-            _loop(live, scene, panel, data, duration, stop)
+            _loop(live, scene, panel, data, duration, stop, TargetMarks(server, env))
         if stop.is_set():
             print("stopped the viewer", flush=True)
     finally:
@@ -204,7 +204,38 @@ def _ctrl_c_stops():
         signal.signal(signal.SIGINT, previous)
 
 
-def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: threading.Event | None = None) -> None:
+class TargetMarks:
+    """The reach targets of the environment on show (green) and the points reaching for them (blue),
+    as spheres in the page's scene, placed as the videos place them (play_markers.py)."""
+
+    def __init__(self, server, env):
+        from robolearn.play_markers import marker_radius, position_targets
+
+        self.env, self.targets = env, position_targets(env)
+        radius = marker_radius(env.model)
+        self.handles = [(server.scene.add_icosphere(f"/robolearn/target_{k}", radius=radius, color=(25, 217, 51)),
+                         server.scene.add_icosphere(f"/robolearn/reaching_{k}", radius=0.6 * radius, color=(38, 115, 255)))
+                        for k in range(len(self.targets))]  # fmt: skip
+
+    def update(self, data, qpos, i: int, offset=(0.0, 0.0, 0.0)) -> None:
+        """Move the spheres to environment i (qpos: every environment's [N, nq]); `offset`: where the
+        scene moved the world (mjviser's tracking camera keeps the robot at the origin)."""
+        import mujoco
+
+        from robolearn.play_markers import sensed_in_world, target_in_world
+
+        if not self.targets:
+            return
+        data.qpos[:] = qpos[i]
+        mujoco.mj_kinematics(self.env.model, data)
+        for target, (goal, reaching) in zip(self.targets, self.handles):
+            value = self.env.commands.get(target.command)[i].numpy()
+            goal.position = tuple(target_in_world(self.env.model, data, target, value) + offset)
+            reaching.position = tuple(sensed_in_world(self.env.model, data, target) + offset)
+
+
+def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: threading.Event | None = None,
+          marks: TargetMarks | None = None) -> None:  # fmt: skip
     env, model = live.env, live.env.model
     weights = env.rewards.weights.numpy()
     live.reset()
@@ -248,6 +279,8 @@ def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: th
             qpos = env.physics.qpos.double().numpy()
             xpos, xmat = body_poses(model, data, qpos)
             scene.update_from_arrays(xpos, xmat, qpos=qpos, qvel=env.physics.qvel.double().numpy())
+            if marks is not None:
+                marks.update(data, qpos, min(scene.env_idx, env.num_envs - 1), getattr(scene, "_scene_offset", np.zeros(3)))
         if now - shown >= 1.0 / PANEL_HZ:
             shown = now
             i = min(scene.env_idx, env.num_envs - 1)

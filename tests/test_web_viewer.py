@@ -128,3 +128,31 @@ def test_a_port_in_use_is_one_line():
             check_port("127.0.0.1", port)
     with pytest.raises(UserError, match="valid: 1..65535"):
         check_port("127.0.0.1", 70000)
+
+
+def test_target_marks_follow_the_shown_env_in_the_scenes_frame(make_env):
+    """The page's reach-target spheres sit where the videos put them, shifted as mjviser's tracking
+    camera shifts the scene."""
+    from types import SimpleNamespace
+
+    import mujoco
+    import numpy as np
+
+    from robolearn.play_markers import position_targets, sensed_in_world, target_in_world
+    from robolearn.web_viewer import TargetMarks
+
+    added = []
+    server = SimpleNamespace(scene=SimpleNamespace(add_icosphere=lambda name, **kw: added.append(SimpleNamespace(name=name, **kw)) or added[-1]))
+    env = make_env("arm_reach", num_envs=2)
+    marks = TargetMarks(server, env)
+    assert [h.name for h in added] == ["/robolearn/target_0", "/robolearn/reaching_0"]
+    qpos = np.array([[0.0] * 6, [0.3, -0.4, 0.9, 0.2, -0.5, 0.1]])
+    offset = np.array([0.1, -0.2, -0.3])
+    data = mujoco.MjData(env.model)
+    marks.update(data, qpos, 1, offset)
+    [target] = position_targets(env)
+    data.qpos[:] = qpos[1]
+    mujoco.mj_kinematics(env.model, data)
+    goal = target_in_world(env.model, data, target, env.commands.get("ee_target")[1].numpy())
+    np.testing.assert_allclose(added[0].position, goal + offset)
+    np.testing.assert_allclose(added[1].position, sensed_in_world(env.model, data, target) + offset)
