@@ -168,8 +168,10 @@ class MetricCfg:
 
 @dataclass
 class CommandCfg:
-    ranges: Dict[str, List[float]] = MISSING
-    """Components in order, each drawn uniformly from its [low, high] (e.g. lin_vel_x: [-1, 1])."""
+    ranges: Dict[str, Any] = MISSING
+    """Components in order, each drawn uniformly from its [low, high] (e.g. lin_vel_x: [-1, 1]).
+    Checked when the env is built (envs/commands.py): OmegaConf 2.3 refuses integers in a
+    Dict[str, List[float]] (`[0, 1]`), which List[float] elsewhere converts."""
     resampling_time_s: List[float] = field(default_factory=lambda: [10.0, 10.0])
     """Each env draws a new command after a period drawn uniformly from [low, high] seconds."""
     standing_probability: float = 0.0

@@ -252,3 +252,21 @@ def test_a_switch_given_a_number_is_refused_not_taken_for_true(override, line):
         compose_train([override])
     assert str(info.value) == line
     assert compose_train(["runner.export_onnx=0", "env.stagger_timeouts=1"]).runner.export_onnx is False
+
+
+def test_integer_command_ranges_are_taken_as_numbers(tmp_path, monkeypatch):
+    """`ranges: {x: [0, 1]}` in a task YAML or a `+task.commands...` addition: OmegaConf refuses ints
+    in a Dict[str, List[float]], so ranges are checked when the env is built instead."""
+    from robolearn.registry import TaskPlugin
+
+    fake_task(monkeypatch, tmp_path, "action: {actuators: [slide]}\ncommands:\n  goal: {ranges: {a: [0, 1]}}\n"
+              "observations: {policy: {terms: {x: {func: joint_pos}}}}\nrewards: {alive: {func: is_alive, weight: 1}}\n")
+    cfg = compose_train(["task=fake", "+task.commands.two={ranges: {b: [-2, 3]}}"])
+    assert cfg.task.commands.goal.ranges.a == [0, 1]
+    from robolearn.envs.batched_env import BatchedEnv
+
+    env = BatchedEnv(cfg.task, TaskPlugin("fake", tmp_path / "fake.yaml"), 2, physics="mujoco", device="cpu")
+    try:
+        assert env.commands.ranges["goal"].tolist() == [[0.0, 1.0]] and env.commands.ranges["two"].tolist() == [[-2.0, 3.0]]
+    finally:
+        env.close()

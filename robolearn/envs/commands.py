@@ -13,6 +13,24 @@ from robolearn.envs.manager_base import ManagerBase
 from robolearn.errors import UserError
 
 
+def _range(command: str, component: str, value) -> list[float]:
+    """[low, high] of one component, as floats; anything else is one line."""
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        low = high = float("nan")
+    if not low <= high:  # also nan
+        raise UserError(f"command '{command}': range of {component} must be [low, high], got {_shown(value)}")
+    return [low, high]
+
+
+def _shown(value) -> str:
+    try:
+        return str(list(value)) if not isinstance(value, str) else repr(value)
+    except TypeError:
+        return repr(value)
+
+
 class CommandManager(ManagerBase):
     """Holds each command's current value per env ([N, k], overwritten in place), its [low, high]
     per component and each env's time to the next draw; commands have no terms."""
@@ -32,10 +50,7 @@ class CommandManager(ManagerBase):
         self._held: dict[str, float] = {}  # held commands' standing probability, for release
         self.time_left = torch.zeros(len(cfgs), env.num_envs, device=env.device)
         for name, cfg in cfgs.items():
-            ranges = {k: [float(x) for x in v] for k, v in cfg.ranges.items()}
-            bad = [k for k, (lo, hi) in ranges.items() if lo > hi]
-            if bad:
-                raise UserError(f"command '{name}': range of {bad[0]} must be [low, high], got {ranges[bad[0]]}")
+            ranges = {k: _range(name, k, v) for k, v in cfg.ranges.items()}
             low, high = (float(v) for v in cfg.resampling_time_s)
             if not 0 < low <= high:
                 raise UserError(f"command '{name}': resampling_time_s must be 0 < low <= high, got {[low, high]}")
