@@ -8,8 +8,9 @@ from a bundle (the deploy runtime on the MuJoCo stand-in robot: exactly what the
 
 mode=video writes an H.264 mp4 (several environments side by side with num_envs=), with a floor
 grid, the commanded and the actual base velocity as arrows (green, blue) for velocity commands, each
-reach target and the point reaching for it as spheres (green, blue; play_markers.py), and
-a text overlay: time, return, the largest reward terms, the command, and how each episode ended
+reach target and the point reaching for it as spheres (green, blue), an orientation target's tool
+axis as commanded and as it is (green, blue; play_markers.py), and
+a text overlay: time, return, the largest reward terms, each command, and how each episode ended
 (or the watchdog's reason). mode=viewer opens MuJoCo's interactive viewer where there is a
 display; mode=web serves a run's policy live to a browser (web_viewer.py). `command=` scripts the
 task's first command (command_script.py): one value for the whole clip, or a schedule.
@@ -27,10 +28,9 @@ import numpy as np
 
 from robolearn.command_script import CommandScript
 from robolearn.errors import UserError
-from robolearn.play_markers import marker_radius, position_targets, target_markers, velocity_command
-from robolearn.render import BLUE, GREEN, Arrow, CameraCfg, FrameRenderer, Mp4Writer, set_state, tile
+from robolearn.play_markers import Marks
+from robolearn.render import CameraCfg, FrameRenderer, Mp4Writer, set_state, tile
 from robolearn.run_dir import check_writable
-from robolearn.scene.floating_base import floating_base_addresses
 
 MODES = ("video", "viewer", "web")
 MAX_DURATION_S = 3600.0
@@ -112,29 +112,7 @@ def output_path(cfg: PlayCfg, default: Path) -> Path:
     return path
 
 
-# --- arrows and text -------------------------------------------------------------------------
-def yaw(quat: np.ndarray) -> float:
-    w, x, y, z = quat
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-
-
-def velocity_arrows(qpos: np.ndarray, qvel: np.ndarray, command: np.ndarray | None,
-                    base: tuple[int, int] | None) -> list[Arrow]:  # fmt: skip
-    """The commanded planar velocity (in the heading frame, green) and the actual one (blue),
-    from above the floating base, whose free joint's (qpos, dof) addresses `base` gives (None:
-    no floating base, no arrows)."""
-    if base is None:
-        return []
-    q, v = base
-    start = qpos[q : q + 3] + np.array([0.0, 0.0, 0.25])
-    arrows = [Arrow(start, start + np.array([qvel[v], qvel[v + 1], 0.0]), BLUE)]
-    if command is not None and len(command) >= 2:
-        c, s = math.cos(yaw(qpos[q + 3 : q + 7])), math.sin(yaw(qpos[q + 3 : q + 7]))
-        vx, vy = command[0] * c - command[1] * s, command[0] * s + command[1] * c
-        arrows.append(Arrow(start, start + np.array([vx, vy, 0.0]), GREEN))
-    return [a for a in arrows if np.linalg.norm(a.end - a.start) > 1e-3]
-
-
+# --- text --------------------------------------------------------------------------------------
 def fmt(values) -> str:
     return "[" + ", ".join(f"{v:.2f}" for v in np.asarray(values).ravel()) + "]"
 
@@ -207,10 +185,8 @@ def _record(env, actor_critic, clip: Clip) -> None:
 
     model, n = env.model, env.num_envs
     data = mujoco.MjData(model)
-    base, weights = floating_base_addresses(model), env.rewards.weights.numpy()
+    weights, marks = env.rewards.weights.numpy(), Marks(env)
     commands = list(env.commands.names)
-    velocity, targets = velocity_command(env), position_targets(env)
-    radius = marker_radius(model)
     returns = np.zeros(n)
     notes: list[tuple[str, float]] = [("", -1.0)] * n
     policy = Controller(actor_critic, n, env.device)
@@ -231,19 +207,15 @@ def _record(env, actor_critic, clip: Clip) -> None:
             frames = []
             for i, renderer in enumerate(clip.renderers):
                 set_state(model, data, env.physics.qpos[i].double().numpy(), env.physics.qvel[i].double().numpy())
-                command = env.commands.get(commands[0])[i].numpy() if commands else None
+                values = {name: env.commands.get(name)[i].numpy() for name in commands}
                 terms = env.rewards.values[:, i].numpy() * weights
                 top = sorted(zip(env.rewards.names, terms), key=lambda nv: -abs(nv[1]))[:3]
                 lines = [clip.title if i == 0 else f"env {i}", f"t {t:5.2f} s | return {returns[i]:8.2f}",
                          "reward: " + "  ".join(f"{n} {v:+.2f}" for n, v in top)]  # fmt: skip
-                if command is not None:
-                    lines.append(f"{commands[0]} {fmt(command)}")
+                lines += [f"{name} {fmt(value)}" for name, value in values.items()]
                 if notes[i][0] and t - notes[i][1] < END_NOTE_S:
                     lines.append(notes[i][0])
-                shown = env.commands.get(velocity)[i].numpy() if velocity else None
-                arrows = velocity_arrows(data.qpos, data.qvel, shown, base)
-                markers = target_markers(model, data, targets, {t.command: env.commands.get(t.command)[i].numpy()
-                                                                for t in targets}, radius)  # fmt: skip
+                arrows, markers = marks.draw(model, data, values)
                 frames.append(renderer.render(data, arrows, lines, markers))
             clip.writer.write(frames[0] if len(frames) == 1 else tile(frames))
 
@@ -282,14 +254,12 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
             referee.close()
     out = output_path(cfg, Path.cwd() / f"{bundle_dir.resolve().name}_play.mp4")
     model = robot.model
-    base = floating_base_addresses(model)
     period = policy.bundle.control_period_s
     every = max(1, round(1.0 / (cfg.fps * period)))
     ticks = max(1, round(cfg.duration / period))
     inputs = referee.commands()
     name = next(iter(inputs), None)
-    velocity, targets = velocity_command(referee.env), position_targets(referee.env)
-    radius = marker_radius(model)
+    marks = Marks(referee.env)
     if cfg.command is not None:  # before any file is opened
         if name is None:
             loop.close()
@@ -311,14 +281,10 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
         if step.index % every == 0:
             t = (step.index + 1) * period
             lines = [title, f"t {t:5.2f} s"]
-            command = robot.inputs.get(name) if name else None
-            if command is not None:
-                lines.append(f"{name} {fmt(command)}")
+            lines += [f"{key} {fmt(value)}" for key, value in robot.inputs.items()]
             if tripped:
                 lines.append(f"watchdog tripped: {tripped[0]}"[:100])
-            shown = robot.inputs.get(velocity) if velocity else None
-            arrows = velocity_arrows(robot.data.qpos, robot.data.qvel, shown, base)
-            markers = target_markers(model, robot.data, targets, robot.inputs, radius)
+            arrows, markers = marks.draw(model, robot.data, robot.inputs)
             writer.write(renderer.render(robot.data, arrows, lines, markers))
         if cfg.command is None:
             robot.inputs = referee.advance_commands()

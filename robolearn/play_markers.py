@@ -13,19 +13,43 @@ the marker goes where the reward puts the target, whatever frame the task chose.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
-from robolearn.render import BLUE, GREEN, Marker, robot_size
+from robolearn.render import BLUE, GREEN, Arrow, Marker, robot_size
 
 
 @dataclass(frozen=True)
 class PositionTarget:
     command: str
     sensor: int
-    """The framepos sensor whose reading the command is a target for."""
+    """The framepos (or, for an orientation target, framequat) sensor whose reading the command is a
+    target for."""
+
+
+def yaw(quat: np.ndarray) -> float:
+    w, x, y, z = quat
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def velocity_arrows(qpos: np.ndarray, qvel: np.ndarray, command: np.ndarray | None,
+                    base: tuple[int, int] | None) -> list[Arrow]:  # fmt: skip
+    """The commanded planar velocity (in the heading frame, green) and the actual one (blue),
+    from above the floating base, whose free joint's (qpos, dof) addresses `base` gives (None:
+    no floating base, no arrows)."""
+    if base is None:
+        return []
+    q, v = base
+    start = qpos[q : q + 3] + np.array([0.0, 0.0, 0.25])
+    arrows = [Arrow(start, start + np.array([qvel[v], qvel[v + 1], 0.0]), BLUE)]
+    if command is not None and len(command) >= 2:
+        c, s = math.cos(yaw(qpos[q + 3 : q + 7])), math.sin(yaw(qpos[q + 3 : q + 7]))
+        vx, vy = command[0] * c - command[1] * s, command[0] * s + command[1] * c
+        arrows.append(Arrow(start, start + np.array([vx, vy, 0.0]), GREEN))
+    return [a for a in arrows if np.linalg.norm(a.end - a.start) > 1e-3]
 
 
 VELOCITY_TRACKING = ("track_lin_vel_xy_exp",)
@@ -44,6 +68,17 @@ def velocity_command(env) -> str | None:
 
 def position_targets(env) -> list[PositionTarget]:
     """The env's position targets, in the order its terms name them (each pair once)."""
+    return _sensor_targets(env, mujoco.mjtSensor.mjSENS_FRAMEPOS)
+
+
+def orientation_targets(env) -> list[PositionTarget]:
+    """The env's orientation targets: a command (roll, pitch, yaw) compared with a framequat sensor."""
+    return _sensor_targets(env, mujoco.mjtSensor.mjSENS_FRAMEQUAT)
+
+
+def _sensor_targets(env, kind: mujoco.mjtSensor) -> list[PositionTarget]:
+    """(command, sensor) pairs of 3-component commands and one sensor of this type that the env's
+    rewards, metrics and observations name together."""
     cfg, model = env.cfg, env.model
     sections = [cfg.rewards, cfg.metrics or {}, *(group.terms for group in cfg.observations.values())]
     found: list[PositionTarget] = []
@@ -57,7 +92,7 @@ def position_targets(env) -> list[PositionTarget]:
             if len(names) != 1 or len(env.commands.components[command]) != 3:
                 continue
             s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, str(names[0]))
-            if s < 0 or int(model.sensor_type[s]) != int(mujoco.mjtSensor.mjSENS_FRAMEPOS):
+            if s < 0 or int(model.sensor_type[s]) != int(kind):
                 continue
             target = PositionTarget(command, s)
             if target not in found:
@@ -111,3 +146,49 @@ def target_markers(model, data, targets: list[PositionTarget], values: dict, rad
             markers.append(Marker(target_in_world(model, data, target, np.asarray(value)), radius, GREEN))
             markers.append(Marker(sensed_in_world(model, data, target), 0.6 * radius, BLUE))
     return markers
+
+
+def orientation_arrows(model, data, targets: list[PositionTarget], values: dict, length: float) -> list[Arrow]:
+    """For each orientation target, the tool's z axis as commanded (green) and as it is (blue), from
+    the sensed point; `values`: each command's roll, pitch, yaw for this robot."""
+    from robolearn_deploy.observations import quat_from_euler
+
+    arrows = []
+    quat, rot = np.zeros(4), np.zeros(9)
+    for target in targets:
+        value = values.get(target.command)
+        if value is None:
+            continue
+        s = target.sensor
+        start = sensed_in_world(model, data, target)
+        _, frame = (_frame(data, int(model.sensor_reftype[s]), int(model.sensor_refid[s])) if model.sensor_refid[s] >= 0
+                    else (None, np.eye(3)))  # fmt: skip
+        quat_from_euler(*(float(v) for v in value), quat)
+        mujoco.mju_quat2Mat(rot, quat)
+        commanded = frame @ rot.reshape(3, 3)[:, 2]
+        actual = _frame(data, int(model.sensor_objtype[s]), int(model.sensor_objid[s]))[1][:, 2]
+        arrows += [Arrow(start, start + length * commanded, GREEN), Arrow(start, start + length * actual, BLUE)]
+    return arrows
+
+
+class Marks:
+    """What the videos draw for one env's task beside the robot: velocity arrows, reach targets,
+    orientation targets' tool axes, found once from the env's terms."""
+
+    def __init__(self, env):
+        from robolearn.scene.floating_base import floating_base_addresses
+
+        model = env.model
+        self.base = floating_base_addresses(model)
+        self.velocity = velocity_command(env)
+        self.positions, self.orientations = position_targets(env), orientation_targets(env)
+        self.radius = marker_radius(model)
+        self.commands = sorted({c for c in [self.velocity, *(t.command for t in self.positions + self.orientations)] if c})
+        """The commands draw() needs values of."""
+
+    def draw(self, model, data, values: dict) -> tuple[list[Arrow], list[Marker]]:
+        """(arrows, markers) of data's robot (kinematics current); `values`: its commands' values."""
+        velocity = values.get(self.velocity) if self.velocity else None
+        arrows = velocity_arrows(data.qpos, data.qvel, None if velocity is None else np.asarray(velocity), self.base)
+        arrows += orientation_arrows(model, data, self.orientations, values, 8 * self.radius)
+        return arrows, target_markers(model, data, self.positions, values, self.radius)

@@ -58,7 +58,7 @@ def test_bad_key_or_type_fails_naming_it(override, expected):
 
 
 @pytest.mark.parametrize(("override", "expected"), [
-    ("task=nope", "unknown task 'nope'; valid: arm_reach, cartpole, pendulum, pendulum_partial, quadruped_flat, quadruped_flat_gru, quadruped_rough"),
+    ("task=nope", "unknown task 'nope'; valid: arm_pose, arm_reach, cartpole, pendulum, pendulum_partial, quadruped_flat, quadruped_flat_gru, quadruped_rough"),
     ("physics=nope", "unknown physics backend 'nope'; valid: auto, mjx, mujoco, warp"),
     ("randomization=nope", "unknown randomization preset 'nope'; valid: default, none, sim2real"),
 ])

@@ -2,6 +2,7 @@
 
 import mujoco
 import numpy as np
+import pytest
 
 from robolearn.play_markers import (PositionTarget, position_targets, sensed_in_world, target_in_world, target_markers,
                                     velocity_command)
@@ -58,3 +59,29 @@ def test_a_target_marker_is_drawn_in_the_frame(make_env):
         renderer.close()
     green = lambda image: (image[..., 1] > 150) & (image[..., 0] < 100) & (image[..., 2] < 100)  # noqa: E731
     assert green(plain).sum() == 0 and green(marked).sum() > 30  # a 5 cm sphere ~2.4 m away: ~110 px
+
+
+def test_an_orientation_target_draws_the_commanded_and_the_actual_tool_axis(make_env):
+    """arm_pose at home: the tool points down; the command (roll pi, pitch 0, yaw pi) is the same
+    orientation, so both arrows point down from the end effector; pitch 0.5 more tilts the
+    commanded one by 0.5 rad. Marks also finds the reach target and no velocity command."""
+    from robolearn.play_markers import Marks, orientation_arrows, orientation_targets
+
+    env = make_env("arm_pose", num_envs=1)
+    model = env.model
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    mujoco.mj_forward(model, data)
+    [target] = orientation_targets(env)
+    assert target.command == "ee_orientation"
+    commanded, actual = orientation_arrows(model, data, [target], {"ee_orientation": np.array([np.pi, 0.0, np.pi])}, 0.2)
+    for arrow in (commanded, actual):
+        np.testing.assert_allclose(arrow.start, sensed_in_world(model, data, target))
+        np.testing.assert_allclose(arrow.end - arrow.start, [0.0, 0.0, -0.2], atol=1e-6)
+    tilted, _ = orientation_arrows(model, data, [target], {"ee_orientation": np.array([np.pi, 0.5, np.pi])}, 0.2)
+    direction = (tilted.end - tilted.start) / 0.2
+    assert np.arccos(np.clip(-direction[2], -1, 1)) == pytest.approx(0.5, abs=1e-6)
+    marks = Marks(env)
+    assert marks.velocity is None and marks.commands == ["ee_orientation", "ee_target"]
+    arrows, markers = marks.draw(model, data, {"ee_orientation": np.array([np.pi, 0.0, np.pi]), "ee_target": np.zeros(3)})
+    assert len(arrows) == 2 and len(markers) == 2

@@ -157,6 +157,34 @@ def _signal(name: str | None, size: int | None = None) -> SourceFactory:
     return factory
 
 
+def quat_from_euler(roll: float, pitch: float, yaw: float, out: np.ndarray) -> None:
+    """The unit quaternion (w, x, y, z), w >= 0, of roll, pitch, yaw (yaw about z, then pitch about
+    y, then roll about x): training's `command_quat` (robolearn/mdp/manipulation.py)."""
+    cr, cp, cy = np.cos(0.5 * roll), np.cos(0.5 * pitch), np.cos(0.5 * yaw)
+    sr, sp, sy = np.sin(0.5 * roll), np.sin(0.5 * pitch), np.sin(0.5 * yaw)
+    out[:] = (cr * cp * cy + sr * sp * sy, sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy)
+    if out[0] < 0:
+        np.negative(out, out=out)
+
+
+def _command_quat(term: ObsTerm, ctx: SourceContext) -> Writer:
+    """An orientation command (the operator's roll, pitch, yaw: `state.signals[<name>]`) as the
+    quaternion the policy was trained on."""
+    key = term.params.get("name")
+    components = ((ctx.bundle.meta.get("commands") or {}).get(key) or {}).get("components")
+    if components is None or len(components) != 3:
+        raise DeployError(f"observation '{term.name}' (command_quat) reads command {key!r}, which robot.yaml does not "
+                          "describe as three components (roll, pitch, yaw); re-export the bundle")  # fmt: skip
+    ctx.expect_width(term, 4)
+    ctx.need_signal(term, key, 3)
+
+    def write(state, last_action, out):
+        roll, pitch, yaw = state.signals[key]
+        quat_from_euler(roll, pitch, yaw, out)
+
+    return write
+
+
 def _sensor(term: ObsTerm, ctx: SourceContext) -> Writer:
     """MJCF sensors (the `sensor` term): the robot supplies each named sensor's reading as the
     signal of its name, as wide as robot.yaml's `sensors` says; the term is their concatenation."""
@@ -200,6 +228,7 @@ SOURCES: dict[str, SourceFactory] = {
     "last_action": _last_action,
     **{name: _signal(name, 3) for name in BASE_SIGNALS},
     "command": _signal(None),  # an operator command, e.g. signals["base_velocity"] = (vx, vy, yaw rate)
+    "command_quat": _command_quat,  # an orientation command (roll, pitch, yaw) as a quaternion
     "sensor": _sensor,  # MJCF sensors by name, e.g. signals["imu_acc"] = accelerometer (3 values)
 }
 

@@ -1,4 +1,4 @@
-"""Manipulation terms: reaching a commanded end-effector position.
+"""Manipulation terms: reaching a commanded end-effector position, and orientation.
 
 The end effector's position comes from a MuJoCo `framepos` sensor of its site, measured in the
 robot's base frame, so every backend computes it and the frame is stated in the MJCF:
@@ -11,12 +11,20 @@ drawn uniformly and redrawn on its period like any command; the `sensor` observa
 the position itself and the `command` term the target. Rewards use the distance (a coarse term:
 weight < 0) and `1 - tanh(distance / std)` (a fine term that pays mostly within ~std); metrics
 report the distance in metres (`per: final`: where the reach settles).
+
+An orientation target is a command of three components, read as roll, pitch, yaw in that order
+(radians; the rotation yaw about z, then pitch about y, then roll about x, as Isaac Lab's pose
+commands), each drawn uniformly from its range, in the frame of a `framequat` sensor of the end
+effector (`<framequat name="ee_quat" objtype="site" objname="ee" reftype="xbody" refname="base"/>`).
+The policy sees it as a unit quaternion (`command_quat`, w >= 0: no jump where an angle wraps),
+rewards and metrics use the angle between the two orientations.
 """
 
 from __future__ import annotations
 
 import torch
 
+from robolearn.errors import UserError
 from robolearn.mdp.kinds import term_kind
 from robolearn.scene.entities import Sensors
 
@@ -37,3 +45,46 @@ def position_command_error(env, sensor: Sensors, command: str) -> torch.Tensor:
 def position_command_error_tanh(env, sensor: Sensors, command: str, std: float) -> torch.Tensor:
     """1 - tanh(|p - p*| / std): 1 at the target, 0.24 at one std, about 0 beyond a few."""
     return 1.0 - torch.tanh(position_command_error(env, sensor, command) / std)
+
+
+def _quat_from_euler(angles: torch.Tensor) -> torch.Tensor:
+    """Unit quaternions (w, x, y, z), w >= 0, of roll, pitch, yaw [..., 3] (yaw about z, then pitch
+    about y, then roll about x)."""
+    half = angles * 0.5
+    (cr, cp, cy), (sr, sp, sy) = torch.cos(half).unbind(-1), torch.sin(half).unbind(-1)
+    q = torch.stack([cr * cp * cy + sr * sp * sy, sr * cp * cy - cr * sp * sy,
+                     cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy], dim=-1)  # fmt: skip
+    return torch.where(q[..., :1] < 0, -q, q)
+
+
+def _orientation(env, command: str) -> torch.Tensor:
+    value = env.commands.get(command)
+    if value.shape[1] != 3:
+        raise UserError(f"command '{command}' has {value.shape[1]} components; an orientation command has three: "
+                        "roll, pitch, yaw [rad]")  # fmt: skip
+    return _quat_from_euler(value)
+
+
+@term_kind("observation")
+def command_quat(env, name: str) -> torch.Tensor:
+    """An orientation command (roll, pitch, yaw) as a unit quaternion (w, x, y, z), w >= 0 [N, 4]."""
+    return _orientation(env, name)
+
+
+@term_kind("reward", "metric")
+def orientation_command_error(env, sensor: Sensors, command: str) -> torch.Tensor:
+    """The angle [rad] between a `framequat` sensor's orientation and an orientation command (roll,
+    pitch, yaw in the sensor's frame): 0 when they agree, pi when turned half round."""
+    sensors = env.scene.sensors(sensor)
+    sensed = env.physics.sensordata[:, sensors.columns]
+    if sensed.shape[1] != 4:
+        raise UserError(f"orientation_command_error: sensor {list(sensors.names)} reads {sensed.shape[1]} values; "
+                        "it needs one framequat sensor (4)")  # fmt: skip
+    dot = (sensed * _orientation(env, command)).sum(1).abs()
+    return 2.0 * torch.acos(dot.clamp(max=1.0))
+
+
+@term_kind("reward")
+def orientation_command_error_tanh(env, sensor: Sensors, command: str, std: float) -> torch.Tensor:
+    """1 - tanh(angle / std): 1 at the commanded orientation, about 0 beyond a few std [rad]."""
+    return 1.0 - torch.tanh(orientation_command_error(env, sensor, command) / std)
