@@ -64,14 +64,18 @@ adaptive ranges (env_state.load_conditions), as training's own evaluation at its
 task's initial ones."""
 
 
+def check_conditions(conditions: str) -> None:
+    if conditions not in CONDITIONS:
+        raise UserError(f"conditions={conditions} is not valid; valid: {', '.join(CONDITIONS)}")
+
+
 def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None,
                     conditions: str = "trained") -> tuple[BatchedEnv, ActorCritic, dict, Path]:  # fmt: skip
     """A CPU env for a run's task (native MuJoCo; num_envs None: as in training, at most 64) and
     the policy of a checkpoint (the latest unless one is named); `conditions` (CONDITIONS): the
     env's curricula and adaptive ranges as the checkpoint has them, or as the task starts them.
     What the checkpoint changed is said in one line on stderr."""
-    if conditions not in CONDITIONS:
-        raise UserError(f"conditions={conditions} is not valid; valid: {', '.join(CONDITIONS)}")
+    check_conditions(conditions)
     cfg = load_run_config(run_dir)
     num_envs = num_envs or min(cfg.env.num_envs, 64)
     source = checkpoint.named(run_dir, checkpoint_file) if checkpoint_file else checkpoint.latest(run_dir)
@@ -115,6 +119,7 @@ def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = N
 
     if not 1 <= episodes <= MAX_EVAL_EPISODES:
         raise UserError(f"episodes={episodes} is out of range; valid: 1..{MAX_EVAL_EPISODES} (one environment per episode)")
+    check_conditions(conditions)
     load_run_config(run_dir)  # a run directory, before anything about its eval.json
     check_writable(run_dir / "eval.json", "eval")  # before the evaluation, not after it
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes, conditions)

@@ -54,43 +54,62 @@ def load_state_dict(env, state: Mapping) -> None:
 
 def load_conditions(env, state: Mapping) -> list[str]:
     """Into an env built afresh for a checkpoint's policy (eval, export, play; any env.num_envs),
-    where training had taken the task's conditions, not its episodes: the commands' ranges (a
-    command curriculum's), every adaptive event range (ADR) and the terrain levels (env i takes
-    training env i's level, cycling where this env has more). Returns what differs from the fresh
-    env's conditions, in words ([] when nothing does, or for a checkpoint without manager state)."""
+    where training had taken the task's conditions, not its episodes: the commands' ranges and a
+    command curriculum's own ranges, every adaptive event range (ADR) and the terrain levels (env i
+    takes training env i's level, cycling where this env has more). Returns what differs from the
+    fresh env's conditions, in words ([] when nothing does, or for a checkpoint without manager state)."""
     managers = state.get("managers")
     if managers is None:
         return []
+    return [*_command_ranges(env, managers.get("commands", {}).get("state", {}).get("ranges", {})),
+            *_curriculum_terms(env, managers.get("curriculum", {}).get("terms", {})),
+            *_adaptive_ranges(env, managers.get("events", {}).get("adaptive", {})),
+            *_terrain_levels(env, state.get("terrain"))]  # fmt: skip
+
+
+def _command_ranges(env, saved_ranges: Mapping) -> list[str]:
     changed = []
-    saved_ranges = managers["commands"]["state"]["ranges"]
     for name, ranges in env.commands.ranges.items():
         saved = saved_ranges.get(name)
         if saved is not None and saved.shape == ranges.shape and not torch.equal(saved.to(ranges.device), ranges):
             ranges.copy_(saved)
-            changed.append(f"command {name} ranges " + ", ".join(
-                f"{c} [{lo:.3g}, {hi:.3g}]" for c, (lo, hi) in zip(env.commands.components[name], ranges.tolist())))
-    saved_terms = managers["curriculum"]["terms"]
-    for term in env.curriculum.terms:  # a command curriculum's adaptive ranges (they set the ranges above at resets)
+            components = zip(env.commands.components[name], ranges.tolist())
+            changed.append(f"command {name} ranges " + ", ".join(f"{c} [{lo:.3g}, {hi:.3g}]" for c, (lo, hi) in components))
+    return changed
+
+
+def _curriculum_terms(env, saved_terms: Mapping) -> list[str]:
+    """Curriculum terms whose state is not per env (a command curriculum's adaptive ranges, which set
+    the command ranges at every reset)."""
+    changed = []
+    for term in env.curriculum.terms:
         saved = saved_terms.get(term.name) if term.stateful else None
         if saved and _shapes(saved) == _shapes(term_state(term.func)) and not _equal(saved, term_state(term.func)):
             load_term_state(term.func, saved)
             changed.append(f"curriculum {term.name}")
-    saved_adaptive = managers["events"].get("adaptive", {})
+    return changed
+
+
+def _adaptive_ranges(env, saved_adaptive: Mapping) -> list[str]:
+    changed = []
     for name, adr in env.events.adaptive.items():
         saved = saved_adaptive.get(name)
         if saved is not None and saved["range"].shape == adr.range.shape and not torch.equal(saved["range"].to(adr.range.device), adr.range):
             adr.load_state_dict({k: v.to(adr.range.device) for k, v in saved.items()})
             low, high = adr.range[:, 0].min().item(), adr.range[:, 1].max().item()
             changed.append(f"adaptive {name}.{adr.param} [{low:.3g}, {high:.3g}]")
-    terrain = state.get("terrain")
-    if env.terrain is not None and terrain is not None:
-        trained = terrain["levels"].to(env.terrain.levels.device)
-        levels = trained[torch.arange(env.num_envs, device=trained.device) % trained.shape[0]]
-        if not torch.equal(levels, env.terrain.levels):
-            env.terrain.set_levels(levels)
-            changed.append(f"terrain levels (mean {levels.float().mean().item():.2g}, max {levels.max().item()} "
-                           f"of 0-{env.terrain.num_levels - 1})")
     return changed
+
+
+def _terrain_levels(env, terrain: Mapping | None) -> list[str]:
+    if env.terrain is None or terrain is None:
+        return []
+    trained = terrain["levels"].to(env.terrain.levels.device)
+    levels = trained[torch.arange(env.num_envs, device=trained.device) % trained.shape[0]]
+    if torch.equal(levels, env.terrain.levels):
+        return []
+    env.terrain.set_levels(levels)
+    return [f"terrain levels (mean {levels.float().mean().item():.2g}, max {levels.max().item()} of 0-{env.terrain.num_levels - 1})"]
 
 
 def _shapes(state):
