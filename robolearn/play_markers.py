@@ -1,6 +1,6 @@
-"""What a video marks besides the robot: the command its velocity arrows show, and each position a
-task commands a point of the robot to reach (a reach target), placed in the world where the task's
-terms measure it.
+"""What a video marks besides the robot (`Marks`, found once from the env's terms): velocity arrows,
+each position a task commands a point of the robot to reach (a reach target, a sphere) and each
+commanded orientation of it (its z axis, an arrow), placed in the world where the terms measure them.
 
 The velocity command is the one a `track_lin_vel_xy_exp` reward tracks (a planar velocity in the
 heading frame), else the first command whose name says `vel`.
@@ -8,7 +8,8 @@ heading frame), else the first command whose name says `vel`.
 A target is a command of 3 components that a reward, metric or observation term compares with one
 `framepos` sensor (params `command` and `sensor`, as `position_command_error` takes them). The
 command is in the sensor's reference frame (its `reftype`/`refname`; the world without one), so
-the marker goes where the reward puts the target, whatever frame the task chose.
+the marker goes where the reward puts the target, whatever frame the task chose. An orientation
+target is the same with a `framequat` sensor and a command read as roll, pitch, yaw.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from robolearn.render import BLUE, GREEN, Arrow, Marker, robot_size
 
 
 @dataclass(frozen=True)
-class PositionTarget:
+class SensorTarget:
+    """A command that is a target for a frame sensor's reading (position or orientation)."""
+
     command: str
     sensor: int
-    """The framepos (or, for an orientation target, framequat) sensor whose reading the command is a
-    target for."""
+    """The framepos (a position target) or framequat (an orientation target) sensor."""
 
 
 def yaw(quat: np.ndarray) -> float:
@@ -66,22 +68,22 @@ def velocity_command(env) -> str | None:
     return next((name for name in env.commands.components if "vel" in name), None)
 
 
-def position_targets(env) -> list[PositionTarget]:
+def position_targets(env) -> list[SensorTarget]:
     """The env's position targets, in the order its terms name them (each pair once)."""
     return _sensor_targets(env, mujoco.mjtSensor.mjSENS_FRAMEPOS)
 
 
-def orientation_targets(env) -> list[PositionTarget]:
+def orientation_targets(env) -> list[SensorTarget]:
     """The env's orientation targets: a command (roll, pitch, yaw) compared with a framequat sensor."""
     return _sensor_targets(env, mujoco.mjtSensor.mjSENS_FRAMEQUAT)
 
 
-def _sensor_targets(env, kind: mujoco.mjtSensor) -> list[PositionTarget]:
+def _sensor_targets(env, kind: mujoco.mjtSensor) -> list[SensorTarget]:
     """(command, sensor) pairs of 3-component commands and one sensor of this type that the env's
     rewards, metrics and observations name together."""
     cfg, model = env.cfg, env.model
     sections = [cfg.rewards, cfg.metrics or {}, *(group.terms for group in cfg.observations.values())]
-    found: list[PositionTarget] = []
+    found: list[SensorTarget] = []
     for section in sections:
         for term in section.values():
             params = term.get("params") or {}
@@ -94,7 +96,7 @@ def _sensor_targets(env, kind: mujoco.mjtSensor) -> list[PositionTarget]:
             s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, str(names[0]))
             if s < 0 or int(model.sensor_type[s]) != int(kind):
                 continue
-            target = PositionTarget(command, s)
+            target = SensorTarget(command, s)
             if target not in found:
                 found.append(target)
     return found
@@ -116,7 +118,7 @@ def _frame(data: mujoco.MjData, kind: int, index: int) -> tuple[np.ndarray, np.n
     raise ValueError(f"framepos of a {mujoco.mjtObj(kind).name}")
 
 
-def target_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: PositionTarget, value: np.ndarray) -> np.ndarray:
+def target_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: SensorTarget, value: np.ndarray) -> np.ndarray:
     """The commanded position in world coordinates (data's kinematics must be current)."""
     s = target.sensor
     if int(model.sensor_refid[s]) < 0:
@@ -125,7 +127,7 @@ def target_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: Position
     return pos + mat @ np.asarray(value, dtype=np.float64)
 
 
-def sensed_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: PositionTarget) -> np.ndarray:
+def sensed_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: SensorTarget) -> np.ndarray:
     """Where the sensed point is (the sensor's object), in world coordinates."""
     s = target.sensor
     return np.array(_frame(data, int(model.sensor_objtype[s]), int(model.sensor_objid[s]))[0])
@@ -136,7 +138,7 @@ def marker_radius(model) -> float:
     return float(np.clip(0.03 * robot_size(model), 0.01, 0.05))
 
 
-def target_markers(model, data, targets: list[PositionTarget], values: dict, radius: float) -> list[Marker]:
+def target_markers(model, data, targets: list[SensorTarget], values: dict, radius: float) -> list[Marker]:
     """Each reach target (green) and the point that reaches for it (blue, smaller); `values`: each
     command's value for this robot (a target whose command is missing is left out)."""
     markers = []
@@ -148,7 +150,7 @@ def target_markers(model, data, targets: list[PositionTarget], values: dict, rad
     return markers
 
 
-def orientation_arrows(model, data, targets: list[PositionTarget], values: dict, length: float) -> list[Arrow]:
+def orientation_arrows(model, data, targets: list[SensorTarget], values: dict, length: float) -> list[Arrow]:
     """For each orientation target, the tool's z axis as commanded (green) and as it is (blue), from
     the sensed point; `values`: each command's roll, pitch, yaw for this robot."""
     from robolearn_deploy.observations import quat_from_euler

@@ -4,7 +4,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from robolearn.play_markers import (PositionTarget, position_targets, sensed_in_world, target_in_world, target_markers,
+from robolearn.play_markers import (SensorTarget, position_targets, sensed_in_world, target_in_world, target_markers,
                                     velocity_command)
 from robolearn.render import GREEN, CameraCfg, FrameRenderer, Marker
 
@@ -15,7 +15,7 @@ def test_the_arm_reach_target_is_in_the_sensors_frame_and_lands_where_the_readin
     env = make_env("arm_reach", num_envs=2)
     model = env.model
     [target] = position_targets(env)
-    assert target == PositionTarget("ee_target", mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, "ee_pos"))
+    assert target == SensorTarget("ee_target", mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, "ee_pos"))
     assert velocity_command(env) is None
     data = mujoco.MjData(model)
     data.qpos[:] = [0.3, -0.4, 0.9, 0.2, -0.5, 0.1]
@@ -37,7 +37,7 @@ def test_a_world_frame_target_and_the_velocity_command(make_env):
     data = mujoco.MjData(model)
     data.qpos[0] = 0.7
     mujoco.mj_forward(model, data)
-    target = PositionTarget("goal", 0)
+    target = SensorTarget("goal", 0)
     np.testing.assert_allclose(target_in_world(model, data, target, np.array([1.0, 2.0, 3.0])), [1.0, 2.0, 3.0])
     np.testing.assert_allclose(sensed_in_world(model, data, target), [0.7, 0.0, 0.3])
 
