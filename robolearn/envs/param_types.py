@@ -4,7 +4,8 @@
 
 `std: [1, 2]` in the task YAML is then one line naming the term, the param and what it takes,
 instead of a TypeError deep inside the first step. Only the plain YAML types are checked (float,
-int, bool, str, lists of them, unions with None); entity params (robolearn.scene.entities) are
+int, bool, str, lists of them, unions with None), and that a [low, high] pair (`range`, `*_range`,
+`bounds`) is not reversed; entity params (robolearn.scene.entities) are
 checked when they resolve, and a param whose annotation is anything else, or a value the code
 passes itself (a tensor: an adaptive range's per-environment values), is left alone.
 """
@@ -91,10 +92,20 @@ def check_param_types(kind: str, name: str, func: Callable, params: dict) -> Non
         hint = hints.get(param)
         if hint is None or isinstance(value, torch.Tensor) or (value is None and defaults.get(param) is None):
             continue  # not checked here, set by the code, or null where null is the default
-        words = expected(hint, value)
+        words = expected(hint, value) or _reversed(param, value)
         if words is not None:
             raise UserError(f"{kind} term '{name}' ({getattr(func, '__name__', func)}): {param}={_show(value)} is not "
                             f"valid; valid: {words}")  # fmt: skip
+
+
+def _reversed(param: str, value) -> str | None:
+    """A [low, high] pair (a param named `range`, `*_range` or `bounds`, by the terms' convention)
+    whose low is above its high; checked for every event, also one its preset does not run."""
+    if not (param == "bounds" or param == "range" or param.endswith("_range")):
+        return None
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(_number(v) for v in value) and value[0] > value[1]:
+        return "[low, high] with low <= high"
+    return None
 
 
 def _show(value) -> str:

@@ -353,6 +353,9 @@ CASES: list[Case] = [
           expect=("joint_pos_limits: soft_ratio=-1 is out of range", "0 < soft_ratio <= 1")),
     train("term_param_null", "task.events.reset_state.params.position_range=null",
           expect=("event term 'reset_state' (reset_joints_uniform): position_range=null is not valid", "a list of 2 numbers")),
+    train("event_range_reversed_outside_its_preset", "task=quadruped_flat", "task.events.push.params.velocity_range=[1,-1]",
+          expect=("event term 'push' (push_by_setting_velocity): velocity_range=[1, -1] is not valid",
+                  "[low, high] with low <= high")),  # fmt: skip
     train("term_range_not_two", "task.events.pole_mass.params.range=[]",
           expect=("event term 'pole_mass' (randomize_model_field): range=[] is not valid", "a list of 2 numbers")),
     train("joints_empty", "task.observations.policy.terms.cart_pos.params.joints=[]",

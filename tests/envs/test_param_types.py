@@ -26,6 +26,7 @@ def term(env, joints: Joints | None = None, std: float = 0.5, bounds: list[float
     ({"flag": 2}, "valid: true or false"),
     ({"count": "many"}, "count='many' is not valid; valid: a number, or null"),
     ({"pair": [1, 2, 3]}, "valid: a list of 2 numbers"),
+    ({"bounds": [1.0, -1.0]}, "bounds=[1.0, -1.0] is not valid; valid: [low, high] with low <= high"),
 ])  # fmt: skip
 def test_a_value_of_another_kind_names_the_term_and_param(params, message):
     with pytest.raises(UserError) as err:
@@ -59,3 +60,13 @@ def test_annotations_that_cannot_be_evaluated_check_nothing():
 
     check_param_types("reward", "r", plugin_term, {"scale": "anything"})
     assert expected(dict[str, float], 3) is None  # a type not checked here
+
+
+def test_a_reversed_range_of_an_event_its_preset_does_not_run_is_refused(make_env):
+    """quadruped_flat's push runs only under randomization=sim2real; its params are checked in every
+    preset, a [low, high] pair by name (`*_range`, `range`, `bounds`) the right way round too; a pair
+    of another name (a height scan's `size`) may be anything."""
+    with pytest.raises(UserError, match=r"event term 'push' \(push_by_setting_velocity\): velocity_range=\[1, -1\] "
+                                        r"is not valid; valid: \[low, high\] with low <= high"):
+        make_env("quadruped_flat", ["task.events.push.params.velocity_range=[1,-1]"], num_envs=2)
+    check_param_types("observation", "scan", term, {"pair": [2.0, 1.0]})
