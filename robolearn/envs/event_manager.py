@@ -43,6 +43,11 @@ class EventManager(ManagerBase):
             func, params = resolve_term("event", name, t.func, namespace), plain(t.params)  # a typo fails in any preset
             if LEVELS.index(t.level) > allowed:  # not built in this preset; its params are checked all the same
                 check_params("event", name, func, env, *(() if inspect.isclass(func) else (None,)), **params)
+                if inspect.isclass(func) and hasattr(func, "check"):  # a class term's own value checks, env-free
+                    try:
+                        func.check(**params)
+                    except UserError as exc:
+                        raise UserError(f"event '{name}' (runs from randomization={t.level.value}): {exc}") from None
                 continue
             build_params = params
             if t.adaptive is not None and preset.adaptive:

@@ -230,11 +230,17 @@ class randomize_action_delay:  # noqa: N801 (a term name, like the functions)
     the rest pose (the controls of a zero action)."""
 
     def __init__(self, env, steps: list[int]):
+        self.check(steps)
+        self.max_steps = int(steps[1])
+        env.actions.enable_delay(self.max_steps)
+
+    @staticmethod
+    def check(steps: list[int]) -> None:
+        """The params' values, without an env: also run for an event the preset does not build
+        (building it would enable the delay buffers)."""
         low, high = (int(v) for v in steps)
         if not 0 <= low <= high:
             raise UserError(f"randomize_action_delay: steps must be 0 <= low <= high, got {list(steps)}")
-        self.max_steps = high
-        env.actions.enable_delay(high)
 
     def __call__(self, env, mask: torch.Tensor, steps) -> None:
         low, high = _bounds(env, steps, 1)

@@ -356,6 +356,8 @@ CASES: list[Case] = [
     train("event_range_reversed_outside_its_preset", "task=quadruped_flat", "task.events.push.params.velocity_range=[1,-1]",
           expect=("event term 'push' (push_by_setting_velocity): velocity_range=[1, -1] is not valid",
                   "[low, high] with low <= high")),  # fmt: skip
+    train("event_steps_reversed_outside_its_preset", "task=quadruped_flat", "task.events.action_delay.params.steps=[-1,2]",
+          expect=("event 'action_delay' (runs from randomization=sim2real)", "steps must be 0 <= low <= high")),  # fmt: skip
     train("term_range_not_two", "task.events.pole_mass.params.range=[]",
           expect=("event term 'pole_mass' (randomize_model_field): range=[] is not valid", "a list of 2 numbers")),
     train("joints_empty", "task.observations.policy.terms.cart_pos.params.joints=[]",

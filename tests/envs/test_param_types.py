@@ -70,3 +70,8 @@ def test_a_reversed_range_of_an_event_its_preset_does_not_run_is_refused(make_en
                                         r"is not valid; valid: \[low, high\] with low <= high"):
         make_env("quadruped_flat", ["task.events.push.params.velocity_range=[1,-1]"], num_envs=2)
     check_param_types("observation", "scan", term, {"pair": [2.0, 1.0]})
+    # a class term's own value check (`check`, without an env: building the class would enable its buffers)
+    with pytest.raises(UserError, match=r"event 'action_delay' \(runs from randomization=sim2real\): "
+                                        r"randomize_action_delay: steps must be 0 <= low <= high, got \[-1, 2\]"):
+        make_env("quadruped_flat", ["task.events.action_delay.params.steps=[-1,2]"], num_envs=2)
+    assert make_env("quadruped_flat", num_envs=2).actions.history.shape[0] == 0  # an unbuilt delay keeps no past controls
