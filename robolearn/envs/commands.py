@@ -13,12 +13,18 @@ from robolearn.envs.manager_base import ManagerBase
 from robolearn.errors import UserError
 
 
-def _range(command: str, component: str, value) -> list[float]:
-    """[low, high] of one component, as floats; anything else is one line."""
+def _pair(value) -> tuple[float, float]:
+    """Two numbers, or (nan, nan) for anything else (which every check then refuses)."""
     try:
         low, high = (float(v) for v in value)
     except (TypeError, ValueError):
-        low = high = float("nan")
+        return float("nan"), float("nan")
+    return low, high
+
+
+def _range(command: str, component: str, value) -> list[float]:
+    """[low, high] of one component, as floats; anything else is one line."""
+    low, high = _pair(value)
     if not low <= high:  # also nan
         raise UserError(f"command '{command}': range of {component} must be [low, high], got {_shown(value)}")
     return [low, high]
@@ -51,9 +57,10 @@ class CommandManager(ManagerBase):
         self.time_left = torch.zeros(len(cfgs), env.num_envs, device=env.device)
         for name, cfg in cfgs.items():
             ranges = {k: _range(name, k, v) for k, v in cfg.ranges.items()}
-            low, high = (float(v) for v in cfg.resampling_time_s)
+            low, high = _pair(cfg.resampling_time_s)
             if not 0 < low <= high:
-                raise UserError(f"command '{name}': resampling_time_s must be 0 < low <= high, got {[low, high]}")
+                raise UserError(f"command '{name}': resampling_time_s must be 0 < low <= high [s], got "
+                                f"{_shown(cfg.resampling_time_s)}")  # fmt: skip
             self.components[name] = list(ranges)
             self.ranges[name] = torch.tensor(list(ranges.values()), device=env.device)
             self.values[name] = torch.zeros(env.num_envs, len(ranges), device=env.device)

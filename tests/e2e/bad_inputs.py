@@ -394,6 +394,8 @@ CASES: list[Case] = [
           expect=("standing_probability=1.5 is out of range", "0 <= p <= 1")),  # fmt: skip
     train("commands_bad_range", "task=quadruped_flat", "task.commands.base_velocity.ranges.lin_vel_x=[1,-1]",
           expect=("lin_vel_x", "[low, high]")),  # fmt: skip
+    train("commands_resampling_time_empty", "task=arm_reach", "task.commands.ee_target.resampling_time_s=[]",
+          expect=("command 'ee_target': resampling_time_s must be 0 < low <= high [s], got []",)),  # fmt: skip
     train("terrain_zero_levels", "task=quadruped_rough", "task.terrain.num_levels=0", expect=("terrain.num_levels=0 is invalid",)),
     train("terrain_unknown_type", "task=quadruped_rough", "task.terrain.types={lava: 1.0}", expect=("lava", "valid:")),
     train("terrain_init_level_beyond", "task=quadruped_rough", "task.terrain.max_init_level=99", expect=("terrain.max_init_level=99 is invalid", "valid: 0..")),
