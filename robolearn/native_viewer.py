@@ -42,7 +42,7 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
     data = mujoco.MjData(env.model)
     policy = Controller(actor_critic, env.num_envs, env.device)
     keys = ViewerKeys()
-    targets = position_targets(env)
+    targets, radius = position_targets(env), marker_radius(env.model)
     with mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, torch.inference_mode():
         aim(viewer, env.model)
         obs = env.reset(spread_timeouts=False)
@@ -60,7 +60,7 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
             else:
                 started += env.dt  # the script's clock stands still while paused
             set_state(env.model, data, env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
-            mark(viewer, env.model, data, targets, {t.command: env.commands.get(t.command)[0].numpy() for t in targets})
+            mark(viewer, env.model, data, targets, {t.command: env.commands.get(t.command)[0].numpy() for t in targets}, radius)
             viewer.sync()
             time.sleep(max(0.0, env.dt - (time.perf_counter() - tick)))
 
@@ -80,16 +80,16 @@ def aim(viewer, model) -> None:
         viewer.cam.elevation, viewer.cam.azimuth = -20.0, 135.0
 
 
-def mark(viewer, model, data, targets, values: dict) -> None:
-    """Reach targets and the points reaching for them, as the videos draw them (play.target_markers),
-    in the viewer's own scene."""
+def mark(viewer, model, data, targets, values: dict, radius: float) -> None:
+    """Reach targets and the points reaching for them, as the videos draw them
+    (play_markers.target_markers), in the viewer's own scene."""
     if not targets:
         return
     from robolearn.render import add_sphere
 
     with viewer.lock():
         viewer.user_scn.ngeom = 0
-        for marker in target_markers(model, data, targets, values, marker_radius(model)):
+        for marker in target_markers(model, data, targets, values, radius):
             add_sphere(viewer.user_scn, marker)
 
 
@@ -107,10 +107,10 @@ def view_bundle(robot, referee, loop) -> None:
         aim(viewer, robot.model)
         loop.reset()
 
-        targets = position_targets(referee.env)
+        targets, radius = position_targets(referee.env), marker_radius(robot.model)
 
         def on_step(step) -> bool:
-            mark(viewer, robot.model, robot.data, targets, robot.inputs)
+            mark(viewer, robot.model, robot.data, targets, robot.inputs, radius)
             viewer.sync()
             robot.inputs = referee.advance_commands()
             return keys.paused or keys.reset or not viewer.is_running()

@@ -118,19 +118,29 @@ def _frame(data: mujoco.MjData, kind: int, index: int) -> tuple[np.ndarray, np.n
     raise ValueError(f"framepos of a {mujoco.mjtObj(kind).name}")
 
 
-def target_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: SensorTarget, value: np.ndarray) -> np.ndarray:
-    """The commanded position in world coordinates (data's kinematics must be current)."""
+def _reference(model: mujoco.MjModel, data: mujoco.MjData, target: SensorTarget) -> tuple[np.ndarray, np.ndarray]:
+    """The frame a target's command is in: its sensor's reference (reftype/refname), else the world."""
     s = target.sensor
     if int(model.sensor_refid[s]) < 0:
-        return np.asarray(value, dtype=np.float64)
-    pos, mat = _frame(data, int(model.sensor_reftype[s]), int(model.sensor_refid[s]))
+        return np.zeros(3), np.eye(3)
+    return _frame(data, int(model.sensor_reftype[s]), int(model.sensor_refid[s]))
+
+
+def _sensed(model: mujoco.MjModel, data: mujoco.MjData, target: SensorTarget) -> tuple[np.ndarray, np.ndarray]:
+    """The frame of the sensor's object (the end effector's site)."""
+    s = target.sensor
+    return _frame(data, int(model.sensor_objtype[s]), int(model.sensor_objid[s]))
+
+
+def target_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: SensorTarget, value: np.ndarray) -> np.ndarray:
+    """The commanded position in world coordinates (data's kinematics must be current)."""
+    pos, mat = _reference(model, data, target)
     return pos + mat @ np.asarray(value, dtype=np.float64)
 
 
 def sensed_in_world(model: mujoco.MjModel, data: mujoco.MjData, target: SensorTarget) -> np.ndarray:
     """Where the sensed point is (the sensor's object), in world coordinates."""
-    s = target.sensor
-    return np.array(_frame(data, int(model.sensor_objtype[s]), int(model.sensor_objid[s]))[0])
+    return np.array(_sensed(model, data, target)[0])
 
 
 def marker_radius(model) -> float:
@@ -161,15 +171,12 @@ def orientation_arrows(model, data, targets: list[SensorTarget], values: dict, l
         value = values.get(target.command)
         if value is None:
             continue
-        s = target.sensor
-        start = sensed_in_world(model, data, target)
-        _, frame = (_frame(data, int(model.sensor_reftype[s]), int(model.sensor_refid[s])) if model.sensor_refid[s] >= 0
-                    else (None, np.eye(3)))  # fmt: skip
+        point, tool = _sensed(model, data, target)
+        start = np.array(point)
         quat_from_euler(*(float(v) for v in value), quat)
         mujoco.mju_quat2Mat(rot, quat)
-        commanded = frame @ rot.reshape(3, 3)[:, 2]
-        actual = _frame(data, int(model.sensor_objtype[s]), int(model.sensor_objid[s]))[1][:, 2]
-        arrows += [Arrow(start, start + length * commanded, GREEN), Arrow(start, start + length * actual, BLUE)]
+        commanded = _reference(model, data, target)[1] @ rot.reshape(3, 3)[:, 2]
+        arrows += [Arrow(start, start + length * commanded, GREEN), Arrow(start, start + length * tool[:, 2], BLUE)]
     return arrows
 
 

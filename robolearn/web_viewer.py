@@ -210,11 +210,13 @@ class TargetMarks:
 
     def __init__(self, server, env):
         from robolearn.play_markers import marker_radius, position_targets
+        from robolearn.render import BLUE, GREEN
 
         self.env, self.targets = env, position_targets(env)
         radius = marker_radius(env.model)
-        self.handles = [(server.scene.add_icosphere(f"/robolearn/target_{k}", radius=radius, color=(25, 217, 51)),
-                         server.scene.add_icosphere(f"/robolearn/reaching_{k}", radius=0.6 * radius, color=(38, 115, 255)))
+        green, blue = (tuple(round(255 * c) for c in rgba[:3]) for rgba in (GREEN, BLUE))
+        self.handles = [(server.scene.add_icosphere(f"/robolearn/target_{k}", radius=radius, color=green),
+                         server.scene.add_icosphere(f"/robolearn/reaching_{k}", radius=0.6 * radius, color=blue))
                         for k in range(len(self.targets))]  # fmt: skip
 
     def update(self, data, qpos, i: int, offset=(0.0, 0.0, 0.0)) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 import torch
 
 from robolearn import draws
-from robolearn.envs.manager_base import ManagerBase
+from robolearn.envs.manager_base import ManagerBase, plain
+from robolearn.envs.param_types import yaml_text
 from robolearn.errors import UserError
 
 
@@ -26,15 +27,8 @@ def _range(command: str, component: str, value) -> list[float]:
     """[low, high] of one component, as floats; anything else is one line."""
     low, high = _pair(value)
     if not low <= high:  # also nan
-        raise UserError(f"command '{command}': range of {component} must be [low, high], got {_shown(value)}")
+        raise UserError(f"command '{command}': range of {component} must be [low, high], got {yaml_text(value)}")
     return [low, high]
-
-
-def _shown(value) -> str:
-    try:
-        return str(list(value)) if not isinstance(value, str) else repr(value)
-    except TypeError:
-        return repr(value)
 
 
 class CommandManager(ManagerBase):
@@ -56,16 +50,17 @@ class CommandManager(ManagerBase):
         self._held: dict[str, float] = {}  # held commands' standing probability, for release
         self.time_left = torch.zeros(len(cfgs), env.num_envs, device=env.device)
         for name, cfg in cfgs.items():
-            ranges = {k: _range(name, k, v) for k, v in cfg.ranges.items()}
-            low, high = _pair(cfg.resampling_time_s)
+            spec = plain(cfg)
+            ranges = {k: _range(name, k, v) for k, v in spec["ranges"].items()}
+            low, high = _pair(spec["resampling_time_s"])
             if not 0 < low <= high:
                 raise UserError(f"command '{name}': resampling_time_s must be 0 < low <= high [s], got "
-                                f"{_shown(cfg.resampling_time_s)}")  # fmt: skip
+                                f"{yaml_text(spec['resampling_time_s'])}")  # fmt: skip
             self.components[name] = list(ranges)
             self.ranges[name] = torch.tensor(list(ranges.values()), device=env.device)
             self.values[name] = torch.zeros(env.num_envs, len(ranges), device=env.device)
             self._period[name] = (low, high)
-            self._standing[name] = float(cfg.standing_probability)
+            self._standing[name] = float(spec.get("standing_probability", 0.0))
 
     @property
     def names(self) -> list[str]:

@@ -94,7 +94,7 @@ def check_param_types(kind: str, name: str, func: Callable, params: dict) -> Non
             continue  # not checked here, set by the code, or null where null is the default
         words = expected(hint, value) or _reversed(param, value)
         if words is not None:
-            raise UserError(f"{kind} term '{name}' ({getattr(func, '__name__', func)}): {param}={_show(value)} is not "
+            raise UserError(f"{kind} term '{name}' ({getattr(func, '__name__', func)}): {param}={yaml_text(value)} is not "
                             f"valid; valid: {words}")  # fmt: skip
 
 
@@ -108,7 +108,7 @@ def _reversed(param: str, value) -> str | None:
     return None
 
 
-def _show(value) -> str:
+def yaml_text(value) -> str:
     """A value as the task YAML writes it (null, [1, 2], 'text')."""
     try:
         return json.dumps(value).replace('"', "'")

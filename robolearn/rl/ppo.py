@@ -67,10 +67,9 @@ def clip_grad_norm(grads: torch.Tensor, max_norm: float) -> torch.Tensor:
 
 class PPO:
     def __init__(self, actor_critic: ActorCritic, storage: RolloutStorage, cfg: AlgoCfg, ranks: Ranks | None = None):
-        if cfg.schedule not in SCHEDULES:
-            raise UserError(f"algo.schedule must be 'adaptive' or 'fixed', got '{cfg.schedule}'")
-        if cfg.normalizer_schedule not in NORMALIZER_SCHEDULES:
-            raise UserError(f"algo.normalizer_schedule must be 'rollout' or 'step', got '{cfg.normalizer_schedule}'")
+        for key, valid in (("schedule", SCHEDULES), ("normalizer_schedule", NORMALIZER_SCHEDULES)):
+            if getattr(cfg, key) not in valid:
+                raise UserError(f"algo.{key} must be {' or '.join(repr(v) for v in valid)}, got '{getattr(cfg, key)}'")
         if (storage.num_steps * storage.num_envs) % cfg.num_mini_batches:
             raise UserError(
                 f"num_envs * runner.num_steps_per_env = {storage.num_steps * storage.num_envs} "
