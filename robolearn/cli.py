@@ -225,7 +225,7 @@ def _new_task(args: list[str]) -> int:
 
     options, name = flags(args, {"--template": "minimal", "--robot": None, "--out": None},
                            {"--template": ", ".join(TEMPLATE_NAMES)},
-                           "new-task takes NAME [--template minimal|locomotion|reach] [--robot model.xml|model.urdf] "
+                           "new-task takes NAME [--template minimal|locomotion|reach|pose] [--robot model.xml|model.urdf] "
                            "[--out DIR]")  # fmt: skip
     if name is None:
         raise UserError("new-task needs the task's NAME, e.g. robolearn new-task my_robot_walk --template locomotion")

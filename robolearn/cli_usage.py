@@ -54,7 +54,7 @@ commands:
                                      the generic terms a task YAML can name (robolearn.mdp), by
                                      kind, with their params and one line each; with a name: that
                                      term's whole docstring and a YAML snippet naming it
-  new-task NAME [--template minimal|locomotion|reach] [--robot model.xml|model.urdf] [--out DIR]
+  new-task NAME [--template minimal|locomotion|reach|pose] [--robot model.xml|model.urdf] [--out DIR]
                                      write an installable task package into ./NAME (or DIR):
                                      pyproject with its entry point, task YAML, terms, smoke test,
                                      README; with --robot, fill joints and actuators from the model

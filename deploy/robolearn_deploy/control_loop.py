@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -35,8 +35,10 @@ class Safety:
     """A step must finish this long after its tick at the latest; None = one control period."""
     joint_limit_margin: float = 0.1
     """Readings may exceed the bundle's joint limits by this much [rad or m] before it trips."""
-    max_joint_vel: float | None = None
-    """|joint velocity| above this trips [rad/s or m/s]; None = only non-finite values trip."""
+    max_joint_vel: float | Mapping[str, float] | None = None
+    """|joint velocity| above this trips [rad/s or m/s]: one value for every joint, or a value per
+    joint name (a wrist may turn faster than a hip; joints not named are not checked); None = only
+    non-finite values trip."""
     safe_mode: str = "damping"
     """'damping' (kp = 0) or 'hold' (the pose at the trip, the bundle's position gains)."""
     damping_kd: float = 1.0
@@ -47,6 +49,22 @@ class Safety:
     def __post_init__(self):
         if self.safe_mode not in SAFE_MODES:
             raise DeployError(f"unknown safe_mode '{self.safe_mode}'; valid: {', '.join(SAFE_MODES)}")
+        limits = self.max_joint_vel.items() if isinstance(self.max_joint_vel, Mapping) else [("", self.max_joint_vel)]
+        for name, value in limits:
+            if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and math.isfinite(value)):
+                where = f"[{name!r}]" if name else ""
+                raise DeployError(f"max_joint_vel{where} is {value!r}; valid: a speed above 0 [rad/s or m/s], or None (not checked)")
+
+    def joint_speed_limits(self, joints: list[str]) -> np.ndarray | None:
+        """max_joint_vel per joint in the driver's order (inf: not checked), None where nothing is checked."""
+        if self.max_joint_vel is None:
+            return None
+        if not isinstance(self.max_joint_vel, Mapping):
+            return np.full(len(joints), float(self.max_joint_vel))
+        unknown = [name for name in self.max_joint_vel if name not in joints]
+        if unknown:
+            raise DeployError(f"max_joint_vel names joint {unknown[0]!r}, which the robot does not have; valid: {', '.join(joints)}")
+        return np.array([float(self.max_joint_vel.get(name) or np.inf) for name in joints])
 
 
 LOG_KEYS = frozenset({"step", "tick", "joint_pos", "joint_vel", "action", "command", "tripped"})
@@ -130,6 +148,7 @@ class ControlLoop:
                               f"(it provides: {', '.join(provided) or 'none'}); needed: {', '.join(self.observations.signals)}")  # fmt: skip
         self.actions = ActionMapper(bundle, robot.joint_names, self.safety.damping_kd, getattr(robot, "actuator_names", ()))
         self._limits = self._joint_limits(bundle.joint_limits, list(robot.joint_names))
+        self._max_vel = self.safety.joint_speed_limits(list(robot.joint_names))
         self._log = open_log(log) if log is not None else None
         self.reset()
 
@@ -157,7 +176,7 @@ class ControlLoop:
         # Fast path, a few microseconds: comparisons with NaN are false, and a non-finite velocity
         # makes its dot product non-finite. Only a failing reading pays for the message below.
         if (q >= low).all() and (q <= high).all() and math.isfinite(qd @ qd) and (
-            self.safety.max_joint_vel is None or np.abs(qd).max() <= self.safety.max_joint_vel
+            self._max_vel is None or (np.abs(qd) <= self._max_vel).all()
         ):
             return None
         if not (np.isfinite(q).all() and np.isfinite(qd).all()):
@@ -168,11 +187,11 @@ class ControlLoop:
             i = out[0]
             return (f"joint {self.robot.joint_names[i]!r} at {q[i]:.3f} is outside its limits "
                     f"[{low[i]:.3f}, {high[i]:.3f}] (incl. margin)")  # fmt: skip
-        if self.safety.max_joint_vel is not None:
-            fast = np.flatnonzero(np.abs(qd) > self.safety.max_joint_vel)
+        if self._max_vel is not None:
+            fast = np.flatnonzero(np.abs(qd) > self._max_vel)
             if len(fast):
                 i = fast[0]
-                return f"joint {self.robot.joint_names[i]!r} moves at {qd[i]:.3f}, above max_joint_vel {self.safety.max_joint_vel}"
+                return f"joint {self.robot.joint_names[i]!r} moves at {qd[i]:.3f}, above max_joint_vel {self._max_vel[i]:g}"
         return None
 
     def _policy_step(self, state: RobotState) -> tuple[np.ndarray | None, JointCommand | None, str | None]:

@@ -1,4 +1,4 @@
-"""`robolearn new-task NAME [--robot model.xml|model.urdf] [--template minimal|locomotion|reach] [--out DIR]`:
+"""`robolearn new-task NAME [--robot model.xml|model.urdf] [--template minimal|locomotion|reach|pose] [--out DIR]`:
 write an installable task plugin package.
 
     <out>/pyproject.toml        the project: entry point `NAME = "NAME:TASK"`, package data (YAML, model files)
@@ -40,10 +40,10 @@ from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.plan import TEMPLATES, render
 from robolearn.scaffold.robot_edits import plan_robot
 from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, urdf_meshes
-from robolearn.scaffold.task_text import num_envs, task_yaml
+from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
 
-TEMPLATE_NAMES = ("minimal", "locomotion", "reach")
-BUILTIN_MODELS = {"locomotion": "quadruped.xml", "reach": "arm.xml"}
+TEMPLATE_NAMES = ("minimal", "locomotion", "reach", "pose")
+BUILTIN_MODELS = {"locomotion": "quadruped.xml", "reach": "arm.xml", "pose": "arm.xml"}
 """Without --robot: the template's model, copied from robolearn's assets (minimal ships its own)."""
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 MAX_NAME = 64
@@ -52,6 +52,7 @@ SUMMARY = {
     "minimal": "Drive a robot's joints to a commanded target pose.",
     "locomotion": "A legged robot tracks a commanded base velocity (forward, lateral, yaw rate).",
     "reach": "An arm brings its end effector to a commanded position.",
+    "pose": "An arm brings its end effector to a commanded position and orientation.",
     "planar": "A planar legged robot tracks a commanded forward speed.",
 }
 
@@ -236,7 +237,7 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
     if envs_note:
         result.lines.append(f"env.num_envs: {envs}, {envs_note}")
     terms = "planar_terms.py.tmpl" if plan.planar else "terms.py.tmpl"
-    (package / "terms.py").write_text(render(TEMPLATES / template / terms, name=name))
+    (package / "terms.py").write_text(render(TEMPLATES / TEMPLATE_FOLDER.get(template, template) / terms, name=name))
     summary = SUMMARY["planar"] if plan.planar else SUMMARY[template]
     (package / "__init__.py").write_text(render(
         TEMPLATES / "common" / "__init__.py.tmpl", name=name, summary=summary,

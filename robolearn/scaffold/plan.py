@@ -62,6 +62,11 @@ class RobotPlan:
     """The end effector's position sensor (framepos, base frame), read by the reach terms."""
     workspace: list[tuple[float, float]] = field(default_factory=list)
     """The end effector's [low, high] per axis x, y, z in the base frame: the reach target's ranges."""
+    ee_quat_sensor: str | None = None
+    """The end effector's orientation sensor (framequat, base frame), read by the pose terms."""
+    orientation: list[tuple[float, float]] = field(default_factory=list)
+    """The pose template's orientation target: [low, high] of roll, pitch, yaw [rad] in the base
+    frame (empty for the other templates)."""
 
     def robot_py(self, model_file: str) -> str | None:
         """The generated robot.py, or None when the model needs no edit."""

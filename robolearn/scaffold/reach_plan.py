@@ -1,6 +1,7 @@
-"""The reach template's plan: the end effector (the model's position sensor, or the end of the
-longest joint chain), the frame its targets are in, and the targets' ranges (where the joints the
-policy drives take it)."""
+"""The reach and pose templates' plan: the end effector (the model's position sensor, or the end of
+the longest joint chain), the frame its targets are in, and the targets' ranges (where the joints
+the policy drives take it). The pose template adds an orientation target: the end effector's
+orientation sensor, and ranges around its orientation in the default pose (pose_plan.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ import numpy as np
 from robolearn.errors import UserError
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.plan import RobotPlan, const, quoted, tuple_text, unique
+from robolearn.scaffold.pose_plan import SAMPLES, plan_orientation
+from robolearn.scaffold.tool import Tool
+from robolearn.scene.ground import ground_height
 
 
-def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:
+def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str],
+               orientation: bool = False) -> None:
+    """The reach plan; with `orientation` (the pose template) the orientation target's too."""
     plan.base = info.root
     own = [name for name in info.root_joints if name in plan.tracked]  # the arm's first joints: on its root body
     if not info.base and (info.root == "" or own):  # targets in the world's frame
@@ -23,12 +29,12 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
         s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, info.ee_sensor)
         site = int(model.sensor_objid[s])
         plan.ee_sensor = info.ee_sensor
-        body, point = int(model.site_bodyid[site]), model.site_pos[site]
+        body, point, frame = int(model.site_bodyid[site]), model.site_pos[site], model.site_quat[site]
+        site_name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SITE, site)
         ref = int(model.sensor_refid[s]) if int(model.sensor_reftype[s]) in (int(mujoco.mjtObj.mjOBJ_XBODY),
                                                                              int(mujoco.mjtObj.mjOBJ_BODY)) else 0  # fmt: skip
         plan.base = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, ref) or "world"
-        plan.lines.append(f"end effector: sensor {info.ee_sensor} (position of site "
-                          f"{mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SITE, site)} in the frame of {plan.base})")
+        plan.lines.append(f"end effector: sensor {info.ee_sensor} (position of site {site_name} in the frame of {plan.base})")
     elif info.tip is None or plan.base is None:
         raise UserError(f"{info.path.name}: no end effector found (no body below a joint chain); the reach template needs an arm")
     else:
@@ -38,10 +44,10 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
                                      "and of its target."))  # fmt: skip
         if info.tip_site:
             site = info.tip_site
-            point = model.site_pos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site)]
+            point, frame = model.site(site).pos, model.site(site).quat
             plan.lines.append(f"end effector (guessed: the end of the longest joint chain): site {site} on body {info.tip}")
         else:
-            site, point = unique("ee", sites), np.array(info.tip_point)
+            site, point, frame = unique("ee", sites), np.array(info.tip_point), np.array([1.0, 0.0, 0.0, 0.0])
             plan.steps.append("add_ee_site")
             plan.constants.append(const("EE_BODY", quoted(info.tip), "The end effector's body (new-task's guess: the end of "
                                          "the longest joint chain)."))  # fmt: skip
@@ -55,15 +61,21 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
                               "site and its position sensor (a framepos in BASE's frame), read by the reach terms."))  # fmt: skip
         plan.lines.append(f"end-effector position sensor: missing -> added framepos sensor '{plan.ee_sensor}' of site "
                           f"'{site}' in the frame of {plan.base}")  # fmt: skip
-    plan.workspace = _workspace(info, model, body, np.asarray(point, dtype=float), ref,
-                                _chain_joints(model, body, ref, plan.joints if plan.joint_actuators else None))
+        site_name = site
+    tool = Tool(body, np.asarray(point, dtype=float), np.asarray(frame, dtype=float), ref)
+    joints = _chain_joints(model, body, ref, plan.joints if plan.joint_actuators else None)
+    positions, rotations = tool.samples(info, model, joints, SAMPLES if orientation else 2000)
+    plan.workspace = _workspace(model, ref, positions)
     moving = sum(high - low >= 0.01 for low, high in plan.workspace)
     if moving < 2:  # a point, or a line (a gripper's slide): not an arm's reach
         what = f"sensor {plan.ee_sensor}'s site" if info.ee_sensor else f"body {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, body)}"
         how = "does not move" if moving == 0 else "moves along one line only"
         raise UserError(f"{info.path.name}: the end effector ({what}) {how} relative to {plan.base} with the joints "
-                        "the policy drives; the reach template needs actuators that move it (add them, or use --template "
-                        "minimal)")  # fmt: skip
+                        f"the policy drives; the {'pose' if orientation else 'reach'} template needs actuators that move "
+                        "it (add them, or use --template minimal)")  # fmt: skip
+    if orientation:
+        near = plan_orientation(plan, info, model, tool, joints, site_name, sensors, positions, rotations)
+        plan.workspace = _workspace(model, ref, near)
 
 
 def _chain_joints(model: mujoco.MjModel, body: int, ref: int, driven: list[str] | None) -> list[str]:
@@ -80,27 +92,14 @@ def _chain_joints(model: mujoco.MjModel, body: int, ref: int, driven: list[str] 
     return [name for name in chain if name and (driven is None or name in driven)]
 
 
-def _workspace(info: ModelInfo, model: mujoco.MjModel, body: int, point: np.ndarray, ref: int, joints: list[str],
-               samples: int = 2000) -> list[tuple[float, float]]:
-    """[low, high] per axis of the end effector's position in body `ref`'s frame over random joint
-    configurations within the limits (a joint without limits: a full turn, or 0.5 m either way for
-    a slide): the middle 80 % of each axis (targets the arm can reach)."""
-    gen = np.random.default_rng(0)
+def _workspace(model: mujoco.MjModel, ref: int, positions: np.ndarray) -> list[tuple[float, float]]:
+    """[low, high] per axis of the end effector's sampled positions in body `ref`'s frame: the middle
+    80 % of each axis (targets the arm can reach)."""
+    low, high = np.percentile(positions, 10, axis=0), np.percentile(positions, 90, axis=0)
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
-    ref_height = float(data.xpos[ref, 2])  # where the base stands in the model's own pose
-    found = []
-    limits = {j.name: j.range or ((-0.5, 0.5) if j.slide else (-np.pi, np.pi)) for j in info.joints}
-    addresses = [(int(model.joint(name).qposadr[0]), limits[name]) for name in joints]
-    for _ in range(samples):
-        data.qpos[:] = model.qpos0
-        for adr, (low, high) in addresses:
-            data.qpos[adr] = gen.uniform(low, high)
-        mujoco.mj_kinematics(model, data)
-        world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
-        found.append(data.xmat[ref].reshape(3, 3).T @ (world - data.xpos[ref]))
-    found = np.array(found)
-    low, high = np.percentile(found, 10, axis=0), np.percentile(found, 90, axis=0)
-    if info.has_floor:  # targets at least 5 cm above the ground, where the arm reaches that high
-        low[2] = min(max(low[2], 0.05 - ref_height), high[2])
+    ground = ground_height(model, data)
+    if ground is not None:  # targets at least 5 cm above the ground, where the arm reaches that high
+        ref_height = float(data.xpos[ref, 2])  # where the base stands in the model's own pose
+        low[2] = min(max(low[2], ground + 0.05 - ref_height), high[2])
     return [(round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0) for lo, hi in zip(low, high)]

@@ -1,8 +1,9 @@
 """From what a robot model has (inspect_model.ModelInfo) to what a template needs: the joints and
 actuators the policy drives, and the generated `robot.py` whose `apply(spec)` adds what is missing
 (position actuators, a floating base, a floor, an IMU, foot contact sensors, the `home` keyframe;
-the reach template's end effector and targets: reach_plan.py). Each finding and each addition is
-one line of the report new-task prints; the plan and robot.py's text helpers are in plan.py.
+the reach and pose templates' end effector and targets: reach_plan.py, pose_plan.py). Each finding
+and each addition is one line of the report new-task prints; the plan and robot.py's text helpers
+are in plan.py.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ def default_joint_value(info: ModelInfo, name: str) -> float:
 
 
 def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPlan:
-    """What the generated task drives and which edits it makes, for `template` (minimal, reach or
-    locomotion)."""
+    """What the generated task drives and which edits it makes, for `template` (minimal, reach, pose
+    or locomotion)."""
     legged = template == "locomotion"
     by_name = {j.name: j for j in info.joints}
     plan = _plan_actuators(info) if info.actuators else _plan_servos(info, legged)
@@ -60,8 +61,8 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     sensors = object_names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
     if legged:
         _plan_legs(plan, info, model, sites, sensors)
-    elif template == "reach":
-        plan_reach(plan, info, model, sites, sensors)
+    elif template in ("reach", "pose"):
+        plan_reach(plan, info, model, sites, sensors, orientation=template == "pose")
     if not info.has_light:  # a URDF has none: the videos and viewers would be dark
         plan.steps.append("add_light")
         plan.lines.append("light: missing -> added one above the robot (for videos and the viewers)")

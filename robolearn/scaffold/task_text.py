@@ -7,6 +7,7 @@ import json
 import re
 
 from robolearn.memory import gib
+from robolearn.scaffold import pose_plan
 from robolearn.scaffold.plan import TEMPLATES, RobotPlan, num, render
 
 
@@ -24,7 +25,9 @@ environment there has its own copy once an event randomizes a model field (the t
 and mass events do). The copies leave visual meshes and textures out (physics/physics_copy.py), so
 only a robot whose collision geometry itself is heavy gets fewer environments than the template's
 default."""
-TEMPLATE_NUM_ENVS = {"minimal": 128, "locomotion": 1024, "reach": 512}
+TEMPLATE_NUM_ENVS = {"minimal": 128, "locomotion": 1024, "reach": 512, "pose": 512}
+TEMPLATE_FOLDER = {"pose": "reach"}
+"""Templates written from another's files (pose: reach's, with the orientation target filled in)."""
 
 
 def num_envs(template: str, model_bytes: int) -> tuple[int, str]:
@@ -99,9 +102,35 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
         (x, y, z) = plan.workspace
         values.update(base=plan.base, ee_sensor=_yaml_name(plan.ee_sensor or ""), pd_gains=pd_gains,
                       range_x=f"[{num(x[0])}, {num(x[1])}]", range_y=f"[{num(y[0])}, {num(y[1])}]",
-                      range_z=f"[{num(z[0])}, {num(z[1])}]",
-                      workspace_note="middle 80 % of reachable")  # fmt: skip
-    return render(TEMPLATES / template / "task.yaml.tmpl", **values)
+                      range_z=f"[{num(z[0])}, {num(z[1])}]", template=template,
+                      workspace_note="middle 80 % of reachable" + (" at about the orientation target" if plan.orientation else ""))  # fmt: skip
+        values.update(_orientation_values(plan))
+    return render(TEMPLATES / TEMPLATE_FOLDER.get(template, template) / "task.yaml.tmpl", **values)
+
+
+def _orientation_values(plan: RobotPlan) -> dict[str, str]:
+    """The reach template's orientation sections: the pose template's orientation command, its
+    observations, rewards and metric (empty for reach)."""
+    if not plan.orientation:
+        return dict(goal="position", orientation_command="", orientation_policy="", orientation_critic="",
+                    orientation_rewards="", orientation_metrics="")  # fmt: skip
+    ranges = ", ".join(f"{axis}: [{num(low)}, {num(high)}]" for axis, (low, high) in zip(("roll", "pitch", "yaw"), plan.orientation))
+    sensor = f"sensor: [{_yaml_name(plan.ee_quat_sensor or '')}], command: ee_orientation"
+    command = "{func: command_quat, params: {name: ee_orientation}}"
+    return dict(
+        goal="position and orientation",
+        orientation_command=("\n  ee_orientation:  # roll, pitch, yaw [rad] of the end effector in the frame of body "
+                             f"{plan.base} (yaw about z, then pitch, then roll): its default pose's +- "
+                             f"{num(pose_plan.ORIENTATION_SPREAD)}\n    ranges: {{{ranges}}}\n    resampling_time_s: [2.0, 2.0]"),
+        orientation_policy=f"\n      ee_orientation: {command}  # a unit quaternion (w, x, y, z), w >= 0",
+        orientation_critic=(f"\n      ee_orientation: {command}\n      ee_quat: {{func: sensor, params: {{names: "
+                            f"[{_yaml_name(plan.ee_quat_sensor or '')}]}}}}"),
+        orientation_rewards=(f"\n  ee_orientation: {{func: orientation_command_error, weight: -0.2, params: {{{sensor}}}}}"
+                             f"\n  ee_orientation_fine: {{func: orientation_command_error_tanh, weight: 0.5, params: "
+                             f"{{{sensor}, std: 0.3}}}}"),
+        orientation_metrics=(f"\n  ee_orientation_error: {{func: orientation_command_error, params: {{{sensor}}}, per: final, "
+                             "window_s: 1.0, units: rad}"),
+    )  # fmt: skip
 
 
 def _units(plan: RobotPlan, joints: list[str], per: str) -> str:

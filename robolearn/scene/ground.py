@@ -18,6 +18,14 @@ def has_ground(model: mujoco.MjModel) -> bool:
     return any(is_ground(model, g) and int(model.geom_bodyid[g]) == 0 for g in range(model.ngeom))
 
 
+def ground_height(model: mujoco.MjModel, data: mujoco.MjData) -> float | None:
+    """World height of the world body's highest level ground (a horizontal plane, a height field's
+    base) after kinematics; None where it has none. A plane standing upright (a wall) is not ground."""
+    heights = [float(data.geom_xpos[g, 2]) for g in range(model.ngeom)
+               if is_ground(model, g) and int(model.geom_bodyid[g]) == 0 and data.geom_xmat[g, 8] > 0.99]  # fmt: skip
+    return max(heights, default=None)
+
+
 def add_floor(spec: mujoco.MjSpec, name: str = "floor") -> mujoco.MjsGeom:
     """A plane `name` on the world body that collides with every geom that collides with anything:
     its contype/conaffinity are set from the model's geoms, so a model whose default class turns

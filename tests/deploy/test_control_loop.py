@@ -1,11 +1,13 @@
 """The control loop and its watchdog, against a scripted robot with its own clock."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 from robolearn_deploy import ControlLoop, JointCommand, Policy, RobotInterface, RobotState, Safety
+from robolearn_deploy.errors import DeployError
 
 
 class ScriptedRobot(RobotInterface):
@@ -97,6 +99,40 @@ def test_bad_readings_trip(cartpole_bundle):
     robot.qd[0] = 30.0
     loop = ControlLoop(Policy(cartpole_bundle), robot, Safety(max_joint_vel=20.0))
     assert "moves at 30.000" in loop.run(1).tripped
+
+
+def test_a_speed_limit_per_joint_trips_on_that_joint_only(cartpole_bundle):
+    """max_joint_vel by joint name: the hinge's 20 rad/s trips at 30; a limit on the slider alone
+    leaves the hinge unchecked; a value per joint is named in the trip."""
+    robot = ScriptedRobot()
+    robot.qd[:] = [30.0, 0.5]
+    tripped = ControlLoop(Policy(cartpole_bundle), robot, Safety(max_joint_vel={"hinge": 20.0, "slider": 1.0})).run(1).tripped
+    assert tripped == "joint 'hinge' moves at 30.000, above max_joint_vel 20"
+    robot = ScriptedRobot()
+    robot.qd[:] = [30.0, 0.5]
+    assert ControlLoop(Policy(cartpole_bundle), robot, Safety(max_joint_vel={"slider": 1.0})).run(2).tripped is None
+    robot = ScriptedRobot()
+    robot.qd[:] = [0.0, -1.5]
+    assert ControlLoop(Policy(cartpole_bundle), robot, Safety(max_joint_vel={"slider": 1.0})).run(1).tripped == (
+        "joint 'slider' moves at -1.500, above max_joint_vel 1")
+
+
+@pytest.mark.parametrize(("limit", "message"), [
+    (0.0, "max_joint_vel is 0.0; valid: a speed above 0"),
+    (-3, "max_joint_vel is -3; valid: a speed above 0"),
+    (float("nan"), "max_joint_vel is nan; valid"),
+    ("fast", "max_joint_vel is 'fast'; valid"),
+    (True, "max_joint_vel is True; valid"),
+    ({"hinge": float("inf")}, "max_joint_vel['hinge'] is inf; valid"),
+])  # fmt: skip
+def test_a_speed_limit_that_checks_nothing_is_refused(limit, message):
+    with pytest.raises(DeployError, match=re.escape(message)):
+        Safety(max_joint_vel=limit)
+
+
+def test_a_speed_limit_for_a_joint_the_robot_lacks_is_refused(cartpole_bundle):
+    with pytest.raises(DeployError, match="max_joint_vel names joint 'elbow', which the robot does not have; valid: hinge, slider"):
+        ControlLoop(Policy(cartpole_bundle), ScriptedRobot(), Safety(max_joint_vel={"elbow": 5.0}))
 
 
 def test_hold_mode_keeps_the_pose_at_the_trip(cartpole_bundle):

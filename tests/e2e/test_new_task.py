@@ -31,7 +31,7 @@ from .conftest import robolearn
 URDF = Path(__file__).resolve().parents[1] / "fixtures" / "urdf_robot" / "robot.urdf"
 FAST = ["runner.max_iterations=2", "env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1",
         "runner.video_interval=0", "runner.progress=false", "logger=none", "task.episode_length_s=1.0"]  # fmt: skip
-TEMPLATES = ("minimal", "locomotion", "reach")
+TEMPLATES = ("minimal", "locomotion", "reach", "pose")
 
 
 def bare_quadruped(folder: Path) -> Path:
@@ -225,7 +225,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
     (["My-Task"], "invalid task name 'My-Task'"),
     (["class"], "invalid task name 'class': a Python keyword cannot name the task's package"),
     (["x" * 300], "invalid task name 'xxxxxxxxxxxxxxxxxxxx...' (300 characters); valid: up to 64"),
-    (["ok_name", "--template", "humanoid"], "unknown template 'humanoid'; valid: minimal, locomotion, reach"),
+    (["ok_name", "--template", "humanoid"], "unknown template 'humanoid'; valid: minimal, locomotion, reach, pose"),
     (["ok_name", "--robot", "missing.xml"], "robot model not found: missing.xml"),
     (["ok_name", "--robot", "notes.txt"], "expected an MJCF file (.xml) or a URDF (.urdf)"),
     (["ok_name", "--robot", "broken.xml"], "cannot load robot model"),
@@ -233,7 +233,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
     (["json"], "a Python module named 'json' is already installed"),
     (["existing"], "existing already exists; new-task never writes into an existing folder"),
     (["ok_name", "--out", "existing"], "existing already exists"),
-    (["ok_name", "--template"], "--template needs a value; valid: minimal, locomotion, reach"),
+    (["ok_name", "--template"], "--template needs a value; valid: minimal, locomotion, reach, pose"),
     (["ok_name", "extra"], "unexpected argument 'extra'"),
     ([], "new-task needs the task's NAME"),
 ])  # fmt: skip
@@ -254,7 +254,7 @@ def test_mistakes_are_one_line_and_change_nothing(tmp_path, monkeypatch, capsys,
 def test_help_lists_the_options(capsys):
     assert cli.main(["new-task", "--help"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: robolearn new-task") and "--template minimal|locomotion|reach" in out and "--robot" in out
+    assert out.startswith("usage: robolearn new-task") and "--template minimal|locomotion|reach|pose" in out and "--robot" in out
 
 
 LIGHT_ARM = """<mujoco model="light_arm">

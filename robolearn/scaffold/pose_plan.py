@@ -1,0 +1,97 @@
+"""The pose template's orientation target: the arm must turn its end effector in all three axes
+while placing it (its joints' Jacobian has rank 6), the end effector's orientation sensor (a
+framequat in the base frame: the model's, or one robot.py adds), and the commanded roll, pitch and
+yaw, drawn within ORIENTATION_SPREAD of the end effector's orientation in the default pose. The
+position targets are then taken where the end effector goes while it keeps about that orientation,
+so that the two targets can be met together."""
+
+from __future__ import annotations
+
+import re
+
+import mujoco
+import numpy as np
+
+from robolearn.errors import UserError
+from robolearn.scaffold.inspect_model import ModelInfo
+from robolearn.scaffold.plan import RobotPlan, const, quoted, unique
+from robolearn.scaffold.tool import Tool
+
+ORIENTATION_SPREAD = 0.4
+"""The commanded roll, pitch and yaw: the default pose's, +- this [rad]."""
+NEAR = 0.5
+"""Sampled configurations whose end-effector orientation is within this angle [rad] of the default
+pose's give the position targets' ranges."""
+SAMPLES = 20000
+"""Random joint configurations sampled (about 1 % of a 6-joint arm's lie within NEAR)."""
+MIN_NEAR = 50
+"""Fewer samples within NEAR than this: the position targets are the reach template's."""
+
+
+def euler_from_matrix(rot: np.ndarray) -> tuple[float, float, float]:
+    """Roll, pitch, yaw of a rotation matrix, composed as `command_quat` composes them (yaw about z,
+    then pitch about y, then roll about x: R = Rz(yaw) Ry(pitch) Rx(roll)); pitch in [-pi/2, pi/2],
+    roll and yaw in (-pi, pi]."""
+    pitch = float(np.arcsin(np.clip(-rot[2, 0], -1.0, 1.0))) + 0.0  # + 0.0: no -0.0
+    if abs(rot[2, 0]) > 1 - 1e-9:  # pitch +-pi/2: roll and yaw turn about one axis; all of it in yaw
+        roll, yaw = 0.0, float(np.arctan2(-rot[0, 1], rot[1, 1]))
+    else:
+        roll, yaw = float(np.arctan2(rot[2, 1], rot[2, 2])), float(np.arctan2(rot[1, 0], rot[0, 0]))
+    half_turn = lambda a: np.pi if a <= -np.pi + 1e-9 else a  # noqa: E731  (-pi from a -0.0 entry: the same turn)
+    return half_turn(roll), pitch, half_turn(yaw)
+
+
+def plan_orientation(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, tool: Tool, joints: list[str],
+                     site: str, sensors: set[str], positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Fill the plan's orientation target (sensor, ranges, report lines) for the end effector at
+    `site`; returns the sampled positions the position targets are to be taken from."""
+    rank = tool.rank(info, model, joints)
+    if rank < 6:
+        raise UserError(f"{info.path.name}: the joints the policy drives move the end effector (site {site}) in {rank} "
+                        f"independent directions relative to {plan.base}; a pose (position and orientation) needs 6: "
+                        "use --template reach (position only), or give the arm more joints")  # fmt: skip
+    data = mujoco.MjData(model)
+    data.qpos[:] = info.stance_qpos
+    mujoco.mj_kinematics(model, data)
+    home = tool.pose(data)[1]
+    centre = euler_from_matrix(home)
+    plan.orientation = [(c - ORIENTATION_SPREAD, c + ORIENTATION_SPREAD) for c in centre]
+    _plan_sensor(plan, model, tool, site, sensors)
+    angle = np.arccos(np.clip((np.einsum("ij,kij->k", home, rotations) - 1.0) / 2.0, -1.0, 1.0))
+    near = angle < NEAR
+    shown = ", ".join(f"{name} {value:.2f}" for name, value in zip(("roll", "pitch", "yaw"), centre))
+    plan.lines.append(f"orientation targets: the end effector's orientation in the default pose ({shown} rad in the "
+                      f"frame of {plan.base}) +- {ORIENTATION_SPREAD} rad each")  # fmt: skip
+    if near.sum() < MIN_NEAR:
+        plan.lines.append(f"position targets: the reach template's (only {int(near.sum())} of {len(angle)} random "
+                          f"configurations keep the end effector within {NEAR} rad of that orientation)")  # fmt: skip
+        return positions
+    plan.lines.append(f"position targets: where the end effector goes while it stays within {NEAR} rad of that "
+                      f"orientation ({int(near.sum())} of {len(angle)} random configurations)")  # fmt: skip
+    return positions[near]
+
+
+def _plan_sensor(plan: RobotPlan, model: mujoco.MjModel, tool: Tool, site: str, sensors: set[str]) -> None:
+    """The model's framequat sensor of `site` in the base frame, or one robot.py adds."""
+    site_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site)  # -1: robot.py adds the site
+    for s in range(model.nsensor):
+        if int(model.sensor_type[s]) != int(mujoco.mjtSensor.mjSENS_FRAMEQUAT) or site_id < 0:
+            continue
+        if int(model.sensor_objtype[s]) != int(mujoco.mjtObj.mjOBJ_SITE) or int(model.sensor_objid[s]) != site_id:
+            continue
+        reftype, refid = int(model.sensor_reftype[s]), int(model.sensor_refid[s])
+        in_base = (reftype == int(mujoco.mjtObj.mjOBJ_XBODY) and refid == tool.ref) or (reftype <= 0 and tool.ref == 0)
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SENSOR, s)
+        if in_base and name:
+            plan.ee_quat_sensor = name
+            plan.lines.append(f"end-effector orientation: sensor {name} (orientation of site {site} in the frame of {plan.base})")
+            return
+    plan.ee_quat_sensor = unique("ee_quat", sensors)
+    plan.steps.append("add_ee_quat_sensor")
+    defined = "\n".join(plan.constants)
+    missing = [(n, v) for n, v in (("EE_SITE", site), ("BASE", plan.base)) if not re.search(rf"^{n} =", defined, re.M)]
+    text = "".join(f"{n} = {quoted(v)}\n" for n, v in missing)
+    plan.constants.append(text + const("EE_QUAT_SENSOR", quoted(plan.ee_quat_sensor), "The end effector's orientation "
+                                        "sensor (a framequat of site EE_SITE in BASE's frame), read by the pose terms."))  # fmt: skip
+    plan.lines.append(f"end-effector orientation sensor: missing -> added framequat sensor '{plan.ee_quat_sensor}' of "
+                      f"site '{site}' in the frame of {plan.base}")  # fmt: skip
