@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from robolearn.command_script import CommandScript
-from robolearn.play_markers import marker_radius, position_targets, target_markers
+from robolearn.play_markers import Marks
 from robolearn.render import set_state
 
 
@@ -42,7 +42,7 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
     data = mujoco.MjData(env.model)
     policy = Controller(actor_critic, env.num_envs, env.device)
     keys = ViewerKeys()
-    targets, radius = position_targets(env), marker_radius(env.model)
+    marks = Marks(env)
     with mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, torch.inference_mode():
         aim(viewer, env.model)
         obs = env.reset(spread_timeouts=False)
@@ -60,7 +60,7 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
             else:
                 started += env.dt  # the script's clock stands still while paused
             set_state(env.model, data, env.physics.qpos[0].double().numpy(), env.physics.qvel[0].double().numpy())
-            mark(viewer, env.model, data, targets, {t.command: env.commands.get(t.command)[0].numpy() for t in targets}, radius)
+            mark(viewer, env.model, data, marks, {c: env.commands.get(c)[0].numpy() for c in marks.commands})
             viewer.sync()
             time.sleep(max(0.0, env.dt - (time.perf_counter() - tick)))
 
@@ -80,16 +80,20 @@ def aim(viewer, model) -> None:
         viewer.cam.elevation, viewer.cam.azimuth = -20.0, 135.0
 
 
-def mark(viewer, model, data, targets, values: dict, radius: float) -> None:
-    """Reach targets and the points reaching for them, as the videos draw them
-    (play_markers.target_markers), in the viewer's own scene."""
-    if not targets:
+def mark(viewer, model, data, marks: Marks, values: dict) -> None:
+    """What the videos draw beside the robot (play_markers.Marks: velocity arrows, reach targets and
+    the points reaching for them, orientation targets' tool axes), in the viewer's own scene;
+    `values`: the commands' values for the robot on show."""
+    if not marks.commands:
         return
-    from robolearn.render import add_sphere
+    from robolearn.render import add_arrow, add_sphere
 
+    arrows, markers = marks.draw(model, data, values)
     with viewer.lock():
         viewer.user_scn.ngeom = 0
-        for marker in target_markers(model, data, targets, values, radius):
+        for arrow in arrows:
+            add_arrow(viewer.user_scn, arrow)
+        for marker in markers:
             add_sphere(viewer.user_scn, marker)
 
 
@@ -107,10 +111,10 @@ def view_bundle(robot, referee, loop) -> None:
         aim(viewer, robot.model)
         loop.reset()
 
-        targets, radius = position_targets(referee.env), marker_radius(robot.model)
+        marks = Marks(referee.env)
 
         def on_step(step) -> bool:
-            mark(viewer, robot.model, robot.data, targets, robot.inputs, radius)
+            mark(viewer, robot.model, robot.data, marks, robot.inputs)
             viewer.sync()
             robot.inputs = referee.advance_commands()
             return keys.paused or keys.reset or not viewer.is_running()

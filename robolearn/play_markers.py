@@ -160,23 +160,28 @@ def target_markers(model, data, targets: list[SensorTarget], values: dict, radiu
     return markers
 
 
+def orientation_frames(model, data, target: SensorTarget, value) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An orientation target's tool point in the world, and the tool's 3x3 orientation in the world
+    as commanded (`value`: roll, pitch, yaw in the sensor's reference frame) and as it is."""
+    from robolearn_deploy.observations import quat_from_euler
+
+    quat, rot = np.zeros(4), np.zeros(9)
+    point, tool = _sensed(model, data, target)
+    quat_from_euler(*(float(v) for v in value), quat)
+    mujoco.mju_quat2Mat(rot, quat)
+    return np.array(point), _reference(model, data, target)[1] @ rot.reshape(3, 3), np.array(tool)
+
+
 def orientation_arrows(model, data, targets: list[SensorTarget], values: dict, length: float) -> list[Arrow]:
     """For each orientation target, the tool's z axis as commanded (green) and as it is (blue), from
     the sensed point; `values`: each command's roll, pitch, yaw for this robot."""
-    from robolearn_deploy.observations import quat_from_euler
-
     arrows = []
-    quat, rot = np.zeros(4), np.zeros(9)
     for target in targets:
         value = values.get(target.command)
         if value is None:
             continue
-        point, tool = _sensed(model, data, target)
-        start = np.array(point)
-        quat_from_euler(*(float(v) for v in value), quat)
-        mujoco.mju_quat2Mat(rot, quat)
-        commanded = _reference(model, data, target)[1] @ rot.reshape(3, 3)[:, 2]
-        arrows += [Arrow(start, start + length * commanded, GREEN), Arrow(start, start + length * tool[:, 2], BLUE)]
+        start, commanded, tool = orientation_frames(model, data, target, value)
+        arrows += [Arrow(start, start + length * commanded[:, 2], GREEN), Arrow(start, start + length * tool[:, 2], BLUE)]
     return arrows
 
 

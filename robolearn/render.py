@@ -127,7 +127,7 @@ class FrameRenderer:
         centre = data.xpos[1] if self.model.nbody > 1 else np.zeros(3)
         self._grid(scene, centre)
         for arrow in arrows:
-            _connector(scene, mujoco.mjtGeom.mjGEOM_ARROW, 0.02, arrow.start, arrow.end, arrow.rgba)
+            add_arrow(scene, arrow)
         for marker in markers:
             add_sphere(scene, marker)
         image = self.renderer.render()
@@ -158,6 +158,11 @@ def _connector(scene: mujoco.MjvScene, kind: mujoco.mjtGeom, width: float, start
     mujoco.mjv_initGeom(geom, kind, np.zeros(3), np.zeros(3), np.eye(3).ravel(), np.asarray(rgba, np.float32))
     mujoco.mjv_connector(geom, kind, width, start, end)
     scene.ngeom += 1
+
+
+def add_arrow(scene: mujoco.MjvScene, arrow: Arrow) -> None:
+    """An arrow added to the scene's decorations (dropped when it is full)."""
+    _connector(scene, mujoco.mjtGeom.mjGEOM_ARROW, 0.02, arrow.start, arrow.end, arrow.rgba)
 
 
 def add_sphere(scene: mujoco.MjvScene, marker: Marker) -> None:

@@ -206,27 +206,33 @@ def _ctrl_c_stops():
 
 class TargetMarks:
     """The reach targets of the environment on show (green) and the points reaching for them (blue),
-    as spheres in the page's scene, placed as the videos place them (play_markers.py)."""
+    as spheres in the page's scene, and each orientation target's tool z axis as commanded (green)
+    and as it is (blue), as arrows; placed as the videos place them (play_markers.py)."""
 
     def __init__(self, server, env):
-        from robolearn.play_markers import marker_radius, position_targets
+        from robolearn.play_markers import marker_radius, orientation_targets, position_targets
         from robolearn.render import BLUE, GREEN
 
-        self.env, self.targets = env, position_targets(env)
+        self.env, self.targets, self.orientations = env, position_targets(env), orientation_targets(env)
         radius = marker_radius(env.model)
         green, blue = (tuple(round(255 * c) for c in rgba[:3]) for rgba in (GREEN, BLUE))
         self.handles = [(server.scene.add_icosphere(f"/robolearn/target_{k}", radius=radius, color=green),
                          server.scene.add_icosphere(f"/robolearn/reaching_{k}", radius=0.6 * radius, color=blue))
                         for k in range(len(self.targets))]  # fmt: skip
+        axis = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, 8 * radius]]])  # the tool's z axis, turned by the handle's wxyz
+        arrow = dict(shaft_radius=0.15 * radius, head_radius=0.35 * radius, head_length=1.5 * radius)
+        self.arrows = [(server.scene.add_arrows(f"/robolearn/orientation_target_{k}", axis, green, **arrow),
+                        server.scene.add_arrows(f"/robolearn/orientation_{k}", axis, blue, **arrow))
+                       for k in range(len(self.orientations))]  # fmt: skip
 
     def update(self, data, qpos, i: int, offset=(0.0, 0.0, 0.0)) -> None:
-        """Move the spheres to environment i (qpos: every environment's [N, nq]); `offset`: where the
+        """Move the marks to environment i (qpos: every environment's [N, nq]); `offset`: where the
         scene moved the world (mjviser's tracking camera keeps the robot at the origin)."""
         import mujoco
 
-        from robolearn.play_markers import sensed_in_world, target_in_world
+        from robolearn.play_markers import orientation_frames, sensed_in_world, target_in_world
 
-        if not self.targets:
+        if not self.targets and not self.orientations:
             return
         data.qpos[:] = qpos[i]
         mujoco.mj_kinematics(self.env.model, data)
@@ -234,6 +240,12 @@ class TargetMarks:
             value = self.env.commands.get(target.command)[i].numpy()
             goal.position = tuple(target_in_world(self.env.model, data, target, value) + offset)
             reaching.position = tuple(sensed_in_world(self.env.model, data, target) + offset)
+        quat = np.zeros(4)
+        for target, handles in zip(self.orientations, self.arrows):
+            start, *frames = orientation_frames(self.env.model, data, target, self.env.commands.get(target.command)[i].numpy())
+            for handle, frame in zip(handles, frames):
+                mujoco.mju_mat2Quat(quat, frame.ravel())
+                handle.position, handle.wxyz = tuple(start + offset), tuple(quat)
 
 
 def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: threading.Event | None = None,

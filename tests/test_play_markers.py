@@ -85,3 +85,28 @@ def test_an_orientation_target_draws_the_commanded_and_the_actual_tool_axis(make
     assert marks.velocity is None and marks.commands == ["ee_orientation", "ee_target"]
     arrows, markers = marks.draw(model, data, {"ee_orientation": np.array([np.pi, 0.0, np.pi]), "ee_target": np.zeros(3)})
     assert len(arrows) == 2 and len(markers) == 2
+
+
+@pytest.mark.parametrize(("task", "arrows", "spheres"), [("arm_pose", 2, 2), ("quadruped_flat", 2, 0), ("cartpole", 0, 0)])
+def test_the_native_viewer_draws_what_the_videos_draw(make_env, task, arrows, spheres):
+    """native_viewer.mark puts Marks.draw's arrows and spheres into the viewer's own scene, replacing
+    the previous frame's: the arm's orientation arrows and reach spheres, the quadruped's velocity
+    arrows (commanded and actual), nothing for a task without targets."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from robolearn.native_viewer import mark
+    from robolearn.play_markers import Marks
+
+    env = make_env(task, num_envs=1)
+    data = mujoco.MjData(env.model)
+    mujoco.mj_forward(env.model, data)
+    viewer = SimpleNamespace(user_scn=mujoco.MjvScene(env.model, maxgeom=50), lock=contextlib.nullcontext)
+    marks = Marks(env)
+    values = {c: env.commands.get(c)[0].numpy() for c in marks.commands}
+    if marks.velocity:  # moving forward at 0.5 m/s, asked for 0.8 m/s (a still robot draws no arrow)
+        data.qvel[0], values[marks.velocity] = 0.5, np.array([0.8, 0.0, 0.0])
+    for _ in range(2):
+        mark(viewer, env.model, data, marks, values)
+    kinds = [int(viewer.user_scn.geoms[k].type) for k in range(viewer.user_scn.ngeom)]
+    assert kinds.count(int(mujoco.mjtGeom.mjGEOM_ARROW)) == arrows and kinds.count(int(mujoco.mjtGeom.mjGEOM_SPHERE)) == spheres

@@ -142,7 +142,8 @@ def test_target_marks_follow_the_shown_env_in_the_scenes_frame(make_env):
     from robolearn.web_viewer import TargetMarks
 
     added = []
-    server = SimpleNamespace(scene=SimpleNamespace(add_icosphere=lambda name, **kw: added.append(SimpleNamespace(name=name, **kw)) or added[-1]))
+    server = SimpleNamespace(scene=SimpleNamespace(add_icosphere=lambda name, **kw: added.append(SimpleNamespace(name=name, **kw)) or added[-1],
+                                                   add_arrows=None))  # arm_reach has no orientation target
     env = make_env("arm_reach", num_envs=2)
     marks = TargetMarks(server, env)
     assert [h.name for h in added] == ["/robolearn/target_0", "/robolearn/reaching_0"]
@@ -156,3 +157,42 @@ def test_target_marks_follow_the_shown_env_in_the_scenes_frame(make_env):
     goal = target_in_world(env.model, data, target, env.commands.get("ee_target")[1].numpy())
     np.testing.assert_allclose(added[0].position, goal + offset)
     np.testing.assert_allclose(added[1].position, sensed_in_world(env.model, data, target) + offset)
+
+
+def test_orientation_arrows_on_the_page_point_as_the_videos_draw_them(make_env):
+    """arm_pose: two arrows per orientation target, made once along +z and turned by their handle's
+    wxyz each frame; the turned axis is the videos' arrow direction (play_markers.orientation_arrows),
+    from the end effector, shifted with the scene."""
+    from types import SimpleNamespace
+
+    import mujoco
+
+    from robolearn.play_markers import orientation_arrows, orientation_targets
+    from robolearn.web_viewer import TargetMarks
+
+    added = {}
+
+    def add(kind):
+        return lambda name, *args, **kw: added.setdefault(name, SimpleNamespace(kind=kind, args=args, **kw))
+
+    server = SimpleNamespace(scene=SimpleNamespace(add_icosphere=add("sphere"), add_arrows=add("arrows")))
+    env = make_env("arm_pose", num_envs=2)
+    marks = TargetMarks(server, env)
+    arrows = [h for h in added.values() if h.kind == "arrows"]
+    assert [h for h in added if "orientation" in h] == ["/robolearn/orientation_target_0", "/robolearn/orientation_0"]
+    length = float(arrows[0].args[0][0, 1, 2])
+    qpos = np.array([[0.0] * 6, [0.3, -0.4, 0.9, 0.2, -0.5, 0.1]])
+    offset = np.array([0.1, -0.2, -0.3])
+    data = mujoco.MjData(env.model)
+    marks.update(data, qpos, 1, offset)
+    data.qpos[:] = qpos[1]
+    mujoco.mj_kinematics(env.model, data)
+    [target] = orientation_targets(env)
+    expected = orientation_arrows(env.model, data, [target], {"ee_orientation": env.commands.get("ee_orientation")[1].numpy()}, length)
+    for handle, arrow in zip(arrows, expected):
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, np.array(handle.wxyz))
+        np.testing.assert_allclose(np.array(handle.position), arrow.start + offset, atol=1e-9)
+        np.testing.assert_allclose(length * rot.reshape(3, 3)[:, 2], arrow.end - arrow.start, atol=1e-9)
+    assert not np.allclose(expected[0].end, expected[1].end)  # a command the arm does not hold: two directions
+
