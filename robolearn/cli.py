@@ -92,7 +92,7 @@ def _sim2sim(args: list[str]) -> int:
     from robolearn.sim2sim_files import prepare_outputs, write_report
 
     valid = {"bundle": None, "episodes": "10", "realtime": "false", "timestep": None, "integrator": None,
-             "engine": "auto", "seed": "0", "report": None, "log": None}  # fmt: skip
+             "engine": "auto", "seed": "0", "report": None, "log": None, "conditions": "trained"}  # fmt: skip
     opts = key_values(args, valid, "sim2sim")
     if not opts["bundle"]:
         raise UserError("sim2sim needs bundle=<bundle dir> (a run's export/ folder)")
@@ -103,7 +103,7 @@ def _sim2sim(args: list[str]) -> int:
         bundle, episodes=number("episodes", opts["episodes"], int), realtime=flag("realtime", opts["realtime"]),
         timestep=number("timestep", opts["timestep"], float) if opts["timestep"] else None,
         integrator=opts["integrator"], engine=opts["engine"], seed=number("seed", opts["seed"], int),
-        log=optional_path(opts["log"]),
+        log=optional_path(opts["log"]), conditions=opts["conditions"],
     )  # fmt: skip
     print_report(result)
     if opts["report"]:

@@ -27,8 +27,11 @@ commands:
                                      writes <run>/eval.json
   sim2sim bundle=<dir> [episodes=10] [realtime=false] [timestep=<s>] [integrator=<name>]
           [engine=auto|onnxruntime|tensorrt] [seed=0] [report=<file.json>] [log=<file.jsonl>]
+          [conditions=trained|initial]
                                      run the bundle through the deploy runtime against a CPU
-                                     MuJoCo robot; compare with the training evaluation
+                                     MuJoCo robot; compare with the training evaluation (trained:
+                                     episodes on the terrain tiles training stood on, as the
+                                     bundle records them)
   play run=<run dir>|bundle=<dir> [mode=video|viewer|web] [out=<file.mp4>] [duration=10] [fps=30]
        [num_envs=1] [camera=track|fixed|free] [distance=auto] [elevation=-20] [azimuth=135]
        [command=[0.8,0,0] | [[0,0,0,0],[2,0.8,0,0]] (rows: from_s, values)] [width=640]

@@ -26,6 +26,7 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.evaluate import MAX_EVAL_EPISODES, summarize_metrics
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, get_task
+from robolearn.sim2sim_conditions import EpisodeConditions
 from robolearn.sim2sim_files import refuse_log_in_bundle
 from robolearn_deploy import ControlLoop, LoopReport, Policy, Safety, Step
 from robolearn_deploy.sim import MujocoRobot
@@ -35,7 +36,7 @@ class Referee:
     """Scores a robot's trajectory with the task's terms through a 1-env BatchedEnv whose physics
     state is overwritten with the robot's on every tick (the env's own physics never steps)."""
 
-    def __init__(self, bundle_dir: Path, model_file: str, seed: int):
+    def __init__(self, bundle_dir: Path, model_file: str, seed: int, conditions: str = "trained"):
         cfg = OmegaConf.merge(OmegaConf.structured(TaskCfg), OmegaConf.load(bundle_dir / "task.yaml"))
         cfg.asset = str((bundle_dir / model_file).resolve())  # the bundle's copy of the MJCF
         installed = _plugin(cfg.name, bundle_dir)
@@ -48,6 +49,7 @@ class Referee:
             raise UserError(f"task '{cfg.name}' is not installed here and its task.yaml does not build without its package "
                             f"({exc}); install the package that defines the task") from None  # fmt: skip
         self.names = self.env.terminations.names
+        self.conditions = EpisodeConditions(self.env, bundle_dir, conditions, seed)
         self.env.track_metrics(True)
         self.metric_sums = torch.zeros(len(self.env.metrics.names))
         """Each task metric summed over every scored step (with steps and distance: summarize_metrics)."""
@@ -58,7 +60,9 @@ class Referee:
 
     def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
         """A start state drawn by the task's reset events, as a training episode starts (with
-        freshly drawn commands, see commands())."""
+        freshly drawn commands, see commands()), on a tile and in adaptive ranges drawn from the
+        conditions (sim2sim_conditions.py)."""
+        self.conditions.apply()
         self.env.reset(spread_timeouts=False)
         physics = self.env.physics
         return physics.qpos[0].double().numpy(), physics.qvel[0].double().numpy()
@@ -182,7 +186,8 @@ def check_seed(seed: int) -> None:
 
 
 def open_sim(bundle_dir: Path, realtime: bool = False, timestep: float | None = None, integrator: str | None = None,
-             engine: str = "auto", seed: int = 0, log: Path | None = None) -> tuple[Policy, MujocoRobot, Referee, ControlLoop]:
+             engine: str = "auto", seed: int = 0, log: Path | None = None,
+             conditions: str = "trained") -> tuple[Policy, MujocoRobot, Referee, ControlLoop]:  # fmt: skip
     """The deploy runtime on the MuJoCo stand-in robot, and the task's referee, for a bundle."""
     check_seed(seed)
     policy = Policy(bundle_dir, engine=engine)  # verifies the bundle before anything runs
@@ -194,17 +199,18 @@ def open_sim(bundle_dir: Path, realtime: bool = False, timestep: float | None = 
         raise UserError(f"{bundle_dir} carries no robot model and task.yaml to simulate (an imported bundle gets them "
                         "from robolearn import ... robot=<model.xml> [task=<robolearn task>])")  # fmt: skip
     robot = MujocoRobot(bundle_dir / meta["model_file"], timestep=timestep, integrator=integrator, realtime=realtime)
-    referee = Referee(bundle_dir, meta["model_file"], seed)
+    referee = Referee(bundle_dir, meta["model_file"], seed, conditions)
     return policy, robot, referee, ControlLoop(policy, robot, Safety(), log=log)
 
 
 def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timestep: float | None = None,
-            integrator: str | None = None, engine: str = "auto", seed: int = 0, log: Path | None = None) -> dict:  # fmt: skip
+            integrator: str | None = None, engine: str = "auto", seed: int = 0, log: Path | None = None,
+            conditions: str = "trained") -> dict:  # fmt: skip
     if not 1 <= episodes <= MAX_EVAL_EPISODES:  # eval's limit: more is a typo, not a test (they run one by one)
         raise UserError(f"episodes={episodes} is out of range; valid: 1..{MAX_EVAL_EPISODES}")
     if log is not None:
         refuse_log_in_bundle(log, bundle_dir)  # what the log is, the control loop checks when it opens it
-    policy, robot, referee, loop = open_sim(bundle_dir, realtime, timestep, integrator, engine, seed, log)
+    policy, robot, referee, loop = open_sim(bundle_dir, realtime, timestep, integrator, engine, seed, log, conditions)
     meta = policy.bundle.meta
     try:
         runs = [run_episode(loop, robot, referee, referee.env.max_episode_length) for _ in range(episodes)]
@@ -220,6 +226,7 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
                             referee.episodes),  # fmt: skip
         "control_step_ms": LoopReport(compute_s=compute_s).latency_ms(),
         "engine": f"{policy.engine.name} {policy.engine.precision}",
+        "conditions": referee.conditions.described,
         "physics": {"timestep": float(robot.model.opt.timestep), "integrator": mujoco.mjtIntegrator(robot.model.opt.integrator).name[len("mjINT_"):].lower(),
                     "realtime": realtime},  # fmt: skip
     }
@@ -308,6 +315,8 @@ def print_report(result: dict) -> None:
     print(f"sim2sim {result['task']}: {result['episodes']} episode{'s' if result['episodes'] != 1 else ''}, {result['engine']}, physics dt {phys['timestep']} s "
           f"({phys['integrator']}), "
           f"realtime {'on' if phys['realtime'] else 'off'}")  # fmt: skip
+    if result.get("conditions"):
+        print(f"  under {result['conditions']}")
     print(f"  {'metric':<28} {'training eval':>14} {'sim2sim':>10}")
     keys = ["return_mean", "return_std", "episode_length_mean", "terminated_fraction"]
     keys += [k for k in result if k.startswith("termination/")] + list(result["metric_names"])

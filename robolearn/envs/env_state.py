@@ -128,3 +128,21 @@ def _equal(a, b) -> bool:
     if isinstance(a, dict):
         return all(_equal(a[k], b[k]) for k in a)
     return all(_equal(x, y) for x, y in zip(a, b))
+
+
+CONDITIONS_FILE = "conditions.yaml"
+"""A bundle's file of conditions_summary."""
+
+
+def conditions_summary(env) -> dict:
+    """The env's conditions as plain data for a bundle (export): how many envs stand on each terrain
+    tile (`terrain_cells`: [level][column] counts), which sim2sim's referee draws its episodes' tiles
+    from. Empty for a task without terrain. (Adaptive ranges are not among them: the referee runs
+    the default randomization preset, which adapts none, and its events randomize only its own
+    model, not the stand-in robot's.)"""
+    if env.terrain is None:
+        return {}
+    t = env.terrain
+    cells = torch.zeros(t.num_levels * t.terrain.num_cols, dtype=torch.long, device=t.levels.device)
+    cells.index_add_(0, t.levels * t.terrain.num_cols + t.cols, torch.ones_like(t.levels))
+    return {"terrain_cells": cells.view(t.num_levels, t.terrain.num_cols).tolist()}

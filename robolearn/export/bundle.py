@@ -26,9 +26,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 from omegaconf import OmegaConf
 
 from robolearn.envs.batched_env import BatchedEnv
+from robolearn.envs.env_state import CONDITIONS_FILE, conditions_summary
 from robolearn.errors import UserError
 from robolearn.evaluate import evaluate
 from robolearn.export.metadata import policy_state, robot_metadata, runtime_gap, versions, write_robot_yaml
@@ -88,7 +90,7 @@ def copy_model(asset: Path, staging: Path, name: str, edit=None) -> None:
     as its compiled model's MJCF (robot.urdf -> robot.xml) with those files. Either way sim-to-sim
     rebuilds the robot from the bundle alone."""
     if name != asset.name or edit is not None or outside_files(asset):
-        write_compiled(asset, staging, name, edit, reserved=("robot.yaml", "task.yaml"))
+        write_compiled(asset, staging, name, edit, reserved=("robot.yaml", "task.yaml", CONDITIONS_FILE))
         return
     for rel in model_files(asset, "a bundle"):
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -177,6 +179,8 @@ def export_bundle(
     # a recurrent policy is compared over whole sequences: 200 steps of the first episodes of the
     # environments the parity check runs (onnx.probe_observations)
     recurrent = actor_critic.actor_memory is not None
+    # the conditions the policy is exported under, before the evaluation's episodes move a curriculum
+    conditions = {} if hasattr(env, "bundle_metadata") else conditions_summary(env)
     evaluation, recorded = evaluate(env, Controller(actor_critic, env.num_envs, env.device),
                                     record_steps=200 if recurrent else 32, progress=progress,
                                     record_envs=SEQUENCES if recurrent else None)  # fmt: skip
@@ -196,6 +200,8 @@ def export_bundle(
             for name, ranges in meta["commands"].items():  # as robot.yaml: where a command curriculum had taken them
                 task["commands"][name]["ranges"] = ranges["ranges"]
             (staging / "task.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(task)))
+            if conditions:  # sim2sim's referee starts its episodes under them
+                (staging / CONDITIONS_FILE).write_text(yaml.safe_dump(conditions, default_flow_style=None))
         meta.update(policy_state(policy))
         seal(meta, staging, reports, evaluation)
         gap = runtime_gap([(t["name"], t["source"]) for t in meta["observation"]["terms"]])
