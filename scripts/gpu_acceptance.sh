@@ -186,13 +186,17 @@ print(max(60, min(300, int(110 * rate / 98304))))" 2>/dev/null || echo 200)
   echo "walk: algo.cuda_graph=$graph, $iters iterations"
   for seed in ${WALK_SEEDS:-0 1 2}; do
     cache=/root/warp-cache; [ $seed = 0 ] && [ -z "${WALK_SEEDS:-}" ] && cache=/root/warp-cold-$RANDOM
+    # a fresh folder per call: a later walk row (other overrides, same seeds) must not meet the last one's run
+    rm -rf /root/walk$seed && mkdir -p /root/walk$seed && date +%s.%N > /root/walk$seed/launch_epoch
     WARP_CACHE_PATH=$cache timeout 200 python3 scripts/bench_quadruped.py --physics warp --num-envs 4096 \
       --iterations $iters --save-interval 20 --eval-envs 256 --stop-at-target --run-dir /root/walk$seed/run \
-      --out "$OUT/walk_seed$seed.json" -- seed=$seed algo.cuda_graph=$graph ${WALK_OVERRIDES:-} 2>&1 | grep -v "^Warp\|^Module" | tail -3
+      --out "$OUT/walk_seed$seed.json" -- seed=$seed algo.cuda_graph=$graph ${WALK_OVERRIDES:-} 2>&1 \
+      | grep -v "^Warp\|^Module" > "$OUT/walk_seed$seed.log"
+    grep -m2 "error:" "$OUT/walk_seed$seed.log"; tail -3 "$OUT/walk_seed$seed.log"  # a refusal's own line, not only its traceback
   done
   # the reference candidate: seed 1's run (config, metrics) with its checkpoint on target and its last
-  tar -C /root/walk1 -czf "$OUT/walk1_run.tgz" --exclude='run/checkpoints' run 2>/dev/null
-  target=$(python3 -c "import json; print('%06d' % (json.load(open('$OUT/walk_seed1.json')).get('target_iteration') or 0))")
+  tar -C /root/walk1 -czf "$OUT/walk1_run.tgz" --exclude='run/checkpoints' launch_epoch run 2>/dev/null
+  target=$(python3 -c "import json; print('%06d' % (json.load(open('$OUT/walk_seed1.json')).get('target_iteration') or 0))" 2>/dev/null || echo 000000)
   last=$(ls /root/walk1/run/checkpoints | tail -1)
   (cd /root/walk1 && tar -czf "$OUT/walk1_ckpt.tgz" run/checkpoints/$last $(ls run/checkpoints/iter_$target.pt 2>/dev/null))
   ;;

@@ -59,7 +59,7 @@ def plan_orientation(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, to
     _plan_sensor(plan, model, tool, site, sensors)
     angle = np.arccos(np.clip((np.einsum("ij,kij->k", home, rotations) - 1.0) / 2.0, -1.0, 1.0))
     near = angle < NEAR
-    shown = ", ".join(f"{name} {value:.2f}" for name, value in zip(("roll", "pitch", "yaw"), centre))
+    shown = ", ".join(f"{name} {round(value, 2) + 0.0:.2f}" for name, value in zip(("roll", "pitch", "yaw"), centre))
     plan.lines.append(f"orientation targets: the end effector's orientation in the default pose ({shown} rad in the "
                       f"frame of {plan.base}) +- {ORIENTATION_SPREAD} rad each")  # fmt: skip
     if near.sum() < MIN_NEAR:
