@@ -11,7 +11,7 @@ import numpy as np
 from robolearn.errors import UserError
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.plan import RobotPlan, const, quoted, tuple_text, unique
-from robolearn.scaffold.pose_plan import SAMPLES, plan_orientation
+from robolearn.scaffold.pose_plan import plan_orientation
 from robolearn.scaffold.tool import Tool
 from robolearn.scene.ground import ground_height
 
@@ -64,7 +64,7 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
         site_name = site
     tool = Tool(body, np.asarray(point, dtype=float), np.asarray(frame, dtype=float), ref)
     joints = _chain_joints(model, body, ref, plan.joints if plan.joint_actuators else None)
-    positions, rotations = tool.samples(info, model, joints, SAMPLES if orientation else 2000)
+    positions, _ = tool.samples(info, model, joints)
     plan.workspace = _workspace(model, ref, positions)
     moving = sum(high - low >= 0.01 for low, high in plan.workspace)
     if moving < 2:  # a point, or a line (a gripper's slide): not an arm's reach
@@ -74,8 +74,8 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
                         f"the policy drives; the {'pose' if orientation else 'reach'} template needs actuators that move "
                         "it (add them, or use --template minimal)")  # fmt: skip
     if orientation:
-        near = plan_orientation(plan, info, model, tool, joints, site_name, sensors, positions, rotations)
-        plan.workspace = _workspace(model, ref, near)
+        near = plan_orientation(plan, info, model, tool, joints, site_name, sensors)
+        plan.workspace = plan.workspace if near is None else _workspace(model, ref, near)
 
 
 def _chain_joints(model: mujoco.MjModel, body: int, ref: int, driven: list[str] | None) -> list[str]:

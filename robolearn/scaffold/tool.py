@@ -30,14 +30,15 @@ class Tool:
         world = data.xpos[self.body] + body_rot @ self.point
         return ref_rot.T @ (world - data.xpos[self.ref]), ref_rot.T @ body_rot @ frame.reshape(3, 3)
 
-    def samples(self, info: ModelInfo, model: mujoco.MjModel, joints: list[str], count: int = 2000,
-                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    def samples(self, info: ModelInfo, model: mujoco.MjModel, joints: list[str], count: int = 2000, seed: int = 0,
+                around: np.ndarray | None = None, spread: float = 0.0) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """Positions [count, 3] and rotations [count, 3, 3] over random configurations of `joints`
         within their limits (a joint without limits: a full turn, or 0.5 m either way for a slide),
-        the others at qpos0."""
+        the others at qpos0; with `around` (a qpos), each joint within `spread` of its value there
+        and the others at it."""
         positions, rotations = np.zeros((count, 3)), np.zeros((count, 3, 3))
         data = mujoco.MjData(model)
-        for k, _ in enumerate(self.configurations(info, model, joints, data, count, seed)):
+        for k, _ in enumerate(self.configurations(info, model, joints, data, count, seed, around, spread)):
             positions[k], rotations[k] = self.pose(data)
         return positions, rotations
 
@@ -58,13 +59,17 @@ class Tool:
 
     @staticmethod
     def configurations(info: ModelInfo, model: mujoco.MjModel, joints: list[str], data: mujoco.MjData, count: int,
-                       seed: int):  # fmt: skip
-        """Set `data` to `count` random configurations of `joints` (kinematics computed), one per iteration."""
+                       seed: int, around: np.ndarray | None = None, spread: float = 0.0):  # fmt: skip
+        """Set `data` to `count` random configurations of `joints` (kinematics computed), one per
+        iteration (`around`, `spread`: as samples())."""
         gen = np.random.default_rng(seed)
         limits = {j.name: j.range or ((-0.5, 0.5) if j.slide else (-np.pi, np.pi)) for j in info.joints}
         addresses = [(int(model.joint(name).qposadr[0]), limits[name]) for name in joints]
+        if around is not None:  # the limits cut down to `spread` either side of `around`
+            centre = [(adr, low, high, float(np.clip(around[adr], low, high))) for adr, (low, high) in addresses]
+            addresses = [(adr, (max(low, c - spread), min(high, c + spread))) for adr, low, high, c in centre]
         for k in range(count):
-            data.qpos[:] = model.qpos0
+            data.qpos[:] = model.qpos0 if around is None else around
             for adr, (low, high) in addresses:
                 data.qpos[adr] = gen.uniform(low, high)
             mujoco.mj_kinematics(model, data)

@@ -91,10 +91,13 @@ def test_the_built_in_arm_uses_its_own_sensors_and_targets_about_its_tool_pointi
     assert task["metrics"]["ee_orientation_error"]["units"] == "rad"
     reach = _task(new_task("arm_reach_gen", "reach", out=tmp_path / "reach").folder, "arm_reach_gen")
     assert "ee_orientation" not in reach["commands"] and "ee_orientation" not in reach["rewards"]
-    # position targets where the tool can point about down: inside reach's, and above the floor's 5 cm
-    for axis, (low, high) in task["commands"]["ee_target"]["ranges"].items():
-        r_low, r_high = reach["commands"]["ee_target"]["ranges"][axis]
-        assert r_low - 0.02 <= low < high <= r_high + 0.02, (axis, low, high, r_low, r_high)
+    # position targets in front of the arm, about its home point (0.38, 0, 0.62), where the tool can point
+    # down with every joint within 0.8 rad of home; reach's span the arm's whole reach, all round its base
+    ranges, reach_ranges = task["commands"]["ee_target"]["ranges"], reach["commands"]["ee_target"]["ranges"]
+    for axis, home in zip("xyz", (0.38, 0.0, 0.62)):
+        low, high = ranges[axis]
+        assert low < home < high and high - low < 0.6 * (reach_ranges[axis][1] - reach_ranges[axis][0]), (axis, ranges, reach_ranges)
+    assert ranges["x"][0] > 0.05 and ranges["z"][0] > 0.05  # in front of the base, above the floor
 
 
 @pytest.mark.parametrize(("site", "centre_yaw"), [("", 0.0), ('<site name="tool_tip" pos="0.06 0 0" euler="0 0 90"/>', np.pi / 2)])
