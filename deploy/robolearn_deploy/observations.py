@@ -177,10 +177,20 @@ def _command_quat(term: ObsTerm, ctx: SourceContext) -> Writer:
                           "describe as three components (roll, pitch, yaw); re-export the bundle")  # fmt: skip
     ctx.expect_width(term, 4)
     ctx.need_signal(term, key, 3)
+    near = term.params.get("near")
+    ref = None
+    if near is not None:  # the sign of the quaternion on near's side, as training's command_quat signs it
+        if not isinstance(near, (list, tuple)) or len(near) != 3:
+            raise DeployError(f"observation '{term.name}' (command_quat): near must be roll, pitch, yaw; re-export the bundle")
+        ref = np.zeros(4)
+        quat_from_euler(*(float(v) for v in near), ref)
+        ref *= np.sign(ref[np.flatnonzero(np.abs(ref) >= 0.25)[0]])  # training's rule for the reference's sign
 
     def write(state, last_action, out):
         roll, pitch, yaw = state.signals[key]
         quat_from_euler(roll, pitch, yaw, out)
+        if ref is not None and out @ ref < 0:
+            np.negative(out, out=out)
 
     return write
 

@@ -66,9 +66,23 @@ def _orientation(env, command: str) -> torch.Tensor:
 
 
 @term_kind("observation")
-def command_quat(env, name: str) -> torch.Tensor:
-    """An orientation command (roll, pitch, yaw) as a unit quaternion (w, x, y, z), w >= 0 [N, 4]."""
-    return _orientation(env, name)
+def command_quat(env, name: str, near: list[float] | None = None) -> torch.Tensor:
+    """An orientation command (roll, pitch, yaw) as a unit quaternion (w, x, y, z) [N, 4]: w >= 0,
+    or with `near` (roll, pitch, yaw of a reference orientation, e.g. the middle of the command's
+    ranges) the sign that points the same way as near's quaternion. q and -q are one orientation;
+    w >= 0 picks between them discontinuously where w crosses 0 (a tool turned half round, e.g.
+    pointing down: roll pi, yaw pi), so commands a hair apart would look opposite to the policy. A
+    reference within the commands' range keeps every command's sign continuous."""
+    quat = _orientation(env, name)
+    if near is None:
+        return quat
+    if len(near) != 3:
+        raise UserError(f"command_quat: near has {len(near)} values; it takes roll, pitch, yaw [rad] of a reference orientation")
+    ref = _quat_from_euler(torch.tensor([float(v) for v in near], dtype=torch.float64))
+    # the reference's own sign by a rule float32 and float64 agree on (w may be ~1e-17 of either sign):
+    # its first component of magnitude >= 0.25 (a unit quaternion has one of >= 0.5) is positive
+    ref = ref * torch.sign(ref[(ref.abs() >= 0.25).nonzero()[0, 0]])
+    return torch.where((quat @ ref.to(quat)).unsqueeze(1) < 0, -quat, quat)
 
 
 @term_kind("reward", "metric")

@@ -99,7 +99,7 @@ def object_names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> s
 
 
 def num(value: float) -> str:
-    return repr(round(float(value), 4))
+    return repr(round(float(value), 4) + 0.0)  # + 0.0: no -0.0
 
 
 def quoted(name: str) -> str:

@@ -103,7 +103,7 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
         values.update(base=plan.base, ee_sensor=_yaml_name(plan.ee_sensor or ""), pd_gains=pd_gains,
                       range_x=f"[{num(x[0])}, {num(x[1])}]", range_y=f"[{num(y[0])}, {num(y[1])}]",
                       range_z=f"[{num(z[0])}, {num(z[1])}]", template=template,
-                      workspace_note="middle 80 % of reachable" + (" at about the orientation target" if plan.orientation else ""))  # fmt: skip
+                      workspace_note="middle 80 % of reachable" + (" near the default pose with the tool about as oriented" if plan.orientation else ""))  # fmt: skip
         values.update(_orientation_values(plan))
     return render(TEMPLATES / TEMPLATE_FOLDER.get(template, template) / "task.yaml.tmpl", **values)
 
@@ -116,13 +116,14 @@ def _orientation_values(plan: RobotPlan) -> dict[str, str]:
                     orientation_rewards="", orientation_metrics="")  # fmt: skip
     ranges = ", ".join(f"{axis}: [{num(low)}, {num(high)}]" for axis, (low, high) in zip(("roll", "pitch", "yaw"), plan.orientation))
     sensor = f"sensor: [{_yaml_name(plan.ee_quat_sensor or '')}], command: ee_orientation"
-    command = "{func: command_quat, params: {name: ee_orientation}}"
+    centre = ", ".join(num((low + high) / 2) for low, high in plan.orientation)
+    command = f"{{func: command_quat, params: {{name: ee_orientation, near: [{centre}]}}}}"  # a continuous sign
     return dict(
         goal="position and orientation",
         orientation_command=("\n  ee_orientation:  # roll, pitch, yaw [rad] of the end effector in the frame of body "
                              f"{plan.base} (yaw about z, then pitch, then roll): its default pose's +- "
                              f"{num(pose_plan.ORIENTATION_SPREAD)}\n    ranges: {{{ranges}}}\n    resampling_time_s: [2.0, 2.0]"),
-        orientation_policy=f"\n      ee_orientation: {command}  # a unit quaternion (w, x, y, z), w >= 0",
+        orientation_policy=f"\n      ee_orientation: {command}  # a unit quaternion (w, x, y, z), signed as near's",
         orientation_critic=(f"\n      ee_orientation: {command}\n      ee_quat: {{func: sensor, params: {{names: "
                             f"[{_yaml_name(plan.ee_quat_sensor or '')}]}}}}"),
         orientation_rewards=(f"\n  ee_orientation: {{func: orientation_command_error, weight: -0.2, params: {{{sensor}}}}}"

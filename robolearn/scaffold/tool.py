@@ -22,13 +22,16 @@ class Tool:
     ref: int
     """The body whose frame the targets are in (0: the world)."""
 
+    def __post_init__(self):
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, np.asarray(self.frame, dtype=float))
+        self._frame_rot = rot.reshape(3, 3)
+
     def pose(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
         """The end effector's position [3] and rotation matrix [3, 3] in `ref`'s frame (after kinematics)."""
         ref_rot, body_rot = data.xmat[self.ref].reshape(3, 3), data.xmat[self.body].reshape(3, 3)
-        frame = np.zeros(9)
-        mujoco.mju_quat2Mat(frame, self.frame)
         world = data.xpos[self.body] + body_rot @ self.point
-        return ref_rot.T @ (world - data.xpos[self.ref]), ref_rot.T @ body_rot @ frame.reshape(3, 3)
+        return ref_rot.T @ (world - data.xpos[self.ref]), ref_rot.T @ body_rot @ self._frame_rot
 
     def samples(self, info: ModelInfo, model: mujoco.MjModel, joints: list[str], count: int = 2000, seed: int = 0,
                 around: np.ndarray | None = None, spread: float = 0.0) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip

@@ -59,15 +59,20 @@ def test_the_orientation_error_is_the_angle_between_tool_and_target(make_env):
         manipulation.command_quat(make_env("arm_reach", ["randomization=none", "+task.commands.two={ranges: {a: [0, 1], b: [0, 1]}}"], num_envs=1), "two")
 
 
-def test_the_runtime_builds_the_policys_input_as_training_does(tmp_path, make_env):
+@pytest.mark.parametrize("near", ["none", "[3.14159265,0.0,3.14159265]", "[-1.5707963,0.0,3.14159265]"])
+def test_the_runtime_builds_the_policys_input_as_training_does(tmp_path, make_env, near):
     """arm_pose's bundle through the deploy runtime: the operator sends the orientation command as
     roll, pitch, yaw (a signal, as every command), the runtime turns it into the quaternion the
-    policy was trained on, and the whole observation equals the training env's."""
+    policy was trained on, and the whole observation equals the training env's: with w >= 0, and
+    with the sign taken from a reference orientation (`near`), whose own quaternion has w ~ 0 (the
+    tool pointing down; a UR arm's tool pointing forward, two components tied at 0.707): the
+    runtime (float64) signs it as training (float32) does."""
     from robolearn_deploy import Policy, RobotState
     from robolearn_deploy.observations import ObservationBuilder
     from tests.deploy.conftest import make_bundle
 
-    quiet = ["randomization=none"]
+    terms = "task.observations.policy.terms"
+    quiet = ["randomization=none", f"~{terms}.ee_orientation.params.near" if near == "none" else f"{terms}.ee_orientation.params.near={near}"]
     make_bundle(tmp_path / "bundle", "arm_pose", quiet)
     bundle = Policy(tmp_path / "bundle").bundle
     assert [t.source for t in bundle.terms] == ["joint_pos", "joint_vel", "command", "last_action", "command_quat"]
@@ -105,3 +110,18 @@ def test_a_short_training_turns_the_tool_toward_its_targets(tmp_path, make_env):
     assert untrained["ee_orientation_error"] > 0.45 and untrained["ee_position_error"] > 0.3
     assert trained["ee_position_error"] < 0.5 * untrained["ee_position_error"], (trained, untrained)
     assert trained["ee_orientation_error"] < 0.7 * untrained["ee_orientation_error"], (trained, untrained)
+
+
+def test_a_reference_orientation_keeps_the_quaternions_sign_continuous(make_env):
+    """Half a turn about y (the tool pointing down) has w = 0: with w >= 0, two commands 0.02 rad
+    apart on either side of it give opposite quaternions; signed as near's, neighbours."""
+    env = make_env("arm_pose", ["randomization=none"], num_envs=2)
+    env.commands.values["ee_orientation"].copy_(torch.tensor([[math.pi - 0.01, 0.0, math.pi], [math.pi + 0.01, 0.0, math.pi]]))
+    plain = manipulation.command_quat(env, "ee_orientation")
+    signed = manipulation.command_quat(env, "ee_orientation", near=[math.pi, 0.0, math.pi])
+    assert torch.linalg.vector_norm(plain[0] - plain[1]) > 1.9
+    assert torch.linalg.vector_norm(signed[0] - signed[1]) < 0.011
+    assert torch.allclose(signed.abs(), plain.abs())  # the same orientations
+    with pytest.raises(UserError, match="near has 2 values; it takes roll, pitch, yaw"):
+        manipulation.command_quat(env, "ee_orientation", near=[0.0, 1.0])
+
