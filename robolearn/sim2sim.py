@@ -26,7 +26,7 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.evaluate import MAX_EVAL_EPISODES, summarize_metrics
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, get_task
-from robolearn.sim2sim_conditions import EpisodeConditions
+from robolearn.sim2sim_conditions import EpisodeConditions, check_conditions
 from robolearn.sim2sim_files import refuse_log_in_bundle
 from robolearn_deploy import ControlLoop, LoopReport, Policy, Safety, Step
 from robolearn_deploy.sim import MujocoRobot
@@ -60,8 +60,8 @@ class Referee:
 
     def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
         """A start state drawn by the task's reset events, as a training episode starts (with
-        freshly drawn commands, see commands()), on a tile and in adaptive ranges drawn from the
-        conditions (sim2sim_conditions.py)."""
+        freshly drawn commands, see commands()), on a terrain tile drawn from the conditions
+        (sim2sim_conditions.py)."""
         self.conditions.apply()
         self.env.reset(spread_timeouts=False)
         physics = self.env.physics
@@ -190,6 +190,7 @@ def open_sim(bundle_dir: Path, realtime: bool = False, timestep: float | None = 
              conditions: str = "trained") -> tuple[Policy, MujocoRobot, Referee, ControlLoop]:  # fmt: skip
     """The deploy runtime on the MuJoCo stand-in robot, and the task's referee, for a bundle."""
     check_seed(seed)
+    check_conditions(conditions)
     policy = Policy(bundle_dir, engine=engine)  # verifies the bundle before anything runs
     meta = policy.bundle.meta
     if timestep is not None:

@@ -13,32 +13,41 @@ import torch
 import yaml
 
 from robolearn.envs.env_state import CONDITIONS_FILE
-from robolearn.errors import UserError
+from robolearn.errors import UserError, one_line
 
 CONDITIONS = ("trained", "initial")
 
 
+def check_conditions(conditions: str) -> None:
+    if conditions not in CONDITIONS:
+        raise UserError(f"conditions={conditions} is not valid; valid: {', '.join(CONDITIONS)}")
+
+
 class EpisodeConditions:
     def __init__(self, env, bundle_dir: Path, conditions: str, seed: int):
-        if conditions not in CONDITIONS:
-            raise UserError(f"conditions={conditions} is not valid; valid: {', '.join(CONDITIONS)}")
+        check_conditions(conditions)
         self.env, self.gen = env, np.random.default_rng(seed)
-        saved = _read(bundle_dir / CONDITIONS_FILE) if conditions == "trained" else {}
-        self.cells = self._cells(saved.get("terrain_cells"))
-        self.described = self._describe(conditions, saved)
+        saved = _read(bundle_dir / CONDITIONS_FILE).get("terrain_cells") if conditions == "trained" else None
+        self.cells, trained = self._cells(saved)
+        self.described = self._describe(conditions, trained)
 
-    def _cells(self, counts) -> np.ndarray | None:
-        """[level, column] probabilities of the trained tiles; uniform columns at the task's initial
-        levels where there is none."""
+    def _cells(self, counts) -> tuple[np.ndarray | None, bool]:
+        """[level, column] probabilities of the trained tiles, and whether they are the trained ones:
+        else uniform over every column at the task's initial levels (a bundle without them, or with
+        counts that do not fit this terrain)."""
         terrain = self.env.terrain
         if terrain is None:
-            return None
+            return None, False
         shape = (terrain.num_levels, terrain.terrain.num_cols)
-        counts = np.asarray(counts, dtype=float) if counts is not None else None
-        if counts is None or counts.shape != shape or counts.sum() <= 0:
+        try:
+            counts = np.asarray(counts, dtype=float) if counts is not None else None
+        except (TypeError, ValueError):  # not a table of numbers
+            counts = None
+        trained = counts is not None and counts.shape == shape and bool((counts >= 0).all()) and counts.sum() > 0
+        if not trained:
             counts = np.zeros(shape)
             counts[: self.env.cfg.terrain.max_init_level + 1] = 1.0
-        return counts / counts.sum()
+        return counts / counts.sum(), trained
 
     def apply(self) -> None:
         """Before the referee's reset: this episode's tile."""
@@ -49,15 +58,15 @@ class EpisodeConditions:
             terrain.cols[0] = column
             terrain.set_levels(torch.tensor([level], device=terrain.levels.device))
 
-    def _describe(self, conditions: str, saved: dict) -> str:
+    def _describe(self, conditions: str, trained: bool) -> str:
         """One line for the report ('' for a task without terrain: nothing to choose)."""
         if self.cells is None:
             return ""
         levels = self.cells.sum(axis=1)
         tiles = (f"terrain level {float(levels @ np.arange(len(levels))):.2g} on average, over "
                  f"{int((self.cells.sum(axis=0) > 0).sum())} of {self.cells.shape[1]} columns")  # fmt: skip
-        if conditions == "trained" and not saved:
-            return f"the task's initial tiles (the bundle records no trained ones): {tiles}"
+        if conditions == "trained" and not trained:
+            return f"the task's initial tiles (the bundle records none that fit this terrain): {tiles}"
         which = "the tiles training stood on" if conditions == "trained" else "the task's initial tiles"
         return f"{which}: {tiles}"
 
@@ -68,7 +77,7 @@ def _read(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"cannot read {path}: {exc}; re-export the bundle") from None
+        raise UserError(f"cannot read {path}: {one_line(exc)}; re-export the bundle") from None
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a mapping of conditions; re-export the bundle")
     return data

@@ -92,3 +92,20 @@ def test_a_task_without_terrain_has_no_conditions(cartpole_bundle):
         referee.close()
     with pytest.raises(UserError, match="^conditions=newest is not valid; valid: trained, initial$"):
         Referee(cartpole_bundle, "cartpole.xml", seed=0, conditions="newest")
+
+
+def test_counts_that_do_not_fit_the_terrain_fall_back_to_the_initial_tiles_and_say_so(rough_bundle, tmp_path):
+    """A bundle whose conditions.yaml does not fit the task's terrain as built here (another grid):
+    the task's initial tiles, named as such, not an index error."""
+    import shutil
+
+    bundle = shutil.copytree(rough_bundle, tmp_path / "bundle")
+    (bundle / "conditions.yaml").write_text("terrain_cells: [[1, 0], [0, 3]]\n")
+    referee = Referee(bundle, "quadruped.xml", seed=0)
+    try:
+        assert referee.conditions.described.startswith("the task's initial tiles (the bundle records none that fit this terrain)")
+        referee.initial_state()
+        assert int(referee.env.terrain.levels[0]) <= 4
+    finally:
+        referee.close()
+
