@@ -70,13 +70,14 @@ def aim(viewer, model) -> None:
     (the mouse still turns and zooms it; double-click a body and ctrl + drag to push it)."""
     import mujoco
 
-    from robolearn.render import fit_distance
+    from robolearn.render import fit_distance, geom_groups
 
     with viewer.lock():
         if model.nbody > 1:
             viewer.cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
             viewer.cam.trackbodyid = 1
         viewer.cam.distance = fit_distance(model)
+        viewer.opt.geomgroup[:] = geom_groups(model)  # a robot of collision geoms alone is drawn too
         viewer.cam.elevation, viewer.cam.azimuth = -20.0, 135.0
 
 

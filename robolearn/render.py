@@ -74,6 +74,18 @@ def robot_size(model: mujoco.MjModel) -> float:
     return float(max(np.ptp(points, axis=0).max(), 0.3))
 
 
+def geom_groups(model: mujoco.MjModel) -> np.ndarray:
+    """The geom groups to draw: MuJoCo's default (0-2), plus every group that holds a geom of a body
+    where no geom of a body is drawn by default (a model whose only geoms are collision geoms in
+    group 3, its visual meshes left out, would be an invisible robot)."""
+    groups = np.array([1, 1, 1, 0, 0, 0], dtype=np.uint8)
+    own = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) > 0]
+    if own and all(int(model.geom_group[g]) > 2 for g in own):
+        for g in own:
+            groups[min(int(model.geom_group[g]), 5)] = 1
+    return groups
+
+
 def fit_distance(model: mujoco.MjModel) -> float:
     """How far a camera stands from the robot to frame it (videos, the native and the web viewer)."""
     return max(1.0, 3.0 * robot_size(model))
@@ -115,6 +127,8 @@ class FrameRenderer:
         else:
             self.camera.type = mujoco.mjtCamera.mjCAMERA_FREE
         self._placed = camera.mode == "free"
+        self.option = mujoco.MjvOption()
+        self.option.geomgroup[:] = geom_groups(model)
 
     def render(self, data: mujoco.MjData, arrows: list[Arrow] = (), lines: list[str] = (),
                markers: list[Marker] = ()) -> np.ndarray:  # fmt: skip
@@ -122,7 +136,7 @@ class FrameRenderer:
         if not self._placed:  # fixed: look at where the robot starts, then stay
             self.camera.lookat[:] = data.xpos[self._root] if self._root > 0 else 0.0
             self._placed = True
-        self.renderer.update_scene(data, self.camera)
+        self.renderer.update_scene(data, self.camera, scene_option=self.option)
         scene = self.renderer.scene
         centre = data.xpos[1] if self.model.nbody > 1 else np.zeros(3)
         self._grid(scene, centre)

@@ -110,3 +110,24 @@ def test_the_native_viewer_draws_what_the_videos_draw(make_env, task, arrows, sp
         mark(viewer, env.model, data, marks, values)
     kinds = [int(viewer.user_scn.geoms[k].type) for k in range(viewer.user_scn.ngeom)]
     assert kinds.count(int(mujoco.mjtGeom.mjGEOM_ARROW)) == arrows and kinds.count(int(mujoco.mjtGeom.mjGEOM_SPHERE)) == spheres
+
+
+@pytest.mark.parametrize("group", [0, 3])
+def test_a_robot_of_collision_geoms_alone_is_drawn(group):
+    """A model whose only geoms are in group 3 (collision geoms, its visual meshes left out: MuJoCo
+    draws groups 0-2) is still drawn, a red box in the middle of the frame, not an empty scene."""
+    from robolearn.render import geom_groups
+
+    model = mujoco.MjModel.from_xml_string(f"""<mujoco><worldbody><light pos="0 0 3"/>
+      <body name="robot" pos="0 0 0.5"><freejoint/><geom type="box" size="0.3 0.3 0.3" rgba="1 0 0 1" group="{group}"/>
+      </body></worldbody></mujoco>""")
+    assert geom_groups(model).tolist() == ([1, 1, 1, 0, 0, 0] if group < 3 else [1, 1, 1, 1, 0, 0])
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    renderer = FrameRenderer(model, CameraCfg(mode="fixed"), 160, 120)
+    try:
+        image = renderer.render(data).astype(int)
+    finally:
+        renderer.close()
+    red = (image[..., 0] > 120) & (image[..., 1] < 60) & (image[..., 2] < 60)
+    assert red.sum() > 200, red.sum()
