@@ -55,8 +55,8 @@ class EpisodeConditions:
             cell = int(self.gen.choice(self.cells.size, p=self.cells.ravel()))
             level, column = divmod(cell, self.cells.shape[1])
             terrain = self.env.terrain
-            terrain.cols[0] = column
-            terrain.set_levels(torch.tensor([level], device=terrain.levels.device))
+            device = terrain.levels.device
+            terrain.set_tiles(torch.tensor([level], device=device), torch.tensor([column], device=device))
 
     def _describe(self, conditions: str, trained: bool) -> str:
         """One line for the report ('' for a task without terrain: nothing to choose)."""

@@ -30,6 +30,11 @@ class TerrainState:
         self.levels.copy_(levels)
         self.env_origins.copy_(self.origins[self.levels, self.cols])
 
+    def set_tiles(self, levels: torch.Tensor, cols: torch.Tensor) -> None:
+        """Each env onto the tile (level, column) given (sim2sim's one env, drawn per episode)."""
+        self.cols.copy_(cols)
+        self.set_levels(levels)
+
     def height_at(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Ground height at world (x, y) (any shape), clamped to the heightfield: linear on the
         triangles MuJoCo collides with (Terrain.height_at is the numpy twin)."""

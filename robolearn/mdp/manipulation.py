@@ -76,13 +76,26 @@ def command_quat(env, name: str, near: list[float] | None = None) -> torch.Tenso
     quat = _orientation(env, name)
     if near is None:
         return quat
-    if len(near) != 3:
-        raise UserError(f"command_quat: near has {len(near)} values; it takes roll, pitch, yaw [rad] of a reference orientation")
-    ref = _quat_from_euler(torch.tensor([float(v) for v in near], dtype=torch.float64))
-    # the reference's own sign by a rule float32 and float64 agree on (w may be ~1e-17 of either sign):
-    # its first component of magnitude >= 0.25 (a unit quaternion has one of >= 0.5) is positive
-    ref = ref * torch.sign(ref[(ref.abs() >= 0.25).nonzero()[0, 0]])
-    return torch.where((quat @ ref.to(quat)).unsqueeze(1) < 0, -quat, quat)
+    ref = _reference_quat(tuple(float(v) for v in near), quat.dtype, quat.device)
+    return torch.where((quat @ ref).unsqueeze(1) < 0, -quat, quat)
+
+
+_REFERENCES: dict[tuple, torch.Tensor] = {}
+"""command_quat's reference quaternions, made once per (near, dtype, device): a step makes no
+tensor and copies nothing to the device (the step may be a captured CUDA graph)."""
+
+
+def _reference_quat(near: tuple[float, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    key = (near, dtype, device)
+    if key not in _REFERENCES:
+        if len(near) != 3:
+            raise UserError(f"command_quat: near has {len(near)} values; it takes roll, pitch, yaw [rad] of a reference orientation")
+        ref = _quat_from_euler(torch.tensor(near, dtype=torch.float64))
+        # the reference's own sign by a rule float32 and float64 agree on (w may be ~1e-17 of either sign):
+        # its first component of magnitude >= 0.25 (a unit quaternion has one of >= 0.5) is positive
+        ref = ref * torch.sign(ref[(ref.abs() >= 0.25).nonzero()[0, 0]])
+        _REFERENCES[key] = ref.to(dtype=dtype, device=device)
+    return _REFERENCES[key]
 
 
 @term_kind("reward", "metric")

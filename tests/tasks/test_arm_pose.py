@@ -122,6 +122,8 @@ def test_a_reference_orientation_keeps_the_quaternions_sign_continuous(make_env)
     assert torch.linalg.vector_norm(plain[0] - plain[1]) > 1.9
     assert torch.linalg.vector_norm(signed[0] - signed[1]) < 0.011
     assert torch.allclose(signed.abs(), plain.abs())  # the same orientations
+    ref = manipulation._reference_quat((math.pi, 0.0, math.pi), signed.dtype, signed.device)
+    assert manipulation._reference_quat((math.pi, 0.0, math.pi), signed.dtype, signed.device) is ref  # made once
     with pytest.raises(UserError, match="near has 2 values; it takes roll, pitch, yaw"):
         manipulation.command_quat(env, "ee_orientation", near=[0.0, 1.0])
 
