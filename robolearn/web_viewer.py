@@ -155,9 +155,8 @@ def serve(run_dir: Path, checkpoint_file: Path | None, num_envs: int, host: str,
     """Serve the page and run the policy until Ctrl+C (or `duration` seconds: for tests)."""
     import mujoco
 
-    from robolearn.web_panel import Panel
-
     from robolearn.render import fit_distance
+    from robolearn.web_panel import Panel
 
     viser, mjviser = import_viser()
     check_port(host, port)
@@ -170,6 +169,7 @@ def serve(run_dir: Path, checkpoint_file: Path | None, num_envs: int, host: str,
     try:
         scene = mjviser.ViserMujocoScene(server, model, num_envs=env.num_envs)
         scene.show_only_selected = env.num_envs > 1  # the envs share one origin: show the chosen one
+        show_geom_groups(scene, model)
         panel = Panel(server, command_ranges(live), [p.name for p in live.checkpoints()], live.source.name)
         scene.create_visualization_gui(camera_distance=fit_distance(model), camera_elevation=20.0)
         url = f"http://{'localhost' if host in ('127.0.0.1', '::1') else host}:{port}/"
@@ -183,6 +183,18 @@ def serve(run_dir: Path, checkpoint_file: Path | None, num_envs: int, host: str,
     finally:
         server.stop()
         env.close()
+
+
+def show_geom_groups(scene, model) -> None:
+    """Show the geom groups the videos and the native viewer draw (render.geom_groups: a robot whose
+    only geoms are collision geoms in group 3 and up is drawn, not left out); the page's Geoms
+    checkboxes start from them."""
+    from robolearn.render import geom_groups
+
+    groups = [bool(g) for g in geom_groups(model)]
+    if groups != list(scene.geom_groups_visible):
+        scene.geom_groups_visible = groups
+        scene.rebuild_visual_handles()  # mjviser sets a handle's visibility when it makes it
 
 
 @contextlib.contextmanager

@@ -196,3 +196,29 @@ def test_orientation_arrows_on_the_page_point_as_the_videos_draw_them(make_env):
         np.testing.assert_allclose(length * rot.reshape(3, 3)[:, 2], arrow.end - arrow.start, atol=1e-9)
     assert not np.allclose(expected[0].end, expected[1].end)  # a command the arm does not hold: two directions
 
+
+
+@pytest.mark.parametrize("group", [0, 3])
+def test_the_page_shows_a_robot_of_collision_geoms_alone(group):
+    """A robot whose only geoms are in group 3 (collision geoms, the visual meshes left out): the page
+    shows that group, as the videos do (mjviser shows groups 0-2), and its Geoms checkboxes say so."""
+    import mujoco
+    import viser
+    from mjviser import ViserMujocoScene
+
+    from robolearn.web_viewer import _free_port, show_geom_groups
+
+    model = mujoco.MjModel.from_xml_string(f"""<mujoco><worldbody>
+      <body name="robot" pos="0 0 0.5"><freejoint/><geom type="box" size="0.3 0.3 0.3" group="{group}"/>
+      <body name="arm" pos="0.4 0 0"><joint type="hinge"/><geom type="capsule" size="0.05 0.2" group="{group}"/></body>
+      </body></worldbody></mujoco>""")
+    server = viser.ViserServer(host="127.0.0.1", port=_free_port("127.0.0.1"), verbose=False)
+    try:
+        scene = ViserMujocoScene(server, model, num_envs=1)
+        show_geom_groups(scene, model)
+        assert scene.geom_groups_visible == [True, True, True, group == 3, False, False]
+        robot = [g.handle for g in scene._mesh_groups if g.group_id == group]  # mjviser's handles of the moving bodies
+        assert robot and all(h.visible for h in robot)
+    finally:
+        server.stop()
+
