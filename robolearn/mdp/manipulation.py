@@ -22,6 +22,8 @@ rewards and metrics use the angle between the two orientations.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from robolearn.errors import UserError
@@ -88,8 +90,9 @@ tensor and copies nothing to the device (the step may be a captured CUDA graph).
 def _reference_quat(near: tuple[float, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     key = (near, dtype, device)
     if key not in _REFERENCES:
-        if len(near) != 3:
-            raise UserError(f"command_quat: near has {len(near)} values; it takes roll, pitch, yaw [rad] of a reference orientation")
+        if len(near) != 3 or not all(math.isfinite(v) for v in near):
+            raise UserError(f"command_quat: near is {list(near)}; it takes three finite numbers, the roll, pitch, yaw [rad] "
+                            "of a reference orientation")  # fmt: skip
         ref = _quat_from_euler(torch.tensor(near, dtype=torch.float64))
         # the reference's own sign by a rule float32 and float64 agree on (w may be ~1e-17 of either sign):
         # its first component of magnitude >= 0.25 (a unit quaternion has one of >= 0.5) is positive
