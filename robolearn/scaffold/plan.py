@@ -62,6 +62,8 @@ class RobotPlan:
     """The end effector's position sensor (framepos, base frame), read by the reach terms."""
     workspace: list[tuple[float, float]] = field(default_factory=list)
     """The end effector's [low, high] per axis x, y, z in the base frame: the reach target's ranges."""
+    workspace_note: str = ""
+    """How those ranges were chosen (the task YAML's comment on them)."""
     ee_quat_sensor: str | None = None
     """The end effector's orientation sensor (framequat, base frame), read by the pose terms."""
     orientation: list[tuple[float, float]] = field(default_factory=list)

@@ -103,7 +103,7 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
         values.update(base=plan.base, ee_sensor=_yaml_name(plan.ee_sensor or ""), pd_gains=pd_gains,
                       range_x=f"[{num(x[0])}, {num(x[1])}]", range_y=f"[{num(y[0])}, {num(y[1])}]",
                       range_z=f"[{num(z[0])}, {num(z[1])}]", template=template,
-                      workspace_note="middle 80 % of reachable" + (" near the default pose with the tool about as oriented" if plan.orientation else ""))  # fmt: skip
+                      workspace_note=plan.workspace_note)  # fmt: skip
         values.update(_orientation_values(plan))
     return render(TEMPLATES / TEMPLATE_FOLDER.get(template, template) / "task.yaml.tmpl", **values)
 
