@@ -217,15 +217,19 @@ def _ctrl_c_stops():
 
 
 class TargetMarks:
-    """The reach targets of the environment on show (green) and the points reaching for them (blue),
-    as spheres in the page's scene, and each orientation target's tool z axis as commanded (green)
-    and as it is (blue), as arrows; placed as the videos place them (play_markers.py)."""
+    """What the videos mark, on the page: the environment on show's planar base velocity as
+    commanded (green) and as it is (blue), as arrows above a floating base; its reach targets
+    (green) and the points reaching for them (blue), as spheres; each orientation target's tool z
+    axis as commanded (green) and as it is (blue), as arrows. Placed as the videos place them
+    (play_markers.py)."""
 
     def __init__(self, server, env):
-        from robolearn.play_markers import marker_radius, orientation_targets, position_targets
+        from robolearn.play_markers import marker_radius, orientation_targets, position_targets, velocity_command
         from robolearn.render import BLUE, GREEN
+        from robolearn.scene.floating_base import floating_base_addresses
 
         self.env, self.targets, self.orientations = env, position_targets(env), orientation_targets(env)
+        self.base, self.velocity = floating_base_addresses(env.model), velocity_command(env)
         radius = marker_radius(env.model)
         green, blue = (tuple(round(255 * c) for c in rgba[:3]) for rgba in (GREEN, BLUE))
         self.handles = [(server.scene.add_icosphere(f"/robolearn/target_{k}", radius=radius, color=green),
@@ -236,14 +240,30 @@ class TargetMarks:
         self.arrows = [(server.scene.add_arrows(f"/robolearn/orientation_target_{k}", axis, green, **arrow),
                         server.scene.add_arrows(f"/robolearn/orientation_{k}", axis, blue, **arrow))
                        for k in range(len(self.orientations))]  # fmt: skip
+        self.velocity_arrows = {}  # the videos' arrow colour -> the page's arrow (its points set each frame)
+        if self.base is not None:
+            wide = dict(shaft_radius=0.01, head_radius=0.025, head_length=0.05)  # as thick as the videos' arrows
+            unit = np.array([[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]])
+            self.velocity_arrows[BLUE] = server.scene.add_arrows("/robolearn/velocity", unit, blue, visible=False, **wide)
+            if self.velocity:
+                self.velocity_arrows[GREEN] = server.scene.add_arrows("/robolearn/velocity_command", unit, green,
+                                                                      visible=False, **wide)  # fmt: skip
 
-    def update(self, data, qpos, i: int, offset=(0.0, 0.0, 0.0)) -> None:
-        """Move the marks to environment i (qpos: every environment's [N, nq]); `offset`: where the
-        scene moved the world (mjviser's tracking camera keeps the robot at the origin)."""
+    def update(self, data, qpos, i: int, offset=(0.0, 0.0, 0.0), qvel=None) -> None:
+        """Move the marks to environment i (qpos, qvel: every environment's [N, nq], [N, nv]);
+        `offset`: where the scene moved the world (mjviser's tracking camera keeps the robot at the
+        origin)."""
         import mujoco
 
-        from robolearn.play_markers import orientation_frames, sensed_in_world, target_in_world
+        from robolearn.play_markers import orientation_frames, sensed_in_world, target_in_world, velocity_arrows
 
+        if self.velocity_arrows and qvel is not None:
+            command = self.env.commands.get(self.velocity)[i].numpy() if self.velocity else None
+            drawn = {arrow.rgba: arrow for arrow in velocity_arrows(qpos[i], qvel[i], command, self.base)}
+            for rgba, handle in self.velocity_arrows.items():  # an arrow too short to draw is hidden
+                if rgba in drawn:
+                    handle.points = np.array([[drawn[rgba].start + offset, drawn[rgba].end + offset]], dtype=np.float32)
+                handle.visible = rgba in drawn
         if not self.targets and not self.orientations:
             return
         data.qpos[:] = qpos[i]
@@ -258,7 +278,6 @@ class TargetMarks:
             for handle, frame in zip(handles, frames):
                 mujoco.mju_mat2Quat(quat, frame.ravel())
                 handle.position, handle.wxyz = tuple(start + offset), tuple(quat)
-
 
 def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: threading.Event | None = None,
           marks: TargetMarks | None = None) -> None:  # fmt: skip
@@ -302,11 +321,11 @@ def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: th
             panel.set_checkpoints([p.name for p in found] or [live.source.name], live.source.name)
         if now - drawn >= 1.0 / DRAW_HZ:
             drawn = now
-            qpos = env.physics.qpos.double().numpy()
+            qpos, qvel = env.physics.qpos.double().numpy(), env.physics.qvel.double().numpy()
             xpos, xmat = body_poses(model, data, qpos)
-            scene.update_from_arrays(xpos, xmat, qpos=qpos, qvel=env.physics.qvel.double().numpy())
+            scene.update_from_arrays(xpos, xmat, qpos=qpos, qvel=qvel)
             if marks is not None:
-                marks.update(data, qpos, min(scene.env_idx, env.num_envs - 1), getattr(scene, "_scene_offset", np.zeros(3)))
+                marks.update(data, qpos, min(scene.env_idx, env.num_envs - 1), getattr(scene, "_scene_offset", np.zeros(3)), qvel)
         if now - shown >= 1.0 / PANEL_HZ:
             shown = now
             i = min(scene.env_idx, env.num_envs - 1)

@@ -198,6 +198,45 @@ def test_orientation_arrows_on_the_page_point_as_the_videos_draw_them(make_env):
 
 
 
+
+
+def test_velocity_arrows_on_the_page_are_the_videos(make_env):
+    """quadruped_flat: the commanded planar velocity (green) and the base's own (blue) above the base
+    of the env on show, where play_markers.velocity_arrows puts them for a video, shifted with the
+    scene; a base standing still has no blue arrow (too short to draw), as in the videos."""
+    from types import SimpleNamespace
+
+    import mujoco
+
+    from robolearn.play_markers import velocity_arrows
+    from robolearn.render import BLUE, GREEN
+    from robolearn.scene.floating_base import floating_base_addresses
+    from robolearn.web_viewer import TargetMarks
+
+    added = {}
+    server = SimpleNamespace(scene=SimpleNamespace(
+        add_icosphere=None, add_arrows=lambda name, *args, **kw: added.setdefault(name, SimpleNamespace(args=args, **kw))))
+    env = make_env("quadruped_flat", num_envs=2)
+    marks = TargetMarks(server, env)
+    assert sorted(added) == ["/robolearn/velocity", "/robolearn/velocity_command"]
+    assert not any(h.visible for h in added.values())  # until the first frame
+    base = floating_base_addresses(env.model)
+    qpos = env.physics.qpos.double().numpy().copy()
+    qvel = np.zeros((2, env.model.nv))
+    qvel[1, base[1]:base[1] + 2] = (0.4, -0.1)
+    qpos[1, base[0] + 3:base[0] + 7] = (np.cos(0.3), 0.0, 0.0, np.sin(0.3))  # yawed 0.6 rad: the command turns with it
+    env.commands.values[marks.velocity][1, :2] = torch.tensor([0.8, 0.2])  # forward and to the left
+    offset = np.array([0.1, -0.2, -0.3])
+    marks.update(mujoco.MjData(env.model), qpos, 1, offset, qvel)
+    command = env.commands.get(marks.velocity)[1].numpy()
+    expected = {a.rgba: a for a in velocity_arrows(qpos[1], qvel[1], command, base)}
+    assert set(expected) == {BLUE, GREEN}
+    for rgba, name in ((BLUE, "/robolearn/velocity"), (GREEN, "/robolearn/velocity_command")):
+        assert added[name].visible
+        np.testing.assert_allclose(added[name].points[0], [expected[rgba].start + offset, expected[rgba].end + offset], atol=1e-6)
+    env.commands.values[marks.velocity][0, :2] = torch.tensor([0.5, 0.0])
+    marks.update(mujoco.MjData(env.model), qpos, 0, offset, qvel)  # env 0 stands still, asked to walk
+    assert not added["/robolearn/velocity"].visible and added["/robolearn/velocity_command"].visible
 @pytest.mark.parametrize("group", [0, 3])
 def test_the_page_shows_a_robot_of_collision_geoms_alone(group):
     """A robot whose only geoms are in group 3 (collision geoms, the visual meshes left out): the page
