@@ -107,7 +107,7 @@ def output_path(cfg: PlayCfg, default: Path) -> Path:
             raise UserError(f"out={path} already exists; choose a new file (play never replaces one)")
         if path.suffix.lower() != ".mp4":
             raise UserError(f"out={path} must end in .mp4")
-    check_writable(path.parent, "out")
+    check_writable(path, "out")  # the nearest folder that exists, and no file on the way
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

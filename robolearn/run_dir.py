@@ -21,6 +21,7 @@ import os
 import platform
 import re
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,6 +49,20 @@ def check_writable(path: Path, what: str) -> None:
         raise UserError(f"{what}={path}: {probe} is a file, not a directory")
     if not os.access(probe, os.W_OK | os.X_OK if probe.is_dir() else os.W_OK):  # a file to replace needs no X
         raise UserError(f"{what}={path}: {probe} is not writable (permission denied)")
+    if probe.is_dir() and not can_create_in(probe):
+        raise UserError(f"{what}={path}: no file can be created in {probe} (permission denied or a read-only file system)")
+
+
+def can_create_in(folder: Path) -> bool:
+    """Whether a file can be made in `folder`, tried: os.access says yes to root on a read-only or
+    special file system (/sys, a read-only mount), where the write would fail after the work."""
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".robolearn-write-check-")
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(name)
+    return True
 
 
 _held: list[Path] = []

@@ -18,12 +18,13 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import torch
+import yaml
 from omegaconf import OmegaConf
 
 from robolearn.config_checks import RULES
 from robolearn.config_task import TaskCfg
 from robolearn.envs.batched_env import BatchedEnv
-from robolearn.errors import UserError
+from robolearn.errors import UserError, one_line
 from robolearn.evaluate import MAX_EVAL_EPISODES, summarize_metrics
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, get_task
 from robolearn.sim2sim_conditions import EpisodeConditions, check_conditions
@@ -37,7 +38,11 @@ class Referee:
     state is overwritten with the robot's on every tick (the env's own physics never steps)."""
 
     def __init__(self, bundle_dir: Path, model_file: str, seed: int, conditions: str = "trained"):
-        cfg = OmegaConf.merge(OmegaConf.structured(TaskCfg), OmegaConf.load(bundle_dir / "task.yaml"))
+        try:
+            task = OmegaConf.load(bundle_dir / "task.yaml")
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise UserError(f"cannot read {bundle_dir / 'task.yaml'}: {type(exc).__name__}: {one_line(exc)}; re-export the bundle") from None
+        cfg = OmegaConf.merge(OmegaConf.structured(TaskCfg), task)
         cfg.asset = str((bundle_dir / model_file).resolve())  # the bundle's copy of the MJCF
         installed = _plugin(cfg.name, bundle_dir)
         plugin = dataclasses.replace(installed or TaskPlugin(name=cfg.name, config=bundle_dir / "task.yaml"), edit_spec=None)

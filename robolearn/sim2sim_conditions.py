@@ -76,7 +76,7 @@ def _read(path: Path) -> dict:
         return {}
     try:
         data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read {path}: {one_line(exc)}; re-export the bundle") from None
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a mapping of conditions; re-export the bundle")

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from robolearn.errors import UserError
-from robolearn.run_dir import bundle_meta
+from robolearn.run_dir import bundle_meta, can_create_in
 from robolearn_deploy.control_loop import is_step_log
 
 
@@ -59,8 +59,8 @@ def _make_folder(name: str, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{name}={path}: cannot make its folder ({exc.strerror})") from None
-    if not os.access(path.parent, os.W_OK):
-        raise UserError(f"{name}={path}: {path.parent} is not writable")
+    if not os.access(path.parent, os.W_OK) or not can_create_in(path.parent):
+        raise UserError(f"{name}={path}: {path.parent} is not writable (permission denied or a read-only file system)")
 
 
 def _is_report(path: Path) -> bool:

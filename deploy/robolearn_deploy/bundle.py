@@ -211,10 +211,11 @@ def read_verified(path: Path) -> dict:
     if not path.is_dir():
         raise DeployError(f"bundle directory {path} does not exist")
     if not manifest.is_file():
-        raise DeployError(f"{path} has no robot.yaml: not a robolearn bundle")
+        inside = " (a run's bundle is its export/ folder: bundle=" + str(path / "export") + ")" if (path / "export" / "robot.yaml").is_file() else ""
+        raise DeployError(f"{path} has no robot.yaml: not a robolearn bundle; valid: the directory export wrote{inside}")
     try:
         meta = yaml.safe_load(manifest.read_text())
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise DeployError(f"{manifest} is not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(meta, dict):
         raise DeployError(f"{manifest} is not a robolearn bundle description")

@@ -162,7 +162,12 @@ class Policy:
             return listed
         import yaml
 
-        info = yaml.safe_load(sidecar.read_text()) or {}
+        try:
+            info = yaml.safe_load(sidecar.read_text()) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise DeployError(f"{sidecar} is not valid YAML ({type(exc).__name__}); rebuild the engine") from None
+        if not isinstance(info, dict):
+            raise DeployError(f"{sidecar} is not an engine description; rebuild the engine")
         onnx = self.bundle.artifact("onnx", precision) or self.bundle.artifact("onnx", "fp32")
         if onnx is None or info.get("onnx_sha256") != self.bundle.meta["files"][onnx.file]["sha256"]:
             raise DeployError(f"{engine.name} was built from another policy than this bundle's; rebuild it")

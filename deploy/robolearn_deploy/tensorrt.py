@@ -116,7 +116,7 @@ def _bundle_policy(bundle: Path, precision: str) -> tuple[Path, str, str, tuple[
         chosen = next((a for a in onnx if a.get("precision") == precision), None)
         chosen = chosen or next((a for a in onnx if a.get("precision") == "fp32"), onnx[0])
         names = bundle / chosen["file"], meta["observation"]["input"], meta["action"]["output"]
-    except (yaml.YAMLError, KeyError, TypeError, IndexError) as exc:
+    except (yaml.YAMLError, UnicodeDecodeError, KeyError, TypeError, IndexError) as exc:
         raise DeployError(f"{meta_path} names no ONNX artifact, observation.input or action.output "
                           f"({type(exc).__name__}: {' '.join(str(exc).split())}); re-export the bundle") from None
     try:

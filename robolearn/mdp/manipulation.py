@@ -64,6 +64,9 @@ def _orientation(env, command: str) -> torch.Tensor:
     if value.shape[1] != 3:
         raise UserError(f"command '{command}' has {value.shape[1]} components; an orientation command has three: "
                         "roll, pitch, yaw [rad]")  # fmt: skip
+    if [name.lower() for name in env.commands.components.get(command, [])] == ["x", "y", "z"]:
+        raise UserError(f"command '{command}' is a position (components x, y, z); an orientation command's three "
+                        "components are roll, pitch, yaw [rad]")  # fmt: skip
     return _quat_from_euler(value)
 
 

@@ -17,6 +17,7 @@ import torch
 
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import loaded_files
+from robolearn.model_numbers import refuse_non_finite_model, refuse_non_finite_text
 from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, solver_sensors
 from robolearn.physics.physics_copy import CopyMaker
 
@@ -170,6 +171,7 @@ def load_spec(path: Path, edit: Callable[[mujoco.MjSpec], None] | None = None) -
     """The spec of an MJCF or URDF file after `edit` (a task plugin's edit_spec); a missing or broken
     file is a UserError naming the file, a failing edit one naming the edit."""
     _require_file(path)
+    refuse_non_finite_text(path)
     try:
         spec = mujoco.MjSpec.from_file(str(path))
     except ValueError as exc:
@@ -188,12 +190,13 @@ def load_model(path: Path, edit: Callable[[mujoco.MjSpec], None] | None = None) 
     """Compile an MJCF or URDF file, after `edit` changed its spec (a task plugin's edit_spec); a
     missing or broken file, or a mesh it cannot find, is a UserError naming the file."""
     _require_file(path)
+    refuse_non_finite_text(path)
     try:
-        if edit is None:
-            return mujoco.MjModel.from_xml_path(str(path))
-        return load_spec(path, edit).compile()
+        model = mujoco.MjModel.from_xml_path(str(path)) if edit is None else load_spec(path, edit).compile()
     except ValueError as exc:
         raise UserError(f"cannot load {_model_kind(path)} {path}: {_missing_file(path) or one_line(exc)}") from None
+    refuse_non_finite_model(model, path)
+    return model
 
 
 __all__ = ["BACKENDS", "RANDOMIZABLE_FIELDS", "PhysicsBackend", "load_model", "load_spec", "make_backend", "resolve_backend",

@@ -81,7 +81,8 @@ def check_request(name: str, template: str, robot: Path | None, out: Path) -> No
         raise UserError(f"{out} already exists; new-task never writes into an existing folder: remove it or choose "
                         "another with --out DIR")  # fmt: skip
     if not out.parent.is_dir():
-        raise UserError(f"cannot create {out}: folder {out.parent} does not exist")
+        why = "is a file, not a folder" if out.parent.exists() else "does not exist"
+        raise UserError(f"cannot create {out}: {out.parent} {why}; valid: --out DIR in a folder that exists")
     if robot is not None:
         if not robot.is_file():
             raise UserError(f"robot model not found: {robot}" + (" (that is a folder)" if robot.is_dir() else ""))

@@ -96,6 +96,8 @@ class ModelInfo:
     """A site on the tip body (the end effector's, if the model marks one)."""
     ee_sensor: str | None = None
     """A framepos sensor of a site (an end-effector position sensor), None if there is none."""
+    ee_sensor_skipped: str | None = None
+    """A framepos sensor of a site on the robot not taken for ee_sensor, and why (its frame)."""
 
     @property
     def position_only(self) -> bool:
@@ -215,10 +217,32 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     for sensor in range(model.nsensor):  # an end-effector position sensor: of a site on the robot, not an object
         if int(model.sensor_type[sensor]) == int(mujoco.mjtSensor.mjSENS_FRAMEPOS) and int(model.sensor_objtype[sensor]) == int(mujoco.mjtObj.mjOBJ_SITE):
             if int(model.body_rootid[model.site_bodyid[model.sensor_objid[sensor]]]) in trees:
+                unusable = _frame_unusable(model, sensor)
+                if unusable:
+                    info.ee_sensor_skipped = f"sensor {obj_name(model, mujoco.mjtObj.mjOBJ_SENSOR, sensor) or '#' + str(sensor)} {unusable}"
+                    continue
                 info.ee_sensor = obj_name(model, mujoco.mjtObj.mjOBJ_SENSOR, sensor) or None
                 break
     _tip(info, model, data, base, robot, children, geoms)
     return info
+
+
+def _frame_unusable(model: mujoco.MjModel, sensor: int) -> str | None:
+    """Why a framepos sensor of a site cannot be the end effector's position (None: it can). The
+    reach terms command targets in the sensor's frame, which new-task plans in a body's frame or the
+    world's; a frame the end effector carries along (its own body or one below it) reads a constant."""
+    kind, ref = int(model.sensor_reftype[sensor]), int(model.sensor_refid[sensor])
+    if kind <= 0 or ref < 0:
+        return None  # the world's frame
+    name = obj_name(model, mujoco.mjtObj(kind), ref) or f"#{ref}"
+    if kind not in (int(mujoco.mjtObj.mjOBJ_BODY), int(mujoco.mjtObj.mjOBJ_XBODY)):
+        return f"measures in the frame of {mujoco.mjtObj(kind).name[6:].lower()} {name}, not of a body or the world"
+    body = int(model.site_bodyid[model.sensor_objid[sensor]])
+    while ref > 0:
+        if ref == body:
+            return f"measures in the frame of body {name}, which moves with the end effector (it reads a constant)"
+        ref = int(model.body_parentid[ref])
+    return None
 
 
 def _acted_trees(model: mujoco.MjModel) -> set[int]:

@@ -62,11 +62,14 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
                                          "(new-task's guess: its geometry's point farthest from the arm's base)."))  # fmt: skip
             plan.lines.append(f"end effector (guessed: the end of the longest joint chain): body {info.tip} -> added site "
                               f"'{site}' at {tuple_text(point)} in its frame")  # fmt: skip
+        if info.ee_sensor_skipped:
+            plan.lines.append(f"{info.ee_sensor_skipped}: not taken for the end effector's position")
         plan.ee_sensor = unique("ee_pos", sensors)
         plan.steps.append("add_ee_sensor")
         plan.constants.append(f"EE_SITE = {quoted(site)}\n" + const("EE_SENSOR", quoted(plan.ee_sensor), "The end effector's "
                               "site and its position sensor (a framepos in BASE's frame), read by the reach terms."))  # fmt: skip
-        plan.lines.append(f"end-effector position sensor: missing -> added framepos sensor '{plan.ee_sensor}' of site "
+        plan.lines.append(f"end-effector position sensor: {'none usable' if info.ee_sensor_skipped else 'missing'} -> added "
+                          f"framepos sensor '{plan.ee_sensor}' of site "
                           f"'{site}' in the frame of {plan.base}")  # fmt: skip
         site_name = site
     tool = Tool(body, np.asarray(point, dtype=float), np.asarray(frame, dtype=float), ref)

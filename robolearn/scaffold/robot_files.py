@@ -10,9 +10,11 @@ import mujoco
 
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import model_files as shared_model_files
+from robolearn.model_numbers import refuse_non_finite_model, refuse_non_finite_text
 
 
 def load_spec(path: Path) -> mujoco.MjSpec:
+    refuse_non_finite_text(path)
     try:
         return mujoco.MjSpec.from_file(str(path))
     except Exception as exc:  # MuJoCo raises ValueError for a file it cannot parse
@@ -21,9 +23,11 @@ def load_spec(path: Path) -> mujoco.MjSpec:
 
 def compile_spec(spec: mujoco.MjSpec, path: Path) -> mujoco.MjModel:
     try:
-        return spec.compile()
+        model = spec.compile()
     except Exception as exc:
         raise UserError(f"cannot compile robot model {path}: {one_line(exc)}") from None
+    refuse_non_finite_model(model, path)
+    return model
 
 
 def model_files(path: Path) -> list[Path]:

@@ -161,6 +161,9 @@ def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
     other.write_text(other.read_text().replace("task: cartpole", "task: pendulum", 1))
     onnx = damaged("tampered_bundle", "bundle") / "policy.onnx"
     onnx.write_bytes(onnx.read_bytes()[:-8] + b"\x00" * 8)
+    (damaged("binary_bundle", "bundle") / "robot.yaml").write_bytes(bytes(range(128, 256)))  # not even text
+    cartpole = (ROOT / "assets" / "cartpole.xml").read_text()
+    (root / "nan_home.xml").write_text(cartpole.replace("</mujoco>", '<keyframe><key name="home" qpos="0 nan"/></keyframe></mujoco>'))
     (root / "not_mjcf.xml").write_text("hello, I am not a robot\n")
     (root / "broken.xml").write_text(
         "<mujoco><worldbody><geom type='sphere' size='0.1'/></worldbody>"
@@ -216,6 +219,7 @@ CASES: list[Case] = [
         expect=("conditions=hard is not valid; valid: trained, initial",)),
     cli("sim2sim_no_bundle", "sim2sim", expect=("sim2sim needs bundle=",)),
     cli("sim2sim_plain_dir", "sim2sim", "bundle={ws}/plain_dir", expect=("has no robot.yaml",)),
+    cli("sim2sim_a_run_not_its_bundle", "sim2sim", "bundle={ws}/run", expect=("has no robot.yaml", "a run's bundle is its export/ folder"), cls="file"),
     cli("sim2sim_episodes_not_a_number", "sim2sim", "bundle={ws}/bundle", "episodes=many", expect=("episodes=many is not an integer",)),
     cli("sim2sim_report_over_a_users_file", "sim2sim", "bundle={ws}/bundle", "report={ws}/notes.txt",
         expect=("notes.txt exists and is not a sim2sim report", "choose a new file"), cls="file"),
@@ -404,6 +408,11 @@ CASES: list[Case] = [
     train("asset_not_mjcf", "task.asset={ws}/not_mjcf.xml", expect=("not_mjcf.xml", "cannot load MJCF"), cls="file"),
     train("asset_broken_mjcf", "task.asset={ws}/broken.xml", expect=("broken.xml", "cannot load MJCF"), cls="file"),
     train("asset_is_a_directory", "task.asset={ws}/plain_dir", expect=("plain_dir (that is a directory)",), cls="file"),
+    train("asset_with_a_nan", "task.asset={ws}/nan_home.xml", expect=("nan_home.xml", '<key name="home"> qpos="0 nan" holds nan', "valid: finite numbers"), cls="file"),
+    cli("new_task_robot_with_a_nan", "new-task", "nan_arm", "--template", "reach", "--robot", "{ws}/nan_home.xml", "--out", "{ws}/nan_arm",
+        expect=("nan_home.xml", "holds nan", "valid: finite numbers"), cls="file"),
+    cli("sim2sim_binary_robot_yaml", "sim2sim", "bundle={ws}/binary_bundle", expect=("robot.yaml is not valid YAML",), cls="file"),
+    cli("play_out_below_a_file", "play", "run={ws}/run", "out={ws}/notes.txt/clip.mp4", expect=("notes.txt is a file, not a directory",), cls="file"),
     cli("run_dir_is_a_file", "train", *FAST, "hydra.run.dir={ws}/notes.txt", expect=("hydra.run.dir=", "notes.txt is a file"), cls="file"),
     cli("run_dir_under_a_file", "train", *FAST, "hydra.run.dir={ws}/notes.txt/sub", expect=("notes.txt is a file, not a directory",), cls="file"),
     cli("export_out_is_a_file", "export", "run={ws}/run", "out={ws}/notes.txt", expect=("notes.txt is an existing file",), cls="file"),

@@ -233,6 +233,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
     (["json"], "a Python module named 'json' is already installed"),
     (["existing"], "existing already exists; new-task never writes into an existing folder"),
     (["ok_name", "--out", "existing"], "existing already exists"),
+    (["ok_name", "--out", "notes.txt/pkg"], "cannot create notes.txt/pkg: notes.txt is a file, not a folder; valid: --out DIR"),
     (["ok_name", "--template"], "--template needs a value; valid: minimal, locomotion, reach, pose"),
     (["ok_name", "extra"], "unexpected argument 'extra'"),
     ([], "new-task needs the task's NAME"),
@@ -507,6 +508,30 @@ ARM_AND_BOX = """<mujoco><compiler angle="radian"/><worldbody>
         <body name="hand" pos="0.25 0 0"><joint name="finger" type="slide" axis="1 0 0" range="0 0.02"/>
           <geom type="box" size="0.01 0.02 0.02"/></body></body></body></body>
 </worldbody><actuator>ACTUATORS</actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("reference, why", [
+    ('reftype="site" refname="mount"', "sensor ee_pos measures in the frame of site mount, not of a body or the world"),
+    ('reftype="xbody" refname="hand"', "sensor ee_pos measures in the frame of body hand, which moves with the end effector"),
+])  # fmt: skip
+def test_an_end_effector_sensor_in_a_frame_the_targets_cannot_use_is_replaced(tmp_path, reference, why):
+    """The reach terms command targets in the sensor's frame; new-task plans them in a body's frame
+    (or the world's). A framepos measured from a site, or from a body the end effector carries (a
+    constant), is left alone and a sensor in the base's frame is added."""
+    import yaml
+
+    (tmp_path / "arm.xml").write_text(f"""<mujoco><worldbody><body name="base"><geom type="box" size="0.1 0.1 0.05"/>
+      <site name="mount" pos="0.3 0 0.5" euler="0 0 1.57"/>
+      <body name="upper" pos="0 0 0.1"><joint name="j1" axis="0 0 1" range="-2 2"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        <body name="hand" pos="0.3 0 0"><joint name="j2" axis="0 1 0" range="-2 2"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+          <site name="tip" pos="0.3 0 0"/></body></body></body></worldbody>
+      <actuator><position name="a1" joint="j1" kp="20"/><position name="a2" joint="j2" kp="20"/></actuator>
+      <sensor><framepos name="ee_pos" objtype="site" objname="tip" {reference}/></sensor></mujoco>""")
+    made = new_task("framed_arm", "reach", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    assert any(line.startswith(why) and line.endswith(": not taken for the end effector's position") for line in made.lines), made.lines
+    assert any(line.startswith("end-effector position sensor: none usable -> added framepos sensor 'ee_pos_2'") for line in made.lines)
+    task = yaml.safe_load((tmp_path / "pkg" / "framed_arm" / "framed_arm.yaml").read_text())
+    assert task["rewards"]["ee_position"]["params"]["sensor"] == ["ee_pos_2"]
 
 
 def test_a_fixed_arm_beside_a_loose_object_reaches_with_the_arm(tmp_path):

@@ -124,6 +124,8 @@ def test_a_reference_orientation_keeps_the_quaternions_sign_continuous(make_env)
     assert torch.allclose(signed.abs(), plain.abs())  # the same orientations
     ref = manipulation._reference_quat((math.pi, 0.0, math.pi), signed.dtype, signed.device)
     assert manipulation._reference_quat((math.pi, 0.0, math.pi), signed.dtype, signed.device) is ref  # made once
+    with pytest.raises(UserError, match="command 'ee_target' is a position .components x, y, z.; an orientation command's"):
+        manipulation.command_quat(env, "ee_target")  # a three-component command that is not an orientation
     for near in ([0.0, 1.0], [math.nan, 0.0, 0.0], [0.0, math.inf, 0.0]):
         with pytest.raises(UserError, match=r"near is \[.*\]; it takes three finite numbers, the roll, pitch, yaw"):
             manipulation.command_quat(env, "ee_orientation", near=near)
