@@ -279,6 +279,7 @@ class TargetMarks:
                 mujoco.mju_mat2Quat(quat, frame.ravel())
                 handle.position, handle.wxyz = tuple(start + offset), tuple(quat)
 
+
 def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: threading.Event | None = None,
           marks: TargetMarks | None = None) -> None:  # fmt: skip
     env, model = live.env, live.env.model

@@ -39,7 +39,8 @@ def test_an_included_file_is_read_and_names_are_not_numbers(tmp_path):
     (tmp_path / "parts.xml").write_text('<mujoco><default><geom size="0.1 nan"/></default></mujoco>')
     with pytest.raises(UserError, match=r'parts\.xml: <geom> size="0\.1 nan" holds nan'):
         refuse_non_finite_text(arm(tmp_path, include='<include file="parts.xml"/>'))
-    refuse_non_finite_text(arm(tmp_path, body="inf"))  # a body named inf, a 1e-06: fine
+    refuse_non_finite_text(arm(tmp_path, body="inf"))  # a body named inf, a custom text saying nan, a 1e-06: fine
+    refuse_non_finite_text(arm(tmp_path, include='<custom><text name="note" data="nan"/></custom>'))
     assert mujoco.MjModel.from_xml_path(str(arm(tmp_path, body="nan", pos="0 0 1e-06"))).nbody == 2
 
 
