@@ -117,11 +117,16 @@ def truncate_metrics(path: Path, iteration: int) -> None:
     last line the crash cut short."""
     if not path.is_file():
         return
-    lines = path.read_text().splitlines(keepends=True)
+    try:
+        lines = path.read_text().splitlines(keepends=True)
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not text (damaged); move it away and resume again (the run then writes a new one)") from None
     kept = []
     for number, line in enumerate(lines, 1):
         try:
             row_iteration = json.loads(line)["iteration"]
+            if not isinstance(row_iteration, int):
+                raise TypeError("iteration is not a whole number")
         except (ValueError, KeyError, TypeError):
             if number == len(lines):
                 print(f"warning: {path}: dropped its last line, cut short when the run stopped", file=sys.stderr)

@@ -69,13 +69,32 @@ def load(path: Path, named: bool = False) -> dict:
     answered with advice about the run's older checkpoints."""
     if not path.is_file():
         raise UserError(f"checkpoint {path} " + ("is a directory, not a checkpoint file" if path.is_dir() else "does not exist"))
+    advice = "name a checkpoint of the run's checkpoints/ folder" if named else "move it away to use the one before it"
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for truncated or foreign files
         detail = f"{type(exc).__name__}: {_first_sentence(one_line(exc))}"
-        advice = "name a checkpoint of the run's checkpoints/ folder" if named else "move it away to use the one before it"
         raise UserError(f"checkpoint {path} is unreadable: not a checkpoint robolearn wrote, or damaged or cut short "
                         f"({detail}); {advice}") from None  # fmt: skip
+    if not isinstance(payload, dict) or not isinstance(payload.get("iteration"), int):
+        raise UserError(f"checkpoint {path} is {_foreign(payload)}; {advice}")
+    return payload
+
+
+def policy_state(payload: dict, path: Path, named: bool = False) -> dict:
+    """The policy's state_dict a checkpoint holds (load() checked the rest of its form)."""
+    if not isinstance(payload.get("model"), dict):
+        advice = "name a checkpoint of the run's checkpoints/ folder" if named else "move it away to use the one before it"
+        raise UserError(f"checkpoint {path} is {_foreign(payload)}; {advice}")
+    return payload["model"]
+
+
+def _foreign(payload) -> str:
+    """What a torch file that is not a robolearn checkpoint is, in words."""
+    if isinstance(payload, dict) and ({"model_state_dict", "actor_state_dict"} & set(payload)):
+        return "an rsl_rl checkpoint (Isaac Lab, mjlab): `robolearn import run=<its run dir>` turns its run into a bundle"
+    shown = ", ".join(map(str, list(payload)[:4])) if isinstance(payload, dict) else type(payload).__name__
+    return f"a torch file robolearn did not write (it holds {shown or 'nothing'}, not a policy and an iteration)"
 
 
 def _first_sentence(text: str, limit: int = 100) -> str:

@@ -65,3 +65,11 @@ def mlp_bytes(networks: list[list[int]], batch: int) -> int:
     params = sum(a * b + b for sizes in networks for a, b in zip(sizes, sizes[1:]))
     units = sum(sum(sizes[1:]) for sizes in networks)
     return 16 * params + 8 * batch * units
+
+
+def rnn_bytes(kind: str, inputs: int, hidden: int, layers: int) -> int:
+    """A recurrent core's weights, gradients and Adam's moments (16 bytes a parameter): per layer,
+    one input and one recurrent matrix and two biases per gate (a GRU has 3 gates, an LSTM 4)."""
+    gates = {"gru": 3, "lstm": 4}.get(kind, 0)
+    params = sum(gates * (n * hidden + hidden * hidden + 2 * hidden) for n in [inputs] + [hidden] * (layers - 1))
+    return 16 * params

@@ -80,10 +80,11 @@ def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int |
     num_envs = num_envs or min(cfg.env.num_envs, 64)
     source = checkpoint.named(run_dir, checkpoint_file) if checkpoint_file else checkpoint.latest(run_dir)
     payload = checkpoint.load(source, named=checkpoint_file is not None)
+    state = checkpoint.policy_state(payload, source, named=checkpoint_file is not None)
     seed_everything(cfg.seed)
     env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=num_envs)
     actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
-    checkpoint.restore(actor_critic, payload["model"], source)
+    checkpoint.restore(actor_critic, state, source)
     if conditions == "trained" and isinstance(payload.get("env"), dict):
         changed = load_conditions(env, payload["env"])
         if changed:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from robolearn.errors import UserError, one_line
 from robolearn.interrupts import Interrupted, stop_on_signals
+from robolearn.run_dir import check_writable
 from robolearn.tune_options import split_args
 from robolearn.tune_options import settings as check_settings
 
@@ -190,7 +191,11 @@ def search_space(overrides: list[str]) -> tuple[list[str], dict]:
         elif override.is_choice_sweep():
             space[key] = tune.choice(list(override.sweep_iterator()))
         elif override.is_range_sweep():
-            values = list(override.sweep_iterator())
+            try:
+                values = list(override.sweep_iterator())
+            except ValueError as exc:  # range(1,5,0)
+                raise UserError(f"{text}: {one_line(exc)}; valid: range(start,stop) or range(start,stop,step) with a step "
+                                "towards stop") from None  # fmt: skip
             if not values:
                 raise UserError(f"{text}: the range has no values; valid: range(start,stop) with start < stop, "
                                 f"or range(start,stop,step) with a step towards stop")  # fmt: skip
@@ -350,5 +355,6 @@ def _folder(given: str) -> Path:
         raise UserError(f"tune.dir={folder} is a file; choose a new folder for the search")
     if folder.exists() and any(folder.iterdir()):
         raise UserError(f"tune.dir={folder} is not empty; choose a new folder (a search never writes over runs)")
+    check_writable(folder, "tune.dir")
     folder.mkdir(parents=True, exist_ok=True)
     return folder.resolve()

@@ -39,6 +39,8 @@ def split_args(args: list[str]) -> tuple[dict, list[str]]:
                 raise UserError(f"unknown option '{arg}'; valid: {', '.join(f'tune.{k}=' for k in OPTIONS)}")
             if key in given:
                 raise UserError(f"tune.{key}= is given twice ({given[key]}, {arg}); give it once")
+            if not value.strip():
+                raise UserError(f"tune.{key}= is empty; valid: {OPTIONS[key][1]} (leave the option out for the default)")
             options[key], given[key] = value, arg
         elif arg in ("-m", "--multirun") or arg.startswith(("hydra.", "hydra/", "resume=")):
             raise UserError(f"robolearn tune does not take '{arg}': it runs the search itself (tune.* options)")

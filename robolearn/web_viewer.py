@@ -97,7 +97,7 @@ class LivePolicy:
         from robolearn import checkpoint
 
         payload = checkpoint.load(path)
-        checkpoint.restore(self.actor_critic, payload["model"], path)
+        checkpoint.restore(self.actor_critic, checkpoint.policy_state(payload, path), path)
         self.policy.reset()  # another network's memory means nothing to this one
         self.source, self.iteration = path, int(payload["iteration"])
 

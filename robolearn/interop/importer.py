@@ -36,7 +36,7 @@ from robolearn.interop.referee import write_referee
 from robolearn.interop.robot_model import RobotModel
 from robolearn.interop.rsl_checkpoint import Checkpoint, ImportedPolicy, checkpoints, load_actor
 from robolearn.interop.run_yaml import load_run_yaml
-from robolearn.run_dir import check_export_target
+from robolearn.run_dir import bundle_meta, check_export_target
 from robolearn_deploy.bundle import BUNDLE_FORMAT
 
 SAMPLES = 1024
@@ -72,7 +72,11 @@ def _checkpoint(run_dir: Path, name: str | None) -> Path:
 def _run_onnx(run_dir: Path) -> tuple[Path, dict] | None:
     """mjlab's own export of the newest checkpoint (<run>.onnx with joint_names metadata)."""
     for path in sorted(run_dir.glob("*.onnx")):
-        meta = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+        try:
+            meta = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+        except Exception as exc:  # protobuf's DecodeError for a damaged file
+            raise UserError(f"{path} is not a readable ONNX model ({type(exc).__name__}); move it away or re-export it from "
+                            "the run") from None  # fmt: skip
         if "joint_names" in meta:
             return path, meta
     return None
@@ -171,10 +175,15 @@ def _observations(path: Path | None, policy: ImportedPolicy) -> torch.Tensor:
         obs = data["obs"] if isinstance(data, np.lib.npyio.NpzFile) else data
     except Exception as exc:
         raise UserError(f"obs={path} is not a .npy array or an .npz with 'obs' ({type(exc).__name__})") from None
-    obs = np.asarray(obs, dtype=np.float32)
     shapes = f"[T, N, {policy.obs_dim}] or [T, {policy.obs_dim}] (sequences)" if recurrent else f"[N, {policy.obs_dim}]"
-    if obs.ndim not in ((2, 3) if recurrent else (2,)) or obs.shape[-1] != policy.obs_dim or not np.isfinite(obs).all():
+    try:
+        obs = np.asarray(obs, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise UserError(f"obs={path} holds {np.asarray(obs).dtype} values, not numbers; valid: finite observations shaped {shapes}") from None
+    if obs.ndim not in ((2, 3) if recurrent else (2,)) or obs.shape[-1] != policy.obs_dim or obs.size == 0:
         raise UserError(f"obs={path} must hold finite observations shaped {shapes}, got {list(obs.shape)}")
+    if not np.isfinite(obs).all():
+        raise UserError(f"obs={path} holds nan or inf; valid: finite observations shaped {shapes}")
     if not recurrent:
         return torch.from_numpy(obs).unsqueeze(0)
     return torch.from_numpy(obs if obs.ndim == 3 else obs[:, None])
@@ -226,6 +235,10 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
     ckpt = load_actor(path, agent)
     out = out or run_dir / "robolearn_bundle"
     check_export_target(out)
+    held = bundle_meta(out)
+    if held is not None and (held.get("imported_from") or {}).get("run") != str(run_dir.resolve()):
+        raise UserError(f"out={out} holds a bundle of task '{held.get('task')}' that was not imported from {run_dir}; "
+                        "choose a new path (import replaces only a bundle it made from the same run)")  # fmt: skip
     model = RobotModel(robot) if robot else None
     run_onnx = _run_onnx(run_dir) if d.framework == "mjlab" else None
     joints, order_from = _joint_order(d, joint_order, model, run_onnx)

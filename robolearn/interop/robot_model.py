@@ -22,7 +22,10 @@ ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 class RobotModel:
     def __init__(self, path: Path):
         if not path.is_file():
-            raise UserError(f"robot={path} does not exist; give the robot's MuJoCo model (.xml)")
+            raise UserError(f"robot={path} " + ("is a folder" if path.is_dir() else "does not exist") + "; give the robot's "
+                            "MuJoCo model (.xml)")  # fmt: skip
+        if path.suffix.lower() != ".xml":
+            raise UserError(f"robot={path} is not an MJCF file (.xml); give the robot's MuJoCo model (.xml)")
         try:
             self.model = mujoco.MjModel.from_xml_path(str(path))
         except Exception as exc:

@@ -49,7 +49,7 @@ def load_run_yaml(path: Path) -> dict:
         raise UserError(f"{path} is missing: an rsl_rl run directory has params/env.yaml and params/agent.yaml")
     try:
         data = yaml.load(path.read_text(), Loader=RunConfigLoader)  # noqa: S506 (inert loader above)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise UserError(f"{path} is not valid YAML: {' '.join(str(exc).split())[:200]}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path} does not hold a config mapping (found {type(data).__name__})")

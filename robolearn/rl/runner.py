@@ -25,7 +25,7 @@ from robolearn.config import AlgoCfg, RunnerCfg
 from robolearn.distributed import Ranks
 from robolearn.envs.vec_env import VecEnv
 from robolearn.errors import UserError
-from robolearn.memory import mlp_bytes, require
+from robolearn.memory import mlp_bytes, require, rnn_bytes
 from robolearn.rl.iteration_clock import IterationClock
 from robolearn.rl.models import ActorCritic
 from robolearn.rl.ppo import PPO
@@ -82,6 +82,12 @@ class OnPolicyRunner:
         layers = f"algo.actor_hidden_dims={list(algo.actor_hidden_dims)} with algo.critic_hidden_dims={list(algo.critic_hidden_dims)}"
         if host:  # the weights and the optimizer's state, before they are made
             require(mlp_bytes(networks, 0), layers, "use smaller layers")
+            cores = [(kind, n) for kind, n in ((algo.policy, dims["policy"]), (algo.critic_network or algo.policy,
+                     dims.get("critic", dims["policy"]))) if kind != "mlp"]  # fmt: skip
+            if cores:
+                need = sum(rnn_bytes(kind, n, algo.rnn_hidden_size, algo.rnn_num_layers) for kind, n in cores)
+                require(need, f"algo.rnn_num_layers={algo.rnn_num_layers} x algo.rnn_hidden_size={algo.rnn_hidden_size} "
+                        "(the recurrent cores)", "use a smaller recurrent core")  # fmt: skip
         actor_critic = ActorCritic.from_config(algo, dims, env.num_actions)
         shapes = {"actor": [s.shape[1:] for s in actor_critic.initial_actor_state(1)],
                   "critic": [s.shape[1:] for s in actor_critic.initial_critic_state(1)]}  # fmt: skip
@@ -228,7 +234,7 @@ class OnPolicyRunner:
         if trained != self.ranks.world_size:
             raise UserError(resume_ranks_line(source, trained, self.ranks.world_size))
         own = payload if self.ranks.main else payload["other_ranks"][self.ranks.rank - 1]
-        checkpoint.restore(self.actor_critic, payload["model"], source)
+        checkpoint.restore(self.actor_critic, checkpoint.policy_state(payload, source), source)
         checkpoint.restore(self.alg, own["algorithm"], source)
         checkpoint.restore(self.env, own["env"], source)
         checkpoint.set_rng_state(own["rng"])

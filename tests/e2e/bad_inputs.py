@@ -162,6 +162,10 @@ def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
     onnx = damaged("tampered_bundle", "bundle") / "policy.onnx"
     onnx.write_bytes(onnx.read_bytes()[:-8] + b"\x00" * 8)
     (damaged("binary_bundle", "bundle") / "robot.yaml").write_bytes(bytes(range(128, 256)))  # not even text
+    (damaged("binmetrics_run") / "metrics.jsonl").write_bytes(bytes(range(128, 256)))
+    import torch
+
+    torch.save([1, 2], damaged("listckpt_run") / "checkpoints" / checkpoints[-1].name)  # a torch file, not a checkpoint
     cartpole = (ROOT / "assets" / "cartpole.xml").read_text()
     (root / "nan_home.xml").write_text(cartpole.replace("</mujoco>", '<keyframe><key name="home" qpos="0 nan"/></keyframe></mujoco>'))
     (root / "not_mjcf.xml").write_text("hello, I am not a robot\n")
@@ -192,6 +196,11 @@ def build_interop_runs(root: Path) -> None:
     physx = shutil.copytree(il, root / "il_physx_run")
     env = physx / "params" / "env.yaml"
     env.write_text(env.read_text().replace("isaaclab_newton.physics.mjwarp_manager:NewtonMJWarpManager", "isaaclab_physx.physics:PhysxManager"))
+    (shutil.copytree(il, root / "il_binary_run") / "params" / "env.yaml").write_bytes(bytes(range(128, 256)))
+    shutil.copyfile(root / "quadruped.xml", root / "quadruped.model")  # an MJCF without .xml
+    import numpy as np
+
+    np.save(root / "obs_words.npy", np.array(["a", "b"]))
     odd = shutil.copytree(il, root / "odd_run")
     (odd / "params" / "env.yaml").write_text(yaml.safe_dump({"scene": {"robot": {}}, "rewards": {}}))
 
@@ -429,6 +438,13 @@ CASES: list[Case] = [
     cli("resume_empty_checkpoint", "train", "resume={ws}/emptyckpt_run", expect=("unreadable", "move it away"), cls="file"),
     cli("resume_corrupt_config", "train", "resume={ws}/badcfg_run", expect=("config.yaml",), cls="file"),
     cli("resume_corrupt_metrics", "train", "resume={ws}/badmetrics_run", "runner.max_iterations=2", expect=("metrics.jsonl line 1 is not a metrics row",), cls="file"),
+    cli("resume_binary_metrics", "train", "resume={ws}/binmetrics_run", "runner.max_iterations=2", expect=("metrics.jsonl is not text", "move it away"), cls="file"),
+    cli("resume_a_torch_file_not_a_checkpoint", "train", "resume={ws}/listckpt_run", "runner.max_iterations=2",
+        expect=("is a torch file robolearn did not write", "move it away"), cls="file"),
+    cli("eval_checkpoint_of_rsl_rl", "eval", "run={ws}/run", "checkpoint={ws}/il_run/model_4.pt",
+        expect=("is an rsl_rl checkpoint", "robolearn import run="), cls="file"),
+    cli("runs_root_missing", "runs", "root={ws}/nope", expect=("nope does not exist", "valid: a folder of runs"), cls="file"),
+    train("rnn_too_large", "algo.policy=gru", "algo.rnn_hidden_size=100000000", expect=("algo.rnn_hidden_size=100000000 (the recurrent cores) needs ~", "free")),
     cli("export_out_is_a_robot_description", "export", "run={ws}/run", "out={ws}/robot_description", cls="file",
         expect=("robot_description is a directory that is not a robolearn bundle", "its robot.yaml is not a robolearn bundle's")),  # fmt: skip
     cli("export_checkpoint_missing", "export", "run={ws}/run", "checkpoint={ws}/nope.pt", expect=("nope.pt does not exist",), cls="file"),
@@ -538,6 +554,11 @@ CASES: list[Case] = [
     cli("import_robot_of_another_robot", "import", "run={ws}/il_run", "robot={ws}/cartpole.xml",
         expect=("drives 2 joints (slider, hinge)", "12 outputs", "robot=")),  # fmt: skip
     cli("import_robot_not_mjcf", "import", "run={ws}/il_run", "robot={ws}/not_mjcf.xml", expect=("does not load in MuJoCo",)),
+    cli("import_robot_without_xml_suffix", "import", "run={ws}/il_run", "robot={ws}/quadruped.model", expect=("quadruped.model is not an MJCF file (.xml)",)),
+    cli("import_env_yaml_not_text", "import", "run={ws}/il_binary_run", "robot={ws}/quadruped.xml", expect=("env.yaml is not valid YAML",), cls="file"),
+    cli("import_obs_of_words", "import", "run={ws}/il_run", "robot={ws}/quadruped.xml", "obs={ws}/obs_words.npy", expect=("obs_words.npy holds", "not numbers"), cls="file"),
+    cli("import_out_another_runs_bundle", "import", "run={ws}/il_run", "robot={ws}/quadruped.xml", "out={ws}/run/export",
+        expect=("holds a bundle of task 'cartpole' that was not imported from", "choose a new path"), cls="file"),
     cli("import_checkpoint_missing", "import", "run={ws}/il_run", "checkpoint=model_99.pt", expect=("model_99.pt", "does not exist")),
     cli("import_out_is_a_file", "import", "run={ws}/il_run", "robot={ws}/quadruped.xml", "out={ws}/notes.txt",
         expect=("notes.txt", "existing file")),  # fmt: skip

@@ -102,11 +102,16 @@ def test_pbt_exploits_through_robolearn_checkpoints(tmp_path):
         (["algo.learning_rate=interval(1e-2,1e-4)"], "the interval's start 0.01 is not below its end 0.0001"),
         (["algo.learning_rate=tag(log,interval(1e-2,1e-4))"], "the interval's start 0.01 is not below its end"),
         (["seed=range(5,1)"], "seed=range(5,1): the range has no values"),
+        (["seed=range(1,5,0)"], "seed=range(1,5,0): range() arg 3 must not be zero; valid: range(start,stop)"),
+        (["tune.dir=", "seed=1,2"], "tune.dir= is empty; valid: the search's folder"),
+        (["tune.address=", "seed=1,2"], "tune.address= is empty; valid: a Ray cluster"),
+        (["tune.dir=notes.txt/search", "seed=1,2"], "tune.dir=notes.txt/search: notes.txt is a file, not a directory"),
         (["tune.scheduler=pbt", "tune.scheduler=asha", "seed=1,2"],
          "tune.scheduler= is given twice (tune.scheduler=pbt, tune.scheduler=asha); give it once"),
     ],
 )
 def test_bad_input_is_one_line_before_ray_starts(tmp_path, args, expected):
+    (tmp_path / "notes.txt").write_text("my notes\n")
     result = robolearn("tune", *args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
