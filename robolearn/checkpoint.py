@@ -69,7 +69,7 @@ def load(path: Path, named: bool = False) -> dict:
     answered with advice about the run's older checkpoints."""
     if not path.is_file():
         raise UserError(f"checkpoint {path} " + ("is a directory, not a checkpoint file" if path.is_dir() else "does not exist"))
-    advice = "name a checkpoint of the run's checkpoints/ folder" if named else "move it away to use the one before it"
+    advice = _advice(named)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for truncated or foreign files
@@ -84,9 +84,13 @@ def load(path: Path, named: bool = False) -> dict:
 def policy_state(payload: dict, path: Path, named: bool = False) -> dict:
     """The policy's state_dict a checkpoint holds (load() checked the rest of its form)."""
     if not isinstance(payload.get("model"), dict):
-        advice = "name a checkpoint of the run's checkpoints/ folder" if named else "move it away to use the one before it"
-        raise UserError(f"checkpoint {path} is {_foreign(payload)}; {advice}")
+        raise UserError(f"checkpoint {path} is {_foreign(payload)}; {_advice(named)}")
     return payload["model"]
+
+
+def _advice(named: bool) -> str:
+    """What to do about a bad checkpoint: one the user named, or the run's latest."""
+    return "name a checkpoint of the run's checkpoints/ folder" if named else "move it away to use the one before it"
 
 
 def _foreign(payload) -> str:
