@@ -179,10 +179,6 @@ def _runs(args: list[str]) -> int:
 
     opts = key_values(args, {"task": None, "root": None}, "runs")
     root = optional_path(opts["root"]) or RUNS
-    if opts["root"] and not root.exists():  # a root given and mistyped; the default may not exist yet
-        from robolearn.errors import UserError
-
-        raise UserError(f"root={root} does not exist; valid: a folder of runs (default {RUNS}/)")
     runs = list_runs(root, opts["task"] or None)
     if not runs and opts["task"]:
         from robolearn.errors import UserError

@@ -443,7 +443,6 @@ CASES: list[Case] = [
         expect=("is a torch file robolearn did not write", "move it away"), cls="file"),
     cli("eval_checkpoint_of_rsl_rl", "eval", "run={ws}/run", "checkpoint={ws}/il_run/model_4.pt",
         expect=("is an rsl_rl checkpoint", "robolearn import run="), cls="file"),
-    cli("runs_root_missing", "runs", "root={ws}/nope", expect=("nope does not exist", "valid: a folder of runs"), cls="file"),
     train("rnn_too_large", "algo.policy=gru", "algo.rnn_hidden_size=100000000", expect=("algo.rnn_hidden_size=100000000 (the recurrent cores) needs ~", "free")),
     cli("export_out_is_a_robot_description", "export", "run={ws}/run", "out={ws}/robot_description", cls="file",
         expect=("robot_description is a directory that is not a robolearn bundle", "its robot.yaml is not a robolearn bundle's")),  # fmt: skip
