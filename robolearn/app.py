@@ -125,9 +125,9 @@ def truncate_metrics(path: Path, iteration: int) -> None:
     for number, line in enumerate(lines, 1):
         try:
             row_iteration = json.loads(line)["iteration"]
-            if not isinstance(row_iteration, int):
-                raise TypeError("iteration is not a whole number")
         except (ValueError, KeyError, TypeError):
+            row_iteration = None
+        if not isinstance(row_iteration, int):  # not a row, or its iteration not a whole number
             if number == len(lines):
                 print(f"warning: {path}: dropped its last line, cut short when the run stopped", file=sys.stderr)
                 continue

@@ -17,7 +17,7 @@ from robolearn.app import build_env, seed_everything
 from robolearn.config import TrainCfg
 from robolearn.config_checks import not_a_setting
 from robolearn.envs.batched_env import BatchedEnv
-from robolearn.envs.env_state import load_conditions
+from robolearn.envs.env_state import check_conditions, load_conditions
 from robolearn.errors import UserError, one_line
 from robolearn.evaluate import MAX_EVAL_EPISODES
 from robolearn.rl.models import ActorCritic, Controller
@@ -56,17 +56,6 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
         if isinstance(exc, ConfigKeyError) and key and dataclasses.is_dataclass(kind):
             raise UserError(not_a_setting(key, kind)) from None
         raise UserError(f"cannot apply {' '.join(overrides)} to {path}: {one_line(exc).split(' full_key:')[0]}") from None
-
-
-CONDITIONS = ("trained", "initial")
-"""What a checkpoint's policy is run under: where training had taken the task's curricula and
-adaptive ranges (env_state.load_conditions), as training's own evaluation at its end is, or the
-task's initial ones."""
-
-
-def check_conditions(conditions: str) -> None:
-    if conditions not in CONDITIONS:
-        raise UserError(f"conditions={conditions} is not valid; valid: {', '.join(CONDITIONS)}")
 
 
 def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None,

@@ -27,7 +27,8 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
 from robolearn.evaluate import MAX_EVAL_EPISODES, summarize_metrics
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, get_task
-from robolearn.sim2sim_conditions import EpisodeConditions, check_conditions
+from robolearn.envs.env_state import check_conditions
+from robolearn.sim2sim_conditions import EpisodeConditions
 from robolearn.sim2sim_files import refuse_log_in_bundle
 from robolearn_deploy import ControlLoop, LoopReport, Policy, Safety, Step
 from robolearn_deploy.sim import MujocoRobot

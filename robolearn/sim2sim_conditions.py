@@ -12,16 +12,8 @@ import numpy as np
 import torch
 import yaml
 
-from robolearn.envs.env_state import CONDITIONS_FILE
+from robolearn.envs.env_state import CONDITIONS_FILE, check_conditions
 from robolearn.errors import UserError, one_line
-
-CONDITIONS = ("trained", "initial")
-
-
-def check_conditions(conditions: str) -> None:
-    if conditions not in CONDITIONS:
-        raise UserError(f"conditions={conditions} is not valid; valid: {', '.join(CONDITIONS)}")
-
 
 class EpisodeConditions:
     def __init__(self, env, bundle_dir: Path, conditions: str, seed: int):

@@ -23,6 +23,8 @@ is made, never at run time.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -167,6 +169,10 @@ def quat_from_euler(roll: float, pitch: float, yaw: float, out: np.ndarray) -> N
         np.negative(out, out=out)
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _command_quat(term: ObsTerm, ctx: SourceContext) -> Writer:
     """An orientation command (the operator's roll, pitch, yaw: `state.signals[<name>]`) as the
     quaternion the policy was trained on."""
@@ -180,8 +186,9 @@ def _command_quat(term: ObsTerm, ctx: SourceContext) -> Writer:
     near = term.params.get("near")
     ref = None
     if near is not None:  # the sign of the quaternion on near's side, as training's command_quat signs it
-        if not isinstance(near, (list, tuple)) or len(near) != 3:
-            raise DeployError(f"observation '{term.name}' (command_quat): near must be roll, pitch, yaw; re-export the bundle")
+        if not isinstance(near, (list, tuple)) or len(near) != 3 or not all(_finite(v) for v in near):
+            raise DeployError(f"observation '{term.name}' (command_quat): near must be three finite numbers, roll, pitch, "
+                              "yaw; re-export the bundle")  # fmt: skip
         ref = np.zeros(4)
         quat_from_euler(*(float(v) for v in near), ref)
         ref *= np.sign(ref[np.flatnonzero(np.abs(ref) >= 0.25)[0]])  # training's rule for the reference's sign

@@ -133,6 +133,16 @@ def _equal(a, b) -> bool:
 CONDITIONS_FILE = "conditions.yaml"
 """A bundle's file of conditions_summary."""
 
+CONDITIONS = ("trained", "initial")
+"""What a policy is run under (eval, export, play, sim2sim): where training had taken the task's
+curricula, adaptive ranges and terrain tiles (load_conditions; a bundle's CONDITIONS_FILE), as
+training's own evaluation at its end is, or the task's initial ones."""
+
+
+def check_conditions(conditions: str) -> None:
+    if conditions not in CONDITIONS:
+        raise UserError(f"conditions={conditions} is not valid; valid: {', '.join(CONDITIONS)}")
+
 
 def conditions_summary(env) -> dict:
     """The env's conditions as plain data for a bundle (export): how many envs stand on each terrain

@@ -87,6 +87,12 @@ def test_the_runtime_builds_the_policys_input_as_training_does(tmp_path, make_en
             state = RobotState(env.physics.qpos[i].double().numpy(), env.physics.qvel[i].double().numpy(), signals=signals)
             np.testing.assert_allclose(builder.build(state), obs[i].numpy(), atol=1e-5)
         obs = env.step(torch.rand(3, 6) * 2 - 1)[0]["policy"]
+    if near != "none":  # a near the runtime cannot sign by (a bundle edited by hand): one line, as training's
+        from robolearn_deploy.errors import DeployError
+
+        bundle.terms[-1].params["near"] = [math.nan, 0.0, 0.0]
+        with pytest.raises(DeployError, match="near must be three finite numbers"):
+            ObservationBuilder(bundle, joints)
 
 
 def test_a_short_training_turns_the_tool_toward_its_targets(tmp_path, make_env):
