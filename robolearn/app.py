@@ -241,9 +241,10 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
     logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress, sinks, clips)
     try:
         export = cfg.runner.export_onnx and _exportable(env)
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        # the manifest first: a resume refuses a bad one before config.yaml is rewritten
         write_manifest(run_dir, describe_run(cfg.seed, cfg.task.name, backend, str(device), resumed_from,
                                              runner.ranks.world_size, origin))  # fmt: skip
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
         if resumed_from is not None:
             logger.message(f"resuming {run_dir} from iteration {resumed_from}")
         else:

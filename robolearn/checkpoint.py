@@ -151,6 +151,24 @@ def named(run_dir: Path, name: Path) -> Path:
                     f"or a name in the run's checkpoints/ folder ({have})")  # fmt: skip
 
 
+def owner_run(path: Path) -> Path | None:
+    """The run directory a checkpoint file lies in (<run>/checkpoints/<file> or <run>/<file>, the
+    run holding a config.yaml), None where it lies in none."""
+    for folder in (path.parent.parent, path.parent) if path.parent.name == "checkpoints" else (path.parent,):
+        if (folder / "config.yaml").is_file():
+            return folder
+    return None
+
+
+def refuse_another_runs(run_dir: Path, source: Path, what: str, instead: str) -> None:
+    """One line if checkpoint `source` belongs to a run other than `run_dir`: `what` (e.g. 'eval
+    writes its eval.json') would credit `run_dir` with another run's policy; `instead` says what to do."""
+    owner = owner_run(source.resolve())
+    if owner is not None and owner != run_dir.resolve():
+        raise UserError(f"checkpoint {source} belongs to another run ({owner}), and {what} into {run_dir}; "
+                        f"{instead.format(owner=owner, name=source.name)}")  # fmt: skip
+
+
 def latest(run_dir: Path) -> Path:
     """The newest checkpoint of a run directory, or a UserError saying why there is none."""
     if run_dir.exists() and not run_dir.is_dir():

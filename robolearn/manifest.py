@@ -73,6 +73,9 @@ def read_manifest(run_dir: Path) -> dict | None:
         manifest = json.loads(path.read_text())
         if not isinstance(manifest, dict):
             raise ValueError("not a JSON object")
+        resumes = manifest.get("resumes", [])
+        if not isinstance(resumes, list) or not all(isinstance(entry, dict) for entry in resumes):
+            raise ValueError("its 'resumes' is not a list of objects")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(f"{path} is not a readable run manifest ({' '.join(str(exc).split())}); it records how the run "
                         "was made: move it aside, then try again") from None  # fmt: skip
@@ -132,8 +135,9 @@ def busy_line(run_dir: Path, pid: int, what: str) -> str:
 def write_manifest(run_dir: Path, entry: dict) -> Path:
     """First start writes the manifest; each resume is appended to its `resumes` list."""
     path = run_dir / "manifest.json"
-    if path.is_file() and entry.get("resumed_from_iteration") is not None:
-        manifest = json.loads(path.read_text())
+    earlier = read_manifest(run_dir) if entry.get("resumed_from_iteration") is not None else None
+    if earlier is not None:
+        manifest = earlier
         manifest.setdefault("resumes", []).append(entry)
     else:
         manifest = entry

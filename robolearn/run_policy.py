@@ -92,6 +92,9 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
             and out.resolve() != (run_dir / "export").resolve():  # fmt: skip
         raise UserError(f"out={out} is the bundle of another run ({out.parent}); choose a new path, or export that "
                         "run itself")  # fmt: skip
+    if out is None and checkpoint_file is not None:
+        checkpoint.refuse_another_runs(run_dir, checkpoint.named(run_dir, checkpoint_file), "export writes its bundle",
+                                       "export run={owner} checkpoint={name}, or give out= for a bundle elsewhere")
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, None)
     try:
         result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision)
@@ -112,6 +115,9 @@ def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = N
     check_conditions(conditions)
     load_run_config(run_dir)  # a run directory, before anything about its eval.json
     check_writable(run_dir / "eval.json", "eval")  # before the evaluation, not after it
+    if checkpoint_file is not None:
+        checkpoint.refuse_another_runs(run_dir, checkpoint.named(run_dir, checkpoint_file), "eval writes its eval.json",
+                                       "eval run={owner} checkpoint={name}")
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes, conditions)
     try:
         metrics, _ = evaluate(env, Controller(actor_critic, env.num_envs, env.device))

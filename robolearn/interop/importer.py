@@ -58,12 +58,19 @@ class ImportResult:
 
 
 def _checkpoint(run_dir: Path, name: str | None) -> Path:
+    found = checkpoints(run_dir)
+    have = f"the run's: {', '.join(p.name for p in found[-3:])}" if found else "the run has none"
     if name:
         path = Path(name) if Path(name).is_absolute() or Path(name).exists() else run_dir / name
+        if path.is_dir():
+            raise UserError(f"checkpoint={name} is a folder; valid: a model_<N>.pt file ({have})")
         if not path.is_file():
-            raise UserError(f"checkpoint={name} does not exist (in {run_dir} or as a path)")
+            raise UserError(f"checkpoint={name} does not exist (in {run_dir} or as a path); valid: a model_<N>.pt file ({have})")
+        owner = path.resolve().parent
+        if owner != run_dir.resolve() and (owner / "params" / "env.yaml").is_file():
+            raise UserError(f"checkpoint={name} belongs to another run ({owner}), whose params/ describe it, not "
+                            f"{run_dir}'s; import run={owner} checkpoint={path.name}")  # fmt: skip
         return path
-    found = checkpoints(run_dir)
     if not found:
         raise UserError(f"{run_dir} has no model_<N>.pt checkpoint")
     return found[-1]
@@ -85,6 +92,9 @@ def _run_onnx(run_dir: Path) -> tuple[Path, dict] | None:
 def _joint_order(d: Dialect, joint_order: str | None, robot: RobotModel | None, run_onnx) -> tuple[list[str], str]:
     if joint_order:
         joints = [j.strip() for j in joint_order.split(",") if j.strip()]
+        if not joints:
+            raise UserError(f"joint_order={joint_order} names no joint; valid: the robot's joint names, comma-separated, in "
+                            "the simulator's order")  # fmt: skip
         if len(set(joints)) != len(joints):
             raise UserError("joint_order= names a joint twice; give each joint of the robot once, in the simulator's order")
         return joints, "joint_order="
@@ -117,9 +127,12 @@ def resolve(d: Dialect, policy: ImportedPolicy, joints: list[str], robot: RobotM
     default_vel = per_name(d.default_joint_vel(robot_cfg), joints, "default joint velocity", default=0.0)
     acts = actuators(d, action, robot_cfg, action_joints, default_pose, robot.position_gains() if robot else None)
     terms, commands = observation_terms(d, joints, len(action_joints), policy.obs_dim, default_vel)
-    decimation = int(d.env.get("decimation") or 0)
-    if decimation < 1:
+    decimation = d.env.get("decimation")
+    if decimation is None:
         raise UserError("the run's env.yaml has no decimation (physics steps per policy step)")
+    if isinstance(decimation, bool) or not isinstance(decimation, int) or decimation < 1:
+        raise UserError(f"decimation {decimation!r} in the run's env.yaml is not valid; valid: a whole number >= 1 (physics "
+                        "steps per policy step)")  # fmt: skip
     dt, substeps = d.physics_dt(), d.substeps()
     return RunLayout(joints, action_joints, default_pose, acts, terms, dt * decimation, dt / substeps, decimation * substeps,
                      commands, armature(d, robot_cfg, action_joints), {"timestep": dt / substeps, **d.solver_options()})  # fmt: skip

@@ -7,6 +7,7 @@ words its one-line error must contain: what is wrong and, where there is a choic
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,6 +151,8 @@ def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
     (damaged("badcfg_run") / "config.yaml").write_text("task: [unclosed\n")
     (damaged("emptycfg_run") / "config.yaml").write_text("")
     (damaged("badmanifest_run") / "manifest.json").write_text("{bad")
+    (damaged("badresumes_run") / "manifest.json").write_text('{"seed": 0, "resumes": 3}')
+    shutil.copyfile(checkpoints[-1], damaged("other_run") / "checkpoints" / "theirs.pt")  # another run's checkpoint
     (root / "robot_description" / "meshes").mkdir(parents=True)  # a robot's own folder with a robot.yaml of its own
     (root / "robot_description" / "robot.yaml").write_text("name: my_robot\njoints: [hip, knee]\n")
     (root / "robot_description" / "my_robot.urdf").write_text("<robot name='my_robot'/>\n")
@@ -201,6 +204,8 @@ def build_interop_runs(root: Path) -> None:
     import numpy as np
 
     np.save(root / "obs_words.npy", np.array(["a", "b"]))
+    decimation = shutil.copytree(il, root / "il_decimation_run") / "params" / "env.yaml"
+    decimation.write_text(re.sub(r"(?m)^decimation: .*$", "decimation: -4", decimation.read_text()))
     odd = shutil.copytree(il, root / "odd_run")
     (odd / "params" / "env.yaml").write_text(yaml.safe_dump({"scene": {"robot": {}}, "rewards": {}}))
 
@@ -446,10 +451,15 @@ CASES: list[Case] = [
     train("rnn_too_large", "algo.policy=gru", "algo.rnn_hidden_size=100000000", expect=("algo.rnn_hidden_size=100000000 (the recurrent cores) needs ~", "free")),
     cli("export_out_is_a_robot_description", "export", "run={ws}/run", "out={ws}/robot_description", cls="file",
         expect=("robot_description is a directory that is not a robolearn bundle", "its robot.yaml is not a robolearn bundle's")),  # fmt: skip
+    cli("export_checkpoint_of_another_run", "export", "run={ws}/run", "checkpoint={ws}/other_run/checkpoints/theirs.pt",
+        expect=("belongs to another run", "other_run", "out="), cls="file"),  # fmt: skip
+    cli("eval_checkpoint_of_another_run", "eval", "run={ws}/run", "checkpoint={ws}/other_run/checkpoints/theirs.pt",
+        expect=("belongs to another run", "eval run="), cls="file"),  # fmt: skip
     cli("export_checkpoint_missing", "export", "run={ws}/run", "checkpoint={ws}/nope.pt", expect=("nope.pt does not exist",), cls="file"),
     cli("export_checkpoint_is_a_folder", "export", "run={ws}/run", "checkpoint={ws}/plain_dir", expect=("plain_dir is a directory",), cls="file"),
     cli("resume_empty_config", "train", "resume={ws}/emptycfg_run", expect=("config.yaml", "holds no task"), cls="file"),
     cli("resume_corrupt_manifest", "train", "resume={ws}/badmanifest_run", expect=("manifest.json is not a readable run manifest",), cls="file"),
+    cli("resume_manifest_resumes_not_list", "train", "resume={ws}/badresumes_run", expect=("'resumes' is not a list",), cls="file"),
     cli("resume_another_task", "train", "resume={ws}/run", "task=pendulum", expect=("task=pendulum", "keeps the task", "start a new run")),
     cli("resume_physics_group", "train", "resume={ws}/run", "physics=warp", expect=("physics.backend=warp",)),
     cli("run_dir_is_a_users_folder", "train", *FAST, "hydra.run.dir={ws}/plain_dir", cls="file",
@@ -564,6 +574,12 @@ CASES: list[Case] = [
     cli("import_obs_not_an_array", "import", "run={ws}/il_run", "robot={ws}/quadruped.xml", "obs={ws}/notes.txt",
         expect=("obs=", ".npy")),  # fmt: skip
     cli("import_bad_precision", "import", "run={ws}/il_run", "precision=fp8", expect=("precision", "fp32, fp16")),
+    cli("import_checkpoint_is_a_folder", "import", "run={ws}/il_run", "checkpoint={ws}/plain_dir", expect=("plain_dir is a folder", "model_<N>.pt", "model_4.pt")),
+    cli("import_checkpoint_of_another_run", "import", "run={ws}/il_run", "checkpoint={ws}/il_nonorm_run/model_4.pt",
+        expect=("belongs to another run", "il_nonorm_run"), cls="file"),  # fmt: skip
+    cli("import_joint_order_of_commas", "import", "run={ws}/il_run", "joint_order=,,,,", expect=("names no joint", "comma-separated")),
+    cli("import_negative_decimation", "import", "run={ws}/il_decimation_run", "robot={ws}/quadruped.xml",
+        expect=("decimation -4", "whole number >= 1"), cls="file"),  # fmt: skip
     cli("import_task_of_another_robot", "import", "run={ws}/il_run", "robot={ws}/quadruped.xml", "task=cartpole",
         expect=("task=cartpole drives joints", "same robot")),  # fmt: skip
 ]
