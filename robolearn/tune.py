@@ -169,6 +169,14 @@ def _stopped_line(signum: int, folder: Path, rows: list[dict], written) -> str:
             f"{folder}, ranked in {written[0]}")  # fmt: skip
 
 
+TAGS = ("log", "int")
+"""The tags an interval() takes: sampled on a log scale, as whole numbers."""
+
+CHECKED_VALUES = 64
+"""At most this many values of each searched key are checked before Ray starts (every one of a
+smaller set; of a larger one, this many spread evenly, both ends among them)."""
+
+
 def search_space(overrides: list[str]) -> tuple[list[str], dict]:
     """(fixed overrides, {key: Ray Tune domain, or a grid}) of training overrides in Hydra's syntax:
     a,b,c is a grid (every value, in each of tune.num_samples repetitions: Hydra's own meaning of
@@ -186,6 +194,13 @@ def search_space(overrides: list[str]) -> tuple[list[str], dict]:
             fixed.append(text)
             continue
         key, value = override.key_or_group, override.value()
+        unknown = sorted(set(getattr(value, "tags", ())) - set(TAGS))
+        if unknown:
+            raise UserError(f"{text}: unknown tag '{unknown[0]}'; valid: {', '.join(TAGS)} (tag(log,interval(a,b)), "
+                            "tag(int,interval(a,b)))")  # fmt: skip
+        if value.tags and not override.is_interval_sweep():
+            raise UserError(f"{text}: tags ({', '.join(sorted(value.tags))}) shape an interval(); a,b,c, choice() and "
+                            "range() take none")  # fmt: skip
         if override.is_choice_sweep() and value.simple_form:
             space[key] = tune.grid_search(list(override.sweep_iterator()))
         elif override.is_choice_sweep():
@@ -231,11 +246,10 @@ def _check(fixed: list[str], space: dict):
     from robolearn.objective import EVAL_PREFIX, check_objective
     from robolearn.tune_trial import format_value
 
-    sample = {key: format_value(grid(domain)[0] if grid(domain) else domain.sample()) for key, domain in space.items()}
+    sample = {key: format_value(_values(domain)[0]) for key, domain in space.items()}  # the first, not a random draw
     cfg = compose_train([*fixed, *(f"{k}={v}" for k, v in sample.items())])
-    for key, domain in space.items():  # every grid value and each end of a range: a bad one fails here, not in trial 7
-        for value in _extremes(domain):
-            compose_train([*fixed, *(f"{k}={format_value(value) if k == key else v}" for k, v in sample.items())])
+    for key, domain in space.items():  # a value that fails fails here, not in trial 7
+        _check_values(cfg, fixed, sample, key, domain)
     if cfg.objective.metric.startswith(EVAL_PREFIX):
         raise UserError(f"objective.metric={cfg.objective.metric}: Tune's schedulers compare trials every iteration; "
                         f"valid: a metrics.jsonl column, e.g. mean_episode_return")  # fmt: skip
@@ -250,16 +264,51 @@ def _check(fixed: list[str], space: dict):
     return cfg
 
 
-def _extremes(domain) -> list:
-    """The values of a grid or a choice, or the two ends of a sampled range."""
+def _check_values(cfg, fixed: list[str], sample: dict, key: str, domain) -> None:
+    """The values of `key` a trial may get, the others as in `sample`: its ends composed as a trial
+    composes them (a value of the wrong type), the rest checked against the composed config
+    (config_checks: algo.num_mini_batches=5 of interval(1,8) does not divide the batch)."""
+    from omegaconf import OmegaConf
+
+    from robolearn.compose import compose_train
+    from robolearn.config_checks import check_train_cfg
+    from robolearn.tune_trial import format_value
+
+    def compose(value) -> None:
+        compose_train([*fixed, *(f"{k}={format_value(value) if k == key else v}" for k, v in sample.items())])
+
+    values = _values(domain)
+    for value in {0, len(values) - 1} if values else ():
+        compose(values[value])
+    for value in values[1:-1]:
+        trial = cfg.copy()
+        try:
+            OmegaConf.update(trial, key, value, merge=False)
+            check_train_cfg(trial)
+        except Exception:  # composed as a trial composes it: the one line of what is wrong, or nothing is
+            try:
+                compose(value)
+            except UserError as exc:
+                raise UserError(f"{one_line(exc)} (a value the search over {key} may give; search only valid "
+                                "values, e.g. with choice())") from None  # fmt: skip
+
+
+def _values(domain) -> list:
+    """The values of a grid or a choice, or of a sampled range (CHECKED_VALUES at most, spread
+    evenly, both ends among them)."""
     values = grid(domain) or categories(domain)
-    if values is not None:
-        return list(values)
-    lower, upper = getattr(domain, "lower", None), getattr(domain, "upper", None)
-    if lower is None or upper is None:
-        return []
-    integer = type(domain).__name__ == "Integer"  # randint's upper bound is exclusive
-    return [lower, upper - 1 if integer else upper]
+    if values is None:
+        lower, upper = getattr(domain, "lower", None), getattr(domain, "upper", None)
+        if lower is None or upper is None:
+            return []
+        if type(domain).__name__ != "Integer":  # a float range: its two ends
+            return [lower, upper]
+        values = range(lower, upper)  # randint's upper bound is exclusive
+    values = list(values)
+    if len(values) <= CHECKED_VALUES:
+        return values
+    picks = sorted({round(i * (len(values) - 1) / (CHECKED_VALUES - 1)) for i in range(CHECKED_VALUES)})
+    return [values[i] for i in picks]
 
 
 def _scheduler(settings: dict, cfg, space: dict, fixed: list[str]):

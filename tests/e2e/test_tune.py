@@ -102,6 +102,12 @@ def test_pbt_exploits_through_robolearn_checkpoints(tmp_path):
         (["algo.learning_rate=interval(1e-2,1e-4)"], "the interval's start 0.01 is not below its end 0.0001"),
         (["algo.learning_rate=tag(log,interval(1e-2,1e-4))"], "the interval's start 0.01 is not below its end"),
         (["seed=range(5,1)"], "seed=range(5,1): the range has no values"),
+        # every value of a whole-number search is checked, not one random draw: 5 of 1..8 does not divide 3072
+        (["algo.num_mini_batches=tag(int,interval(1,8))"], "algo.num_mini_batches=5 does not divide"),
+        (["algo.num_mini_batches=range(1,9)"], "a value the search over algo.num_mini_batches may give"),
+        (["algo.num_mini_batches=choice(1,abc,4)"], "algo.num_mini_batches=abc"),
+        (["algo.learning_rate=tag(lg,interval(1e-4,1e-2))"], "unknown tag 'lg'; valid: log, int"),
+        (["seed=tag(int,choice(1,2,3))"], "tags (int) shape an interval()"),
         (["seed=range(1,5,0)"], "seed=range(1,5,0): range() arg 3 must not be zero; valid: range(start,stop)"),
         (["tune.dir=", "seed=1,2"], "tune.dir= is empty; valid: the search's folder"),
         (["tune.address=", "seed=1,2"], "tune.address= is empty; valid: a Ray cluster"),
