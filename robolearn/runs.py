@@ -62,10 +62,18 @@ class RunSummary:
 
 
 def find_runs(root: Path) -> list[Path]:
-    """Directories at most three levels below `root` (or `root` itself) that hold a run."""
-    found, pending = [], [(root, 0)]
+    """Directories at most three levels below `root` (or `root` itself) that hold a run; each once,
+    however many links lead to it (a link to `.` or to a folder above would list it again)."""
+    found, pending, seen = [], [(root, 0)], set()
     while pending:
         folder, depth = pending.pop()
+        try:
+            real = folder.resolve()
+        except OSError:  # a link loop
+            continue
+        if real in seen:
+            continue
+        seen.add(real)
         if holds_run(folder):
             found.append(folder)
             continue
@@ -74,6 +82,7 @@ def find_runs(root: Path) -> list[Path]:
                 children = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
             except OSError:
                 continue
+            children.sort(key=lambda p: not p.is_symlink())  # its own children are popped first, links last
             pending += [(child, depth + 1) for child in children]
     return found
 

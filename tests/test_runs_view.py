@@ -104,6 +104,14 @@ def test_task_filter_multirun_jobs_and_a_run_given_as_root(tmp_path, capsys, sto
     assert run.task == "cartpole" and run.state == "no checkpoint"
 
 
+def test_a_run_reached_by_links_is_listed_once_by_its_own_path(tmp_path, stopped_pid):
+    run = make_run(tmp_path / "cartpole" / "2026-01-01_10-00-00_000001", pid=stopped_pid)
+    (tmp_path / "here").symlink_to(".")  # a link to the folder itself, and one to a run
+    (tmp_path / "cartpole" / "best").symlink_to(run.name)
+    (tmp_path / "loop").symlink_to("loop")  # a link that leads nowhere
+    assert [r.path for r in list_runs(tmp_path)] == [run]
+
+
 def test_damaged_runs_are_listed_with_a_note(tmp_path, capsys, stopped_pid):
     make_run(tmp_path / "cartpole" / "2026-01-01_10-00-00_000001", config="task: [unclosed\n", returns=[1.0, 2.0],
              checkpoints=[2], pid=stopped_pid)  # fmt: skip
