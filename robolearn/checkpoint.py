@@ -2,6 +2,7 @@
 
 A crash mid-write leaves at most a stray `*.tmp` file; every `iter_*.pt` is complete. Loading
 uses `weights_only=True`, so a checkpoint holds only tensors and plain Python containers.
+torch is imported where a checkpoint is read or written: `robolearn runs` lists checkpoints without it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from robolearn.errors import UserError, one_line
 
@@ -40,6 +40,8 @@ def list_checkpoints(folder: Path) -> list[Path]:
 def save_atomic(payload: dict, path: Path) -> None:
     """Write a checkpoint whole or not at all; a write that fails (disk full, a folder made
     read-only) is one line naming the last checkpoint that is intact."""
+    import torch
+
     tmp = path.with_name(path.name + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,6 +71,8 @@ def load(path: Path, named: bool = False) -> dict:
     answered with advice about the run's older checkpoints."""
     if not path.is_file():
         raise UserError(f"checkpoint {path} " + ("is a directory, not a checkpoint file" if path.is_dir() else "does not exist"))
+    import torch
+
     advice = _advice(named)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
@@ -185,6 +189,8 @@ def latest(run_dir: Path) -> Path:
 
 def rng_state() -> dict:
     """torch (CPU and CUDA), numpy and python global RNG states as tensors/plain types."""
+    import torch
+
     np_state = np.random.get_state()
     py_state = random.getstate()
     state = {
@@ -199,6 +205,8 @@ def rng_state() -> dict:
 
 
 def set_rng_state(state: dict) -> None:
+    import torch
+
     torch.set_rng_state(state["torch"])
     n = state["numpy"]
     np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))

@@ -100,6 +100,22 @@ def _prints_config(overrides: list[str]) -> bool:
     return any(a in ("--cfg", "-c") or a.startswith("--cfg=") for a in overrides)
 
 
+def _help(overrides: list[str]) -> str:
+    """`robolearn train --help [overrides]`: configs/train.yaml's hydra.help template, filled in with
+    the groups and the config as composed. Hydra's own --help lists every group's options through a
+    copy of the whole config store per group and option (~19 s with the built-in tasks)."""
+    import string
+
+    from robolearn.compose import compose_train
+    from robolearn.paths import configs_dir
+
+    settings = [a for a in overrides if "=" in a and not a.startswith("-") and not a.lstrip("+~").startswith("hydra")]
+    cfg = compose_train(settings)
+    text = OmegaConf.create({"hydra": {"help": OmegaConf.load(configs_dir() / "train.yaml").hydra.help}}).hydra.help.template
+    config = OmegaConf.to_yaml(cfg, resolve="--resolve" in overrides)
+    return string.Template(text).safe_substitute(CONFIG=config, FLAGS_HELP="", HYDRA_CONFIG_GROUPS="", APP_CONFIG_GROUPS="")
+
+
 def _lead(overrides: list[str], handover: Handover) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
@@ -111,6 +127,9 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     from robolearn.paths import configs_dir
 
     multirun = _check_command_line(overrides, handover.ranks)
+    if any(a in ("--help", "-h") for a in overrides):
+        print(_help(overrides), flush=True)
+        return 0
     resume = [a for a in overrides if a.startswith("resume=")]
     if resume:
         return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),

@@ -142,3 +142,13 @@ def test_runs_help_and_mistakes(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     assert main(["runs", f"root={tmp_path / 'file'}"]) == 2
     assert "is a file, not a folder of runs" in capsys.readouterr().err
+
+
+def test_listing_runs_does_not_load_torch(tmp_path, stopped_pid):
+    """`robolearn runs` reads files only: without torch's ~2 s import it answers in a fraction of a second."""
+    make_run(tmp_path / "cartpole" / "2026-01-01_10-00-00_000001", returns=[1.0], checkpoints=[1], pid=stopped_pid)
+    script = (f"import sys; from robolearn.cli import main; assert main(['runs', 'root={tmp_path}']) == 0; "
+              "assert 'torch' not in sys.modules, 'torch was imported'")  # fmt: skip
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "cartpole" in result.stdout
