@@ -15,7 +15,7 @@ import numpy as np
 
 from robolearn_deploy.bundle import Bundle
 from robolearn_deploy.errors import DeployError
-from robolearn_deploy.robot import JointCommand, RobotState
+from robolearn_deploy.robot import JointCommand, RobotState, driver_names
 
 SAFE_MODES = ("damping", "hold")
 
@@ -26,6 +26,7 @@ class ActionMapper:
         """joint_names / actuator_names: the driver's joints and the actuators it commands by
         their ctrl (RobotInterface.actuator_names), each in the driver's order."""
         acts = bundle.actuators
+        joint_names, actuator_names = driver_names(joint_names), driver_names(actuator_names, "actuator_names")
         index = {name: i for i, name in enumerate(joint_names)}
         missing = [a.joint for a in acts if a.kind != "actuator" and a.joint not in index]
         if missing:
@@ -75,6 +76,9 @@ class ActionMapper:
 
     def map(self, action: np.ndarray) -> JointCommand:
         """The command for `action` (the mapper's own buffer, overwritten by the next call)."""
+        if getattr(action, "shape", None) != self.scale.shape:  # a single value would broadcast to every actuator
+            raise DeployError(f"action has shape {getattr(action, 'shape', type(action).__name__)}; valid: an array of "
+                              f"{self.scale.shape[0]} values, the policy's output")  # fmt: skip
         ctrl = self._ctrl
         np.multiply(self.scale, action, out=ctrl)
         np.add(ctrl, self.offset, out=ctrl)

@@ -47,8 +47,13 @@ class Safety:
     """Largest change of the policy action per second, in action units; None = unlimited."""
 
     def __post_init__(self):
-        if self.safe_mode not in SAFE_MODES:
-            raise DeployError(f"unknown safe_mode '{self.safe_mode}'; valid: {', '.join(SAFE_MODES)}")
+        if not isinstance(self.safe_mode, str) or self.safe_mode not in SAFE_MODES:
+            raise DeployError(f"unknown safe_mode {self.safe_mode!r}; valid: {', '.join(SAFE_MODES)}")
+        _check_number("max_latency_s", self.max_latency_s, "a time above 0 [s], or None (one control period)", optional=True)
+        _check_number("joint_limit_margin", self.joint_limit_margin, "a margin >= 0 [rad or m]", zero=True)
+        _check_number("damping_kd", self.damping_kd, "a gain >= 0 (negative damping would push the joints)", zero=True)
+        _check_number("action_rate_limit", self.action_rate_limit, "a rate above 0 [action units/s], or None (unlimited)",
+                      optional=True)  # fmt: skip
         limits = self.max_joint_vel.items() if isinstance(self.max_joint_vel, Mapping) else [("", self.max_joint_vel)]
         for name, value in limits:
             if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and math.isfinite(value)):
@@ -65,6 +70,16 @@ class Safety:
         if unknown:
             raise DeployError(f"max_joint_vel names joint {unknown[0]!r}, which the robot does not have; valid: {', '.join(joints)}")
         return np.array([float(self.max_joint_vel.get(name) or np.inf) for name in joints])
+
+
+def _check_number(name: str, value, valid: str, optional: bool = False, zero: bool = False) -> None:
+    """A Safety field: a finite real number above 0 (>= 0 with `zero`), or None where `optional`.
+    NaN would switch its check off without a word; a text would fail on the loop's first tick."""
+    if value is None and optional:
+        return
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if not (number and math.isfinite(value) and (value >= 0 if zero else value > 0)):
+        raise DeployError(f"Safety {name} is {value!r}; valid: {valid}")
 
 
 LOG_KEYS = frozenset({"step", "tick", "joint_pos", "joint_vel", "action", "command", "tripped"})
@@ -135,6 +150,11 @@ class LoopReport:
 
 class ControlLoop:
     def __init__(self, policy: Policy, robot: RobotInterface, safety: Safety | None = None, log: str | Path | None = None):
+        if not all(hasattr(policy, name) for name in ("bundle", "input_buffer", "act", "reset")):  # a Policy, or a wrapper
+            raise DeployError(f"policy is {type(policy).__name__} {policy!r}; valid: a Policy (Policy(bundle_dir))")
+        if safety is not None and not isinstance(safety, Safety):
+            raise DeployError(f"safety is {type(safety).__name__}; valid: a Safety (e.g. Safety(max_joint_vel=20.0)), or "
+                              "None for the defaults")  # fmt: skip
         self.policy, self.robot = policy, robot
         self.safety = safety or Safety()
         bundle = policy.bundle
@@ -208,11 +228,16 @@ class ControlLoop:
 
     def step(self, index: int, tick: float) -> Step:
         """Run tick `index` (scheduled at robot time `tick`) and write its command."""
-        state = self.robot.read_state()
         action, command, started = None, None, time.perf_counter()
         problem = None
+        try:
+            state = self.robot.read_state()
+        except Exception as exc:  # the driver failed to read: the robot still gets the safe command
+            n = len(self.robot.joint_names)
+            state = RobotState(np.full(n, np.nan), np.full(n, np.nan))
+            problem = f"reading the robot failed: {type(exc).__name__}: {exc}"
         if self.tripped is None:  # once tripped, only the safe command is sent
-            problem = self.observations.check_reading(state) or self._check_state(state)
+            problem = problem or self.observations.check_reading(state) or self._check_state(state)
             if problem is None:
                 try:
                     action, command, problem = self._policy_step(state)
@@ -239,7 +264,7 @@ class ControlLoop:
         """The safe command for `state`; a reading too malformed to hold a pose gets damping only."""
         n = len(self.robot.joint_names)
         pos = getattr(state, "joint_pos", None)
-        if not isinstance(pos, np.ndarray) or pos.shape != (n,):
+        if not isinstance(pos, np.ndarray) or pos.shape != (n,) or pos.dtype.kind not in "fiu":
             state = RobotState(np.full(n, np.nan), np.zeros(n))  # no position target anywhere
         return self.actions.safe_command(state, self.safety.safe_mode)
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from robolearn_deploy.bundle import Bundle, ObsTerm
 from robolearn_deploy.errors import DeployError
-from robolearn_deploy.robot import RobotState
+from robolearn_deploy.robot import RobotState, driver_names
 
 Writer = Callable[[RobotState, np.ndarray, np.ndarray], None]
 """writer(state, last_action, out) fills `out`, the term's slice of the observation."""
@@ -45,7 +45,7 @@ class SourceContext:
     def __init__(self, bundle: Bundle, joint_names: Sequence[str], out: np.ndarray | None = None):
         """out: a float32 [D] buffer to build into (e.g. Policy.input_buffer), else its own."""
         self.bundle = bundle
-        self.joint_names = list(joint_names)
+        self.joint_names = driver_names(joint_names)
         self._index = {name: i for i, name in enumerate(self.joint_names)}
         self.signals: dict[str, int] = {}
         """The signals the layout reads from `state.signals`, with their widths."""
@@ -250,14 +250,26 @@ SOURCES: dict[str, SourceFactory] = {
 }
 
 
-def register_source(name: str, factory: SourceFactory) -> None:
-    """Teach the runtime a source a task's observation uses (same name as the training term)."""
+BUILT_IN_SOURCES = frozenset(SOURCES)
+
+
+def register_source(name: str, factory: SourceFactory, replace: bool = False) -> None:
+    """Teach the runtime a source a task's observation uses (same name as the training term);
+    `replace=True` to put another in place of one of the runtime's own (which serve every bundle)."""
+    if not isinstance(name, str) or not name:
+        raise DeployError(f"a source's name is {name!r}; valid: the training term's name (a non-empty string)")
+    if not callable(factory):
+        raise DeployError(f"source {name!r}: the factory is {type(factory).__name__}, not callable; valid: a function "
+                          "(term, ctx) -> writer (observations.py)")  # fmt: skip
+    if name in BUILT_IN_SOURCES and not replace:
+        raise DeployError(f"source {name!r} is one of the runtime's own; valid: another name, or replace=True to put "
+                          "yours in its place for every bundle")  # fmt: skip
     SOURCES[name] = factory
 
 
-def register_signal_source(name: str, signal: str | None = None) -> None:
+def register_signal_source(name: str, signal: str | None = None, replace: bool = False) -> None:
     """A source whose value the robot supplies directly as `state.signals[signal or name]`."""
-    SOURCES[name] = _signal(signal or name)
+    register_source(name, _signal(signal or name), replace)
 
 
 class ObservationBuilder:
@@ -307,6 +319,8 @@ class ObservationBuilder:
             if not isinstance(value, np.ndarray) or value.shape != (n,):
                 shape = value.shape if isinstance(value, np.ndarray) else type(value).__name__
                 return f"reading's {field} has shape {shape}, the robot has {n} joints"
+            if value.dtype.kind not in "fiu":
+                return f"reading's {field} holds {value.dtype} values, not real numbers"
         signals = getattr(state, "signals", None) or {}
         for name, width in self.signals.items():
             if name not in signals:

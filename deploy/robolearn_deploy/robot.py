@@ -9,10 +9,29 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from robolearn_deploy.errors import DeployError
+
+
+def driver_names(names, what: str = "joint_names") -> list[str]:
+    """A driver's `joint_names` (or `actuator_names`) as a list, refused in one line where it is no
+    sequence of distinct names: with a name twice, observations would read one index and commands
+    write another."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise DeployError(f"{what} is {type(names).__name__} {names!r}; valid: a list of names in the driver's order, "
+                          "e.g. ['hip', 'knee']")  # fmt: skip
+    names = [str(n) if isinstance(n, str) else n for n in names]  # numpy's str_ as str
+    odd = [n for n in names if not isinstance(n, str) or not n]
+    if odd:
+        raise DeployError(f"{what} holds {odd[0]!r}; valid: each entry a name (a non-empty string)")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise DeployError(f"{what} names {twice[0]!r} more than once; valid: each name once, in the driver's order")
+    return names
 
 
 @dataclass

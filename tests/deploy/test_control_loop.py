@@ -343,3 +343,74 @@ def test_a_driver_that_does_not_list_a_ctrl_actuator_is_refused_when_the_loop_is
     with pytest.raises(DeployError, match=r"^the policy drives actuator 'assist' \(tendon 'rope', filter dynamics\) by its "
                                           r"ctrl, which the robot does not list in its actuator_names \(it lists: none\)$"):
         ControlLoop(Policy(tmp_path / "b"), robot)
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"action_rate_limit": float("nan")}, "action_rate_limit is nan; valid: a rate above 0"),
+    ({"action_rate_limit": -1.0}, "action_rate_limit is -1.0; valid: a rate above 0"),  # inverted clip bounds
+    ({"joint_limit_margin": float("nan")}, "joint_limit_margin is nan; valid: a margin >= 0"),  # no limit check
+    ({"max_latency_s": float("nan")}, "max_latency_s is nan; valid: a time above 0"),  # no latency check
+    ({"max_latency_s": "0.02"}, "max_latency_s is '0.02'; valid"),  # would fail on the first tick
+    ({"damping_kd": -3.0}, "damping_kd is -3.0; valid: a gain >= 0"),  # negative damping in the safe command
+    ({"damping_kd": float("nan")}, "damping_kd is nan"),
+    ({"safe_mode": ["hold"]}, "unknown safe_mode ['hold']; valid: damping, hold"),
+])  # fmt: skip
+def test_a_safety_setting_that_would_switch_a_check_off_is_refused(settings, message):
+    with pytest.raises(DeployError, match=re.escape(message)):
+        Safety(**settings)
+    assert Safety(joint_limit_margin=0, damping_kd=0.0, max_latency_s=0.05, action_rate_limit=2)  # the edges that are fine
+
+
+def test_a_failing_or_odd_reading_trips_with_the_safe_command(cartpole_bundle):
+    class Failing(ScriptedRobot):
+        def read_state(self):
+            raise OSError("CAN bus timeout")
+
+    robot = Failing()
+    report = ControlLoop(Policy(cartpole_bundle), robot, Safety(damping_kd=2.0)).run(2)
+    assert report.tripped == "reading the robot failed: OSError: CAN bus timeout" and len(robot.commands) == 2
+    assert robot.commands[-1].kd.tolist() == [0.0, 2.0] and (robot.commands[-1].effort == 0).all()  # damping
+    for reading in (np.array(["a", "b"]), np.array([0.1 + 1j, 0.2])):
+        robot = ScriptedRobot()
+        robot.read_state = lambda reading=reading: RobotState(reading, np.zeros(2))
+        report = ControlLoop(Policy(cartpole_bundle), robot).run(1)
+        assert report.tripped.endswith("values, not real numbers") and len(robot.commands) == 1
+
+
+@pytest.mark.parametrize("names, message", [
+    (["hinge", "slider", "slider"], "joint_names names 'slider' more than once"),
+    ("hinge,slider", "joint_names is str 'hinge,slider'; valid: a list of names"),
+    (None, "joint_names is NoneType None; valid: a list of names"),
+    (["hinge", 3], "joint_names holds 3; valid: each entry a name"),
+])  # fmt: skip
+def test_driver_joint_names_that_cannot_be_matched_are_refused(cartpole_bundle, names, message):
+    robot = ScriptedRobot()
+    robot.joint_names = names
+    with pytest.raises(DeployError, match=re.escape(message)):
+        ControlLoop(Policy(cartpole_bundle), robot)
+
+
+def test_wrong_arguments_to_the_loop_and_the_mapper_are_one_line(cartpole_bundle):
+    with pytest.raises(DeployError, match="safety is dict; valid: a Safety"):
+        ControlLoop(Policy(cartpole_bundle), ScriptedRobot(), {"max_latency_s": 0.1})
+    with pytest.raises(DeployError, match="policy is str"):
+        ControlLoop(str(cartpole_bundle), ScriptedRobot())
+    loop = ControlLoop(Policy(cartpole_bundle), ScriptedRobot())
+    with pytest.raises(DeployError, match=re.escape("action has shape (2,); valid: an array of 1 values")):
+        loop.actions.map(np.zeros(2))
+
+
+def test_a_source_is_registered_by_name_and_a_built_in_one_only_replaced_on_purpose():
+    from robolearn_deploy import observations, register_signal_source, register_source
+
+    with pytest.raises(DeployError, match="source 'joint_pos' is one of the runtime's own; valid: another name, or replace=True"):
+        register_signal_source("joint_pos")
+    with pytest.raises(DeployError, match="source 'foot_forces': the factory is int, not callable"):
+        register_source("foot_forces", 3)
+    assert observations.SOURCES["joint_pos"] is observations._joint_pos  # untouched
+    try:
+        register_signal_source("foot_forces")
+        register_signal_source("foot_forces", "contacts")  # a source of its own may be registered again
+        register_source("joint_pos", observations._joint_pos, replace=True)
+    finally:
+        observations.SOURCES.pop("foot_forces", None)
