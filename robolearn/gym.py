@@ -70,6 +70,7 @@ ID_PREFIX = "robolearn/"
 
 def _compose(task: str, overrides: Sequence[str], extra: Sequence[str] = ()) -> DictConfig:
     """The training config of `robolearn train task=<task> <overrides> <extra>`; mistakes are one line."""
+    overrides = () if overrides is None else overrides
     if isinstance(overrides, str):
         raise UserError(f"overrides are a list of Hydra overrides, e.g. ['physics=mujoco'], got the string '{overrides}'")
     if any(o.lstrip("+~").startswith("task=") for o in overrides):
@@ -105,6 +106,13 @@ def observation_bounds(env: BatchedEnv, group: str) -> tuple[np.ndarray, np.ndar
     return -high, high
 
 
+def _seed(seed) -> int | None:
+    """reset(seed=...): one int for the whole batch (a numpy integer as a Python one, as gymnasium wants)."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise UserError(f"reset(seed=...) takes one int (it seeds the whole batch), got {type(seed).__name__}")
+    return None if seed is None else int(seed)
+
+
 class RobolearnVectorEnv(VectorEnv):
     """A robolearn task as a gymnasium VectorEnv (see the module docstring); build it with make_vec."""
 
@@ -125,13 +133,14 @@ class RobolearnVectorEnv(VectorEnv):
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "render_fps": 1.0 / env.dt}
         self._frames = None
+        self._closed = False
         self._initial_state = env.state_dict()  # what reset(seed=) restores
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode in every env. With a seed, first restore the env as it was built and
         seed it as `robolearn train seed=<seed>` would (startup randomization included)."""
-        if seed is not None and not isinstance(seed, (int, np.integer)):
-            raise UserError(f"reset(seed=...) takes one int (it seeds the whole batch), got {type(seed).__name__}")
+        self._check_open("reset")
+        seed = _seed(seed)
         if options:
             raise UserError(f"reset() takes no options, got {sorted(options)}")
         super().reset(seed=seed)
@@ -144,12 +153,22 @@ class RobolearnVectorEnv(VectorEnv):
         return self._out(obs["policy"]), self._info(obs)
 
     def step(self, actions):
+        """One step of every env with `actions` [num_envs, num_actions] (size-1 axes may be left out
+        or added: [num_envs] for a task of one action). Numpy actions must be finite; tensors are not
+        read back to check (on a GPU that would wait for it every step): a non-finite one ends its
+        env's episode (the env's health check, counted in health/nonfinite_resets)."""
+        self._check_open("step")
         env = self.batched_env
         shape = (self.num_envs, env.num_actions)
+        if not self.tensors:
+            actions = np.asarray(actions)
+            if actions.dtype.kind not in "fiub":
+                raise ValueError(f"actions must be real numbers, got {actions.dtype}")
+            if not np.isfinite(actions).all():
+                raise ValueError("actions are not finite (NaN or inf); valid: real numbers, e.g. within the action space")
         with torch.no_grad():
-            action = torch.as_tensor(actions if self.tensors else np.asarray(actions), dtype=torch.float32,
-                                     device=self.device)  # fmt: skip
-            if action.numel() != self.num_envs * env.num_actions:
+            action = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
+            if [d for d in action.shape if d != 1] != [d for d in shape if d != 1]:  # (6, 2) is not (2, 6) transposed
                 raise ValueError(f"actions must have shape {shape}, got {tuple(action.shape)}")
             obs, reward, terminated, truncated = env.step(action.reshape(shape))
         info = self._info(obs, terminated | truncated)
@@ -181,6 +200,7 @@ class RobolearnVectorEnv(VectorEnv):
         vector wrappers take them (gym_frames.py); None otherwise."""
         if self.render_mode is None:
             return None
+        self._check_open("render")
         if self._frames is None:
             from robolearn.gym_frames import EnvFrames
 
@@ -191,6 +211,11 @@ class RobolearnVectorEnv(VectorEnv):
         if self._frames is not None:
             self._frames.close()
         self.batched_env.close()
+        self._closed = True
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise UserError(f"{what}() on an env that is closed; make a new one (robolearn.gym.make_vec / make)")
 
     def __repr__(self) -> str:
         return f"RobolearnVectorEnv({self.task}, num_envs={self.num_envs}, device={self.device})"
@@ -218,12 +243,16 @@ class RobolearnEnv(gymnasium.Env):
         return None if frames is None else frames[0]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        seed = _seed(seed)
         super().reset(seed=seed)
         obs, info = self.vector_env.reset(seed=seed, options=options)
         return obs[0], {key: value[0] for key, value in info.items() if not key.startswith("_")}
 
     def step(self, action):
-        _, reward, terminated, truncated, info = self.vector_env.step(np.asarray(action)[None])
+        action = np.asarray(action)
+        if [d for d in action.shape if d != 1] != [d for d in self.action_space.shape if d != 1]:
+            raise ValueError(f"action must have shape {self.action_space.shape}, got {action.shape}")
+        _, reward, terminated, truncated, info = self.vector_env.step(action.reshape(1, -1))
         obs = info["final_obs"]  # the next observation, or the final one when the episode ended
         extra = {"critic": info["final_critic"][0]} if self.vector_env.critic_obs else {}
         return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), extra

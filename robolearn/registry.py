@@ -43,6 +43,20 @@ class TaskPlugin:
     def __post_init__(self) -> None:
         if self.config is None:
             raise TypeError("TaskPlugin needs config=<path of the task YAML>")
+        if isinstance(self.config, str):  # a path given as text
+            object.__setattr__(self, "config", Path(self.config))
+        if not isinstance(self.config, Path):
+            raise TypeError(f"TaskPlugin config= is a {type(self.config).__name__}; valid: the path of the task YAML")
+        if not isinstance(self.terms, Mapping):
+            raise TypeError(f"TaskPlugin terms= is a {type(self.terms).__name__}; valid: a mapping of names to term "
+                            "functions, e.g. terms={'my_reward': my_reward}")  # fmt: skip
+        for key, term in self.terms.items():
+            if not isinstance(key, str) or not callable(term):
+                raise TypeError(f"TaskPlugin terms[{key!r}] is a {type(term).__name__}; valid: a term function or class "
+                                "under a name the YAML's func: uses")  # fmt: skip
+        if self.edit_spec is not None and not callable(self.edit_spec):
+            raise TypeError(f"TaskPlugin edit_spec= is a {type(self.edit_spec).__name__}; valid: a function "
+                            "edit_spec(spec: mujoco.MjSpec)")  # fmt: skip
 
     @property
     def folder(self) -> Path:
@@ -74,6 +88,9 @@ def discover_tasks() -> dict[str, TaskPlugin]:
             plugin = ep.load()
         except Exception as exc:  # a plugin's own bug must not stop the other tasks
             BROKEN[ep.name] = f"{source} failed to import: {type(exc).__name__}: {one_line(exc)}"
+            continue
+        except SystemExit as exc:  # sys.exit() or argparse at import would end every robolearn command silently
+            BROKEN[ep.name] = f"{source} exited while it was imported (SystemExit: {exc.code}); a plugin module must not exit"
             continue
         if not isinstance(plugin, TaskPlugin):
             BROKEN[ep.name] = f"entry point '{ep.name}' = {ep.value} is not a robolearn TaskPlugin"

@@ -202,6 +202,33 @@ def test_unknown_task_and_bad_override_are_one_line_user_errors():
         make_vec("cartpole", 1, ["task=pendulum"])
 
 
+def test_actions_of_another_layout_nan_or_after_close_are_refused(vec):
+    envs = vec("arm_reach", 2, CLEAN)
+    envs.reset(seed=np.int64(3))  # a numpy integer seeds as an int does
+    actions = np.zeros((2, envs.batched_env.num_actions), np.float32)
+    with pytest.raises(ValueError, match=r"actions must have shape \(2, 6\), got \(6, 2\)"):
+        envs.step(actions.T)  # transposed: each env would get the other's actions
+    with pytest.raises(ValueError, match=r"got \(12,\)"):
+        envs.step(actions.ravel())
+    actions[1, 2] = np.nan
+    with pytest.raises(ValueError, match="actions are not finite"):
+        envs.step(actions)
+    envs.step(np.nan_to_num(actions)[:, :, None])  # a size-1 axis more is the same layout
+    envs.close()
+    for call in (envs.reset, lambda: envs.step(np.zeros((2, 6)))):
+        with pytest.raises(UserError, match="on an env that is closed"):
+            call()
+    one = make("cartpole", CLEAN)
+    try:
+        one.reset(seed=np.int64(1))
+        one.step(0.5)  # one action: a scalar is its (1,) shape
+        with pytest.raises(ValueError, match=r"action must have shape \(1,\), got \(2,\)"):
+            one.step(np.zeros(2))
+    finally:
+        one.close()
+    assert vec("cartpole", 1, None, "cpu").num_envs == 1  # overrides=None: none
+
+
 def test_sb3_adapter_marks_time_outs_for_bootstrapping(vec):
     pytest.importorskip("stable_baselines3")
     sb3_env = to_sb3(vec("cartpole", 2, [*CLEAN, "task.episode_length_s=0.1"]))  # 5 control steps

@@ -75,3 +75,28 @@ def test_a_task_yaml_that_cannot_be_read_sets_only_that_task_aside(monkeypatch, 
 def test_unknown_task_lists_valid_ones():
     with pytest.raises(UserError, match="unknown task 'nope'; valid tasks: .*cartpole, pendulum, pendulum_partial, quadruped_flat"):
         registry.get_task("nope")
+
+
+def exiting_module(tmp_path, monkeypatch):
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(3)  # argparse at import does this\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_a_plugin_that_exits_on_import_is_set_aside_and_the_others_work(monkeypatch, tmp_path):
+    exiting_module(tmp_path, monkeypatch)
+    monkeypatch.setattr(registry, "entry_points", fake_entry_points(
+        ("cartpole", "robolearn_tasks.cartpole:TASK"), ("exits", "exits_on_import:TASK")))  # fmt: skip
+    assert set(registry.discover_tasks()) == {"cartpole"}
+    assert "exited while it was imported (SystemExit: 3)" in registry.BROKEN["exits"]
+
+
+def test_a_plugin_s_fields_are_checked_when_it_is_made(tmp_path):
+    assert registry.TaskPlugin(config=str(tmp_path / "t.yaml")).config == tmp_path / "t.yaml"  # a path as text
+    with pytest.raises(TypeError, match=r"TaskPlugin terms\['r'\] is a int; valid: a term function"):
+        registry.TaskPlugin(config=tmp_path / "t.yaml", terms={"r": 3})
+    with pytest.raises(TypeError, match="TaskPlugin terms= is a list; valid: a mapping of names"):
+        registry.TaskPlugin(config=tmp_path / "t.yaml", terms=[len])
+    with pytest.raises(TypeError, match="TaskPlugin config= is a int"):
+        registry.TaskPlugin(config=3)
+    with pytest.raises(TypeError, match="TaskPlugin edit_spec= is a str"):
+        registry.TaskPlugin(config=tmp_path / "t.yaml", edit_spec="add_terrain")

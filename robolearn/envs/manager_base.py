@@ -42,9 +42,14 @@ def resolve_term(kind: str, term: str, func: str, namespace: Mapping[str, Callab
 def check_params(kind: str, name: str, func: Callable, /, *args: Any, **params: Any) -> None:
     """Wrong or missing YAML params are a UserError at build time; the step then calls terms directly."""
     try:
-        inspect.signature(func).bind(*args, **params)
+        signature = inspect.signature(func)
+    except ValueError:  # a builtin without one (torch.ones_like): its call says what is wrong
+        signature = None
+    try:
+        if signature is not None:
+            signature.bind(*args, **params)
     except TypeError as exc:
-        raise UserError(f"{kind} term '{name}' ({func.__name__}): {exc}") from None
+        raise UserError(f"{kind} term '{name}' ({_name(func)}): {exc}") from None
     check_param_types(kind, name, func, params)
 
 
@@ -53,7 +58,12 @@ def resolved(kind: str, name: str, func: Callable, params: dict, env) -> dict:
     try:
         return resolve_entities(func, params, env)
     except UserError as exc:
-        raise UserError(f"{kind} term '{name}' ({func.__name__}): {exc}") from None
+        raise UserError(f"{kind} term '{name}' ({_name(func)}): {exc}") from None
+
+
+def _name(func: Callable) -> str:
+    """A term's function by name (a partial or a callable object has none of its own)."""
+    return getattr(func, "__name__", None) or type(func).__name__
 
 
 def copy_into(target: Any, source: Any) -> None:

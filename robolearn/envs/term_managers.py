@@ -161,9 +161,13 @@ class MetricManager(ManagerBase):
     def after_physics(self) -> None:
         if not self.enabled:
             return
-        env = self._env
-        for k, (func, params) in enumerate(self._calls):
-            self.values[k] = func(env, **params)
+        env, values = self._env, []
+        try:
+            for k, (func, params) in enumerate(self._calls):
+                values.append(func(env, **params))
+        except Exception as exc:
+            raise self.term_error(self.terms[k], exc) from exc
+        _stack(self, values, self.values)  # a class metric's value, unchecked at build, is checked here
         if self._tracks_distance:
             torch.linalg.vector_norm(root_pos_w(env)[:, :2] - self._root_before, dim=1, out=self.distance)
         if self.per_final.any():

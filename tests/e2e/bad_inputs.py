@@ -97,6 +97,8 @@ oops_pattern = oops_tasks:PATTERN
 oops_extends = oops_tasks:EXTENDS
 oops_noact = oops_tasks:NOACT
 oops_nan = oops_tasks:NAN
+oops_exits = oops_tasks.exits:TASK
+oops_notcallable = oops_tasks.notcallable:TASK
 """
 
 
@@ -115,6 +117,9 @@ def write_plugins(site: Path, cartpole_yaml: str) -> None:
     package = site / "oops_tasks"
     package.mkdir()
     (package / "__init__.py").write_text(PLUGIN_MODULE)
+    (package / "exits.py").write_text("import sys\n\nsys.exit(3)  # argparse at import time does this\n")
+    (package / "notcallable.py").write_text("from oops_tasks import HERE, TaskPlugin\n\n"
+                                            "TASK = TaskPlugin(config=HERE / 'shape.yaml', terms={'short_reward': 3})\n")  # fmt: skip
     (package / "shape.yaml").write_text(_task_yaml(cartpole_yaml, "oops_shape", "short: {func: short_reward, weight: 1.0}"))
     (package / "raise.yaml").write_text(_task_yaml(cartpole_yaml, "oops_raise", "raising: {func: raising_reward}"))
     (package / "obs.yaml").write_text(_task_yaml(cartpole_yaml, "oops_obs", extra_obs="flat: {func: nan_obs_width}"))
@@ -534,6 +539,10 @@ CASES: list[Case] = [
     train("plugin_missing_yaml", "task=oops_noyaml", site=True, cls="plugin", expect=("oops_noyaml", "missing.yaml")),
     train("plugin_fails_to_import", "task=oops_import", site=True, cls="plugin",
           expect=("task 'oops_import' is installed but cannot be used", "failed to import")),  # fmt: skip
+    train("plugin_exits_on_import", "task=oops_exits", site=True, cls="plugin",
+          expect=("task 'oops_exits' is installed but cannot be used", "exited while it was imported (SystemExit: 3)")),  # fmt: skip
+    train("plugin_term_not_callable", "task=oops_notcallable", site=True, cls="plugin",
+          expect=("task 'oops_notcallable' is installed but cannot be used", "terms['short_reward'] is a int")),  # fmt: skip
     train("plugin_not_a_task_plugin", "task=oops_notplugin", site=True, cls="plugin",
           expect=("task 'oops_notplugin' is installed but cannot be used", "is not a robolearn TaskPlugin")),  # fmt: skip
     train("plugin_name_mismatch", "task=oops_mismatch", site=True, cls="plugin",

@@ -59,3 +59,31 @@ def test_a_bad_window_or_per_is_one_line(make_env, with_metrics):
         make_env(with_metrics(METRICS.replace("window_s: 0.1", "window_s: 0.0")))
     with pytest.raises(UserError, match="per must be one of step, meter, final, got 'last'"):
         make_env(with_metrics(METRICS.replace("per: final", "per: last")))
+
+
+class RaisingMetric:
+    """A class metric (built once, unchecked at build) that fails on its first step."""
+
+    def __init__(self, env):
+        pass
+
+    def __call__(self, env):
+        raise KeyError("ee_site")
+
+
+class ScalarMetric(RaisingMetric):
+    def __call__(self, env):
+        return torch.tensor(3.0)  # one value, not one per env
+
+
+@pytest.mark.parametrize("term, message", [
+    (RaisingMetric, "task 'cartpole_metrics': metric term 'bad' (odd) failed: KeyError: 'ee_site'"),
+    (ScalarMetric, "metric term 'bad' (odd): must return [num_envs] torch.float32 on cpu, got () torch.float32"),
+])  # fmt: skip
+def test_a_class_metric_that_fails_in_evaluation_is_one_line(make_env, installed_tasks, tmp_path, term, message):
+    (tmp_path / "metrics.yaml").write_text("extends: cartpole\nmetrics:\n  bad: {func: odd}\n")
+    installed_tasks["cartpole_metrics"] = registry.TaskPlugin(config=tmp_path / "metrics.yaml", terms={"odd": term})
+    env = make_env("cartpole_metrics", ["randomization=none"], num_envs=2)
+    with pytest.raises(UserError) as err:
+        evaluate(env, lambda obs: torch.zeros(2, 1), progress=False)
+    assert message in str(err.value) and "\n" not in str(err.value)
