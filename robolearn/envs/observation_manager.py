@@ -161,6 +161,9 @@ class ObservationManager(ManagerBase):
         if not isinstance(value, torch.Tensor) or value.dim() != 2 or value.shape[0] != self._env.num_envs:
             shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
             raise UserError(f"observation term '{term.name}' ({term.source}) must return [num_envs, k], got {shape}")
+        if value.shape[1] == 0:  # it would give the policy nothing and take a name in the layout
+            raise UserError(f"observation term '{term.name}' ({term.source}) returns no values ([num_envs, 0]); valid: "
+                            "k >= 1 values per env (remove the term, or check the joints/sensors it selects)")  # fmt: skip
         return value.shape[1]
 
     def functions(self, group: str) -> list[tuple[ObsSlice, Callable]]:

@@ -87,3 +87,4 @@ def test_a_class_metric_that_fails_in_evaluation_is_one_line(make_env, installed
     with pytest.raises(UserError) as err:
         evaluate(env, lambda obs: torch.zeros(2, 1), progress=False)
     assert message in str(err.value) and "\n" not in str(err.value)
+

@@ -1,10 +1,13 @@
 """The manager base: state restored in place, entity params resolved once at build, staggered
 time-outs and interval timers."""
 
+import re
+
 import pytest
 import torch
 
 from robolearn.config_task import EventMode
+from robolearn import registry
 from robolearn.envs.manager_base import clone_state
 from robolearn.errors import UserError
 from robolearn.mdp import observations
@@ -171,3 +174,12 @@ def test_an_event_or_curriculum_term_that_raises_is_named_with_its_task(make_env
     with pytest.raises(UserError, match=r"^task 'cartpole': curriculum term 'levels' \(my_module.levels\): value 3 "
                                         r"is out of range; valid: 0..2$"):  # fmt: skip
         env.curriculum.apply(torch.ones(4, dtype=torch.bool))
+
+
+def test_an_observation_term_of_no_values_is_one_line(make_env, installed_tasks, tmp_path):
+    (tmp_path / "empty.yaml").write_text("extends: cartpole\nobservations:\n  policy:\n    terms:\n"
+                                         "      nothing: {func: no_values}\n")  # fmt: skip
+    terms = {"no_values": lambda env: torch.zeros(env.num_envs, 0)}
+    installed_tasks["cartpole_empty"] = registry.TaskPlugin(config=tmp_path / "empty.yaml", terms=terms)
+    with pytest.raises(UserError, match=re.escape("observation term 'policy/nothing' (no_values) returns no values")):
+        make_env("cartpole_empty", ["randomization=none"], num_envs=2)
