@@ -7,6 +7,7 @@ errors (unknown group option, bad key or type, malformed override) are translate
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -341,6 +342,12 @@ def _error_message(exc: Exception, rest: list[str]) -> str | None:
     deploy = sys.modules.get("robolearn_deploy.errors")  # the deploy runtime is imported only by the verbs that use it
     if deploy is not None and isinstance(exc, deploy.DeployError):
         return str(exc)
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:  # a path the user gave: checked wherever it is used
+        where = str(exc.filename or "")
+        longest = max(where.split(os.sep), key=len, default="")
+        return (f"a file name is too long for the file system: {longest[:40]}... ({len(longest.encode())} bytes); "
+                f"valid: at most {os.pathconf('/', 'PC_NAME_MAX') if hasattr(os, 'pathconf') else 255} bytes per "
+                "folder or file name")  # fmt: skip
     return hydra_error_message(exc, rest, _compose_choices)
 
 

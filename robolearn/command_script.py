@@ -10,6 +10,7 @@ A schedule's rows are [from_s, value...]: each value holds from its time until t
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass
 
 from robolearn.errors import UserError
@@ -31,13 +32,13 @@ class CommandScript:
         except yaml.YAMLError:
             raw = None
         if not isinstance(raw, list) or not raw:
-            raise UserError(f"command={text} is not a list of numbers or a schedule; {EXAMPLE}")
+            raise UserError(f"command={text} is not a list of finite numbers or a schedule; {EXAMPLE}")
         try:
             if not any(isinstance(v, list) for v in raw):
                 return cls((0.0,), (tuple(_number(v) for v in raw),))
             rows = [[_number(v) for v in row] for row in raw]
         except (TypeError, ValueError):
-            raise UserError(f"command={text} is not a list of numbers or a schedule; {EXAMPLE}") from None
+            raise UserError(f"command={text} is not a list of finite numbers or a schedule; {EXAMPLE}") from None
         if any(len(row) != len(rows[0]) or len(row) < 2 for row in rows):
             raise UserError(f"command={text}: every schedule row is [from_s, values...] of one length; {EXAMPLE}")
         starts = [row[0] for row in rows]
@@ -71,6 +72,11 @@ class CommandScript:
 
 
 def _number(value) -> float:
+    """A finite number; YAML 1.1 leaves `1e-1` (no dot) a string, which float() reads."""
+    if isinstance(value, str):
+        value = float(value)  # ValueError for a word
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(value)
+    if not math.isfinite(value):  # a NaN target turns the policy's output into NaN; a NaN time is never reached
+        raise ValueError(value)
     return float(value)

@@ -128,7 +128,12 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
         from robolearn.web_viewer import serve
 
         return serve(run_dir, checkpoint_file, cfg.num_envs, cfg.host, cfg.port)
-    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, cfg.num_envs)
+    if cfg.mode == "video" and cfg.out is None and checkpoint_file is not None:
+        from robolearn import checkpoint
+
+        checkpoint.refuse_another_runs(run_dir, checkpoint.named(run_dir, checkpoint_file), "play files its video",
+                                       "play run={owner} checkpoint={name}, or give out=<file.mp4>")  # fmt: skip
+    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, cfg.num_envs, seed=cfg.seed)
     try:
         if cfg.command is not None:
             if not env.commands.names:

@@ -38,8 +38,15 @@ HYDRA_LAUNCH = (".hydra", "train.log", LOCK)
 """What Hydra writes into the run directory at launch, before the run's own files (and the lock)."""
 
 
-def check_writable(path: Path, what: str) -> None:
-    """Fail in one line if `path` cannot be created or written (a file on the way, no permission)."""
+def check_writable(path: Path, what: str, file: bool = False) -> None:
+    """Fail in one line if `path` cannot be created or written (a file on the way, no permission;
+    with `file`, a folder where the file goes)."""
+    if file and path.is_dir():
+        raise UserError(f"{path} is a folder, where {what} writes a file; move it aside, then try again")
+    holder = bundle_holding(path)
+    if holder is not None:
+        raise UserError(f"{what}={path} is inside the bundle {holder}; valid: a path outside it (a bundle holds only the "
+                        "files its robot.yaml lists: export would no longer replace it)")  # fmt: skip
     probe = path
     while not probe.exists():
         if probe.parent == probe:
@@ -189,6 +196,11 @@ def bundle_meta(folder: Path) -> dict | None:
     if not isinstance(meta, dict) or "bundle_format" not in meta or not isinstance(meta.get("files"), dict):
         return None
     return meta
+
+
+def bundle_holding(path: Path) -> Path | None:
+    """The bundle folder `path` lies inside (after `..` and links), None where it lies in none."""
+    return next((folder for folder in path.resolve().parents if bundle_meta(folder) is not None), None)
 
 
 def _not_a_bundle(out: Path) -> str | None:

@@ -59,13 +59,16 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
 
 
 def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None,
-                    conditions: str = "trained") -> tuple[BatchedEnv, ActorCritic, dict, Path]:  # fmt: skip
+                    conditions: str = "trained", seed: int | None = None) -> tuple[BatchedEnv, ActorCritic, dict, Path]:  # fmt: skip
     """A CPU env for a run's task (native MuJoCo; num_envs None: as in training, at most 64) and
     the policy of a checkpoint (the latest unless one is named); `conditions` (CONDITIONS): the
-    env's curricula and adaptive ranges as the checkpoint has them, or as the task starts them.
-    What the checkpoint changed is said in one line on stderr."""
+    env's curricula and adaptive ranges as the checkpoint has them, or as the task starts them;
+    `seed`: the env's episodes (default: the run's seed). What the checkpoint changed is said in
+    one line on stderr."""
     check_conditions(conditions)
     cfg = load_run_config(run_dir)
+    if seed is not None:
+        cfg.seed = seed
     num_envs = num_envs or min(cfg.env.num_envs, 64)
     source = checkpoint.named(run_dir, checkpoint_file) if checkpoint_file else checkpoint.latest(run_dir)
     payload = checkpoint.load(source, named=checkpoint_file is not None)
@@ -114,7 +117,7 @@ def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = N
         raise UserError(f"episodes={episodes} is out of range; valid: 1..{MAX_EVAL_EPISODES} (one environment per episode)")
     check_conditions(conditions)
     load_run_config(run_dir)  # a run directory, before anything about its eval.json
-    check_writable(run_dir / "eval.json", "eval")  # before the evaluation, not after it
+    check_writable(run_dir / "eval.json", "eval", file=True)  # before the evaluation, not after it
     if checkpoint_file is not None:
         checkpoint.refuse_another_runs(run_dir, checkpoint.named(run_dir, checkpoint_file), "eval writes its eval.json",
                                        "eval run={owner} checkpoint={name}")

@@ -29,7 +29,7 @@ from robolearn.evaluate import MAX_EVAL_EPISODES, summarize_metrics
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, get_task
 from robolearn.envs.env_state import check_conditions
 from robolearn.sim2sim_conditions import EpisodeConditions
-from robolearn.sim2sim_files import refuse_log_in_bundle
+from robolearn.sim2sim_files import refuse_in_bundle
 from robolearn_deploy import ControlLoop, LoopReport, Policy, Safety, Step
 from robolearn_deploy.sim import MujocoRobot
 
@@ -216,7 +216,7 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
     if not 1 <= episodes <= MAX_EVAL_EPISODES:  # eval's limit: more is a typo, not a test (they run one by one)
         raise UserError(f"episodes={episodes} is out of range; valid: 1..{MAX_EVAL_EPISODES}")
     if log is not None:
-        refuse_log_in_bundle(log, bundle_dir)  # what the log is, the control loop checks when it opens it
+        refuse_in_bundle("log", log, bundle_dir)  # what the log is, the control loop checks when it opens it
     policy, robot, referee, loop = open_sim(bundle_dir, realtime, timestep, integrator, engine, seed, log, conditions)
     meta = policy.bundle.meta
     try:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from robolearn.errors import UserError
-from robolearn.run_dir import bundle_meta, can_create_in
+from robolearn.run_dir import bundle_holding, can_create_in
 from robolearn_deploy.control_loop import is_step_log
 
 
@@ -25,6 +25,8 @@ def prepare_outputs(report: Path | None, log: Path | None) -> None:
     for name, path in outputs:
         if path.is_dir():
             raise UserError(f"{name}={path} is a folder; valid: a file path (e.g. {name}=sim2sim.{'json' if name == 'report' else 'jsonl'})")
+    if report is not None:
+        refuse_in_bundle("report", report)
     if report is not None and report.exists() and not _is_report(report):
         raise UserError(f"report={report} exists and is not a sim2sim report; choose a new file (sim2sim replaces only its own reports)")
     if log is not None:
@@ -36,21 +38,21 @@ def prepare_outputs(report: Path | None, log: Path | None) -> None:
 def check_log(log: Path) -> None:
     """log= may be appended to: outside any bundle, and new or an earlier sim2sim log (the control
     loop's step log), never a user's notes, a checkpoint or a report."""
-    refuse_log_in_bundle(log)
+    refuse_in_bundle("log", log)
     if log.exists() and not is_step_log(log):
         raise UserError(f"log={log} exists and is not a sim2sim log; choose a new file (sim2sim appends only to its own "
                         "logs: one JSON object per line)")  # fmt: skip
 
 
-def refuse_log_in_bundle(log: Path, bundle: Path | None = None) -> None:
-    """A log inside a bundle folder (`bundle`, or any folder above the log, after symlinks, whose
-    robot.yaml export wrote) is refused: it could append to a file the bundle lists (breaking its
-    sha256), and a new file makes the folder no longer what export wrote."""
-    folders = log.resolve().parents
-    holder = bundle if bundle is not None and bundle.resolve() in folders else None
-    holder = holder or next((folder for folder in folders if bundle_meta(folder) is not None), None)
+def refuse_in_bundle(name: str, path: Path, bundle: Path | None = None) -> None:
+    """report= or log= inside a bundle folder (`bundle`, or any folder above it, after symlinks,
+    whose robot.yaml export wrote) is refused: a log could append to a file the bundle lists
+    (breaking its sha256), and a new file makes the folder no longer what export wrote."""
+    holder = bundle if bundle is not None and bundle.resolve() in path.resolve().parents else None
+    holder = holder or bundle_holding(path)
     if holder is not None:
-        raise UserError(f"log={log} is inside the bundle {holder}; valid: a file outside it (e.g. log=sim2sim.jsonl)")
+        example = "sim2sim.jsonl" if name == "log" else "sim2sim.json"
+        raise UserError(f"{name}={path} is inside the bundle {holder}; valid: a file outside it (e.g. {name}={example})")
 
 
 def _make_folder(name: str, path: Path) -> None:

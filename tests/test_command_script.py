@@ -20,10 +20,12 @@ def test_a_schedule_switches_at_its_times():
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("fast", "is not a list of numbers or a schedule"),
-    ("[]", "is not a list of numbers or a schedule"),
-    ("[0.8, x]", "is not a list of numbers or a schedule"),
-    ("[true, 0]", "is not a list of numbers or a schedule"),
+    ("fast", "is not a list of finite numbers or a schedule"),
+    ("[]", "is not a list of finite numbers or a schedule"),
+    ("[0.8, x]", "is not a list of finite numbers or a schedule"),
+    ("[true, 0]", "is not a list of finite numbers or a schedule"),
+    ("[.nan, 0, 0]", "is not a list of finite numbers or a schedule"),  # the policy would act on NaN
+    ("[[0,1],[.inf,2]]", "is not a list of finite numbers or a schedule"),  # a time never reached
     ("[[0,1],[1,2,3]]", "every schedule row is [from_s, values...] of one length"),
     ("[[0],[1]]", "every schedule row is [from_s, values...] of one length"),
     ("[[2,1],[1,0]]", "times must be >= 0 and rise strictly"),
@@ -32,6 +34,12 @@ def test_a_schedule_switches_at_its_times():
 def test_bad_scripts_are_one_line(text, message):
     with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
         CommandScript.parse(text)
+
+
+def test_numbers_in_exponent_form_are_numbers():
+    """YAML 1.1 reads 1e-1 (no dot) as a string."""
+    assert CommandScript.parse("[1e-1,0,-2E+0]").values == ((0.1, 0.0, -2.0),)
+    assert CommandScript.parse("[[0,1],[1e1,0]]").starts == (0.0, 10.0)
 
 
 def test_the_width_must_fit_the_command():

@@ -175,6 +175,7 @@ def export_bundle(
     recorded observations for parity), then write and check the bundle at `out_dir`. `progress`:
     show the evaluation's progress (and a TensorRT build) on stderr."""
     check_options(fmt, precision)
+    given, out_dir = out_dir, out_dir.resolve()  # `..` and links as the OS reads them: swapped where it really is
     check_export_target(out_dir, env.cfg.name)
     # a recurrent policy is compared over whole sequences: 200 steps of the first episodes of the
     # environments the parity check runs (onnx.probe_observations)
@@ -211,7 +212,7 @@ def export_bundle(
     install(staging, out_dir)
     if gap:
         print(f"note: {gap}", file=sys.stderr, flush=True)
-    return ExportResult(out_dir, reports, evaluation)
+    return ExportResult(given, reports, evaluation)
 
 
 def seal(meta: dict, staging: Path, reports: list[ArtifactReport], evaluation: dict | None) -> None:
@@ -239,6 +240,12 @@ def install(staging: Path, out_dir: Path) -> None:
         previous = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.previous-", dir=out_dir.parent))
         previous.rmdir()
         out_dir.rename(previous)
-    staging.rename(out_dir)
+    try:
+        staging.rename(out_dir)
+    except BaseException:  # the earlier bundle goes back where it was
+        if previous is not None:
+            previous.rename(out_dir)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     if previous is not None:
         shutil.rmtree(previous, ignore_errors=True)

@@ -246,7 +246,7 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
     d = dialect(env, agent)
     path = _checkpoint(run_dir, checkpoint)
     ckpt = load_actor(path, agent)
-    out = out or run_dir / "robolearn_bundle"
+    out = (out or run_dir / "robolearn_bundle").resolve()  # `..` and links as the OS reads them (export_bundle)
     check_export_target(out)
     held = bundle_meta(out)
     if held is not None and (held.get("imported_from") or {}).get("run") != str(run_dir.resolve()):

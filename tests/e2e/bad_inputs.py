@@ -158,6 +158,7 @@ def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
     (damaged("badmanifest_run") / "manifest.json").write_text("{bad")
     (damaged("badresumes_run") / "manifest.json").write_text('{"seed": 0, "resumes": 3}')
     shutil.copyfile(checkpoints[-1], damaged("other_run") / "checkpoints" / "theirs.pt")  # another run's checkpoint
+    (damaged("evaldir_run") / "eval.json").mkdir()  # a folder where eval writes its file
     (root / "robot_description" / "meshes").mkdir(parents=True)  # a robot's own folder with a robot.yaml of its own
     (root / "robot_description" / "robot.yaml").write_text("name: my_robot\njoints: [hip, knee]\n")
     (root / "robot_description" / "my_robot.urdf").write_text("<robot name='my_robot'/>\n")
@@ -245,6 +246,18 @@ CASES: list[Case] = [
     cli("sim2sim_report_is_a_folder", "sim2sim", "bundle={ws}/bundle", "report={ws}/plain_dir",
         expect=("plain_dir is a folder", "a file path"), cls="file"),
     cli("sim2sim_log_is_a_folder", "sim2sim", "bundle={ws}/bundle", "log={ws}/plain_dir", expect=("plain_dir is a folder",), cls="file"),
+    cli("sim2sim_report_inside_the_bundle", "sim2sim", "bundle={ws}/bundle", "report={ws}/bundle/r.json",
+        expect=("report=", "is inside the bundle", "a file outside it"), cls="file"),  # fmt: skip
+    cli("export_out_inside_a_bundle", "export", "run={ws}/run", "out={ws}/bundle/sub", expect=("is inside the bundle",), cls="file"),
+    cli("play_out_inside_a_bundle", "play", "run={ws}/run", "duration=0.1", "out={ws}/bundle/clip.mp4",
+        expect=("out=", "is inside the bundle"), cls="file"),  # fmt: skip
+    cli("play_checkpoint_of_another_run", "play", "run={ws}/run", "duration=0.1", "checkpoint={ws}/other_run/checkpoints/theirs.pt",
+        expect=("belongs to another run", "give out="), cls="file"),  # fmt: skip
+    cli("play_out_name_too_long", "play", "run={ws}/run", "duration=0.1", "out={ws}/" + "a" * 300 + ".mp4",
+        expect=("a file name is too long", "at most"), cls="file"),  # fmt: skip
+    cli("play_command_not_finite", "play", "bundle={ws}/bundle", "duration=0.1", "command=[.nan]", expect=("finite numbers",)),
+    cli("eval_where_eval_json_is_a_folder", "eval", "run={ws}/evaldir_run", "episodes=1",
+        expect=("eval.json is a folder, where eval writes a file",), cls="file"),  # fmt: skip
     cli("sim2sim_realtime_not_a_flag", "sim2sim", "bundle={ws}/bundle", "realtime=yes", expect=("realtime=yes", "true and false")),
     cli("list_unknown_argument", "list", "bogus", expect=("bogus",)),
     cli("train_sweep_without_multirun", "train", *FAST, NEW, "seed=1,2", expect=("seed",)),
@@ -276,7 +289,7 @@ CASES: list[Case] = [
     cli("play_elevation_past_vertical", "play", "run={ws}/run", "elevation=100", expect=("elevation=100.0 is out of range", "-90..90")),
     cli("play_too_many_envs", "play", "run={ws}/run", "num_envs=100", expect=("num_envs=100 is out of range", "1..16")),
     cli("play_unknown_camera", "play", "run={ws}/run", "camera=drone", expect=("camera=drone is not a camera", "track, fixed, free")),
-    cli("play_command_not_numbers", "play", "run={ws}/run", "command=fast", expect=("command=fast is not a list of numbers",)),
+    cli("play_command_not_numbers", "play", "run={ws}/run", "command=fast", expect=("command=fast is not a list of finite numbers",)),
     cli("play_command_on_a_task_without", "play", "run={ws}/run", "command=[1,0]", expect=("has no command",)),
     cli("play_command_schedule_backwards", "play", "run={ws}/run", "command=[[1,0],[0,1]]", expect=("times must be >= 0 and rise strictly",)),
     cli("play_command_in_web_mode", "play", "run={ws}/run", "mode=web", "command=[1,0]", expect=("command= scripts videos", "sliders")),
