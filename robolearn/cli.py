@@ -124,6 +124,11 @@ def _play(args: list[str]) -> int:
              "command": None, "width": "640", "height": "480", "seed": "0", "port": "8080",
              "host": "127.0.0.1"}  # fmt: skip
     opts = key_values(args, valid, "play")
+    given = [a.split("=", 1)[0] for a in args if "=" in a]
+    unused = [k for k in given if k in VIDEO_ONLY] if opts["mode"] == "web" else [k for k in given if k in ("port", "host")]
+    if unused and opts["mode"] in ("web", "video", "viewer"):  # an option the mode does not use is no silent no-op
+        takes = "run=, checkpoint=, num_envs=, port=, host=" if opts["mode"] == "web" else "every option but port= and host="
+        raise UserError(f"{unused[0]}= is not used in mode={opts['mode']}; valid there: {takes}")
     if bool(opts["run"]) == bool(opts["bundle"]):
         raise UserError("play needs run=<run dir> or bundle=<bundle dir> (one of them)")
     if opts["bundle"] and opts["checkpoint"]:
@@ -142,6 +147,10 @@ def _play(args: list[str]) -> int:
     else:
         play_bundle(bundle_path(opts["bundle"]), cfg)
     return 0
+
+
+VIDEO_ONLY = ("out", "duration", "fps", "camera", "distance", "elevation", "azimuth", "width", "height", "seed")
+"""play's options that shape a video (and the native viewer), which the web viewer does not use."""
 
 
 def _list(args: list[str]) -> int:

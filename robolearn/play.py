@@ -145,10 +145,10 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
             from robolearn.native_viewer import view_run
 
             return view_run(env, actor_critic, cfg.command)
-        out = output_path(cfg, run_dir / "videos" / f"play_{source.stem}.mp4")
         every = max(1, round(1.0 / (cfg.fps * env.dt)))
-        clip = Clip([FrameRenderer(env.model, cfg.camera, *_tile_size(cfg)) for _ in range(cfg.num_envs)],
-                    Mp4Writer(out, *_tiled(cfg), 1.0 / (every * env.dt)),
+        renderers = [FrameRenderer(env.model, cfg.camera, *_tile_size(cfg)) for _ in range(cfg.num_envs)]  # camera= checked
+        out = output_path(cfg, run_dir / "videos" / f"play_{source.stem}.mp4")  # its folder made only now
+        clip = Clip(renderers, Mp4Writer(out, *_tiled(cfg), 1.0 / (every * env.dt)),
                     f"{env.cfg.name} | {source.name} (iteration {payload['iteration']})", every,
                     max(1, round(cfg.duration / env.dt)), cfg.command)  # fmt: skip
         try:
@@ -257,7 +257,6 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
         finally:
             loop.close()
             referee.close()
-    out = output_path(cfg, Path.cwd() / f"{bundle_dir.resolve().name}_play.mp4")
     model = robot.model
     period = policy.bundle.control_period_s
     every = max(1, round(1.0 / (cfg.fps * period)))
@@ -272,7 +271,8 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
             raise UserError("command=: the bundle's task has no command")
         cfg.command.check_width(len(inputs[name]), name)
         inputs = {name: np.asarray(cfg.command.at(0.0), dtype=np.float32)}
-    renderer = FrameRenderer(model, cfg.camera, cfg.width, cfg.height)
+    renderer = FrameRenderer(model, cfg.camera, cfg.width, cfg.height)  # camera= checked before a folder is made
+    out = output_path(cfg, Path.cwd() / f"{bundle_dir.resolve().name}_play.mp4")
     writer = Mp4Writer(out, cfg.width, cfg.height, 1.0 / (every * period))
     qpos, qvel = referee.initial_state()
     robot.reset(qpos, qvel)

@@ -207,6 +207,8 @@ def open_sim(bundle_dir: Path, realtime: bool = False, timestep: float | None = 
                         "from robolearn import ... robot=<model.xml> [task=<robolearn task>])")  # fmt: skip
     robot = MujocoRobot(bundle_dir / meta["model_file"], timestep=timestep, integrator=integrator, realtime=realtime)
     referee = Referee(bundle_dir, meta["model_file"], seed, conditions)
+    if log is not None:  # everything checked: its folder is made now
+        log.parent.mkdir(parents=True, exist_ok=True)
     return policy, robot, referee, ControlLoop(policy, robot, Safety(), log=log)
 
 

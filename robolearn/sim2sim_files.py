@@ -5,19 +5,18 @@ is an earlier log, never inside a bundle). Checked before anything runs."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from robolearn.errors import UserError
-from robolearn.run_dir import bundle_holding, can_create_in
+from robolearn.run_dir import bundle_holding, check_writable
 from robolearn_deploy.control_loop import is_step_log
 
 
 def prepare_outputs(report: Path | None, log: Path | None) -> None:
     """Before anything runs: report= is a new file or an earlier sim2sim report (which it replaces),
     log= a new file or an earlier sim2sim log (which it appends to), outside any bundle; any other
-    file is the user's and stays. Neither a folder, nor both one file. Their folders are made here,
-    so that a path that cannot be written fails now, not after the episodes."""
+    file is the user's and stays. Neither a folder, nor both one file. Their folders are
+    checked here, so that a path that cannot be written fails now, not after the episodes."""
     if report is not None and log is not None and report.resolve() == log.resolve():
         raise UserError(f"report={report} and log={log} name the same file; valid: two different files (the report is one "
                         "JSON document, the log one JSON line per step)")  # fmt: skip
@@ -32,7 +31,7 @@ def prepare_outputs(report: Path | None, log: Path | None) -> None:
     if log is not None:
         check_log(log)
     for name, path in outputs:
-        _make_folder(name, path)
+        _check_folder(name, path)
 
 
 def check_log(log: Path) -> None:
@@ -55,14 +54,10 @@ def refuse_in_bundle(name: str, path: Path, bundle: Path | None = None) -> None:
         raise UserError(f"{name}={path} is inside the bundle {holder}; valid: a file outside it (e.g. {name}={example})")
 
 
-def _make_folder(name: str, path: Path) -> None:
-    """The folder of report= or log=, made now and checked writable."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"{name}={path}: cannot make its folder ({exc.strerror})") from None
-    if not os.access(path.parent, os.W_OK) or not can_create_in(path.parent):
-        raise UserError(f"{name}={path}: {path.parent} is not writable (permission denied or a read-only file system)")
+def _check_folder(name: str, path: Path) -> None:
+    """The folder of report= or log= can be made and written (it is made when the file is written:
+    a command that fails before leaves no folder behind)."""
+    check_writable(path, name)
 
 
 def _is_report(path: Path) -> bool:
@@ -74,6 +69,7 @@ def _is_report(path: Path) -> bool:
 
 
 def write_report(result: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(result, indent=2) + "\n")
     tmp.replace(path)

@@ -289,6 +289,8 @@ CASES: list[Case] = [
     cli("play_elevation_past_vertical", "play", "run={ws}/run", "elevation=100", expect=("elevation=100.0 is out of range", "-90..90")),
     cli("play_too_many_envs", "play", "run={ws}/run", "num_envs=100", expect=("num_envs=100 is out of range", "1..16")),
     cli("play_unknown_camera", "play", "run={ws}/run", "camera=drone", expect=("camera=drone is not a camera", "track, fixed, free")),
+    cli("play_video_option_in_web_mode", "play", "run={ws}/run", "mode=web", "out={ws}/w.mp4", expect=("out= is not used in mode=web", "port=")),
+    cli("play_port_in_video_mode", "play", "run={ws}/run", "port=8081", expect=("port= is not used in mode=video",)),
     cli("play_command_not_numbers", "play", "run={ws}/run", "command=fast", expect=("command=fast is not a list of finite numbers",)),
     cli("play_command_on_a_task_without", "play", "run={ws}/run", "command=[1,0]", expect=("has no command",)),
     cli("play_command_schedule_backwards", "play", "run={ws}/run", "command=[[1,0],[0,1]]", expect=("times must be >= 0 and rise strictly",)),
