@@ -355,8 +355,7 @@ def _error_message(exc: Exception, rest: list[str]) -> str | None:
         where = str(exc.filename or "")
         longest = max(where.split(os.sep), key=len, default="")
         return (f"a file name is too long for the file system: {longest[:40]}... ({len(longest.encode())} bytes); "
-                f"valid: at most {os.pathconf('/', 'PC_NAME_MAX') if hasattr(os, 'pathconf') else 255} bytes per "
-                "folder or file name")  # fmt: skip
+                "valid: at most 255 bytes per folder or file name on most file systems")  # fmt: skip
     return hydra_error_message(exc, rest, _compose_choices)
 
 
