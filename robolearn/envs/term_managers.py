@@ -28,6 +28,18 @@ def _check_output(manager: ManagerBase, term: Term, dtype: torch.dtype | None) -
         raise UserError(f"{kind} term '{term.name}' ({term.source}) must return {want}, got {got}")
 
 
+def _call_terms(manager: ManagerBase) -> list:
+    """Each plain term's value this step (manager._calls: (function, params)), a term that raises
+    named with its task."""
+    env, values = manager._env, []
+    try:
+        for k, (func, params) in enumerate(manager._calls):
+            values.append(func(env, **params))
+    except Exception as exc:
+        raise manager.term_error(manager.terms[k], exc) from exc
+    return values
+
+
 def _stack(manager: ManagerBase, values: list, out: torch.Tensor) -> None:
     """out[k] = values[k] for each term in one operation (one kernel, not one copy per term), after
     checking on the host that every value fits: a class term's, unchecked at build, is named here."""
@@ -66,12 +78,7 @@ class RewardManager(ManagerBase):
     def compute(self, health=None) -> torch.Tensor:
         """The step's reward [N]. `health` (envs/health.py) zeroes the terms of invalid envs and
         marks those whose terms are not finite, before anything is summed."""
-        env, values = self._env, []
-        try:
-            for k, (func, params) in enumerate(self._calls):
-                values.append(func(env, **params))
-        except Exception as exc:
-            raise self.term_error(self.terms[k], exc) from exc
+        values = _call_terms(self)
         _stack(self, values, self.values)
         if health is not None:
             health.check_rewards(self.values)
@@ -102,12 +109,7 @@ class TerminationManager(ManagerBase):
             _check_output(self, term, torch.bool)
 
     def compute(self) -> torch.Tensor:
-        env, values = self._env, []
-        try:
-            for k, (func, params) in enumerate(self._calls):
-                values.append(func(env, **params))
-        except Exception as exc:
-            raise self.term_error(self.terms[k], exc) from exc
+        values = _call_terms(self)
         _stack(self, values, self.fired)
         torch.any(self.fired, dim=0, out=self.terminated)
         return self.terminated
@@ -161,12 +163,7 @@ class MetricManager(ManagerBase):
     def after_physics(self) -> None:
         if not self.enabled:
             return
-        env, values = self._env, []
-        try:
-            for k, (func, params) in enumerate(self._calls):
-                values.append(func(env, **params))
-        except Exception as exc:
-            raise self.term_error(self.terms[k], exc) from exc
+        env, values = self._env, _call_terms(self)
         _stack(self, values, self.values)  # a class metric's value, unchecked at build, is checked here
         if self._tracks_distance:
             torch.linalg.vector_norm(root_pos_w(env)[:, :2] - self._root_before, dim=1, out=self.distance)
