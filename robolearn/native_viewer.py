@@ -5,9 +5,12 @@ The camera follows the robot; space pauses and resumes, backspace starts a new e
 
 from __future__ import annotations
 
+import os
+import re
 import time
 
 from robolearn.command_script import CommandScript
+from robolearn.errors import UserError, one_line
 from robolearn.play_markers import Marks
 from robolearn.render import set_state
 
@@ -27,6 +30,25 @@ class ViewerKeys:
             self.paused = not self.paused
         elif key == self.BACKSPACE:
             self.reset = True
+
+
+def check_display() -> None:
+    """One line where the display DISPLAY (or WAYLAND_DISPLAY) names does not open: MuJoCo's viewer
+    printed GLFW's errors, wrote MUJOCO_LOG.TXT into the working folder and ended the process."""
+    import glfw
+
+    named = "DISPLAY" if os.environ.get("DISPLAY") else "WAYLAND_DISPLAY"
+    reporting, glfw.ERROR_REPORTING = glfw.ERROR_REPORTING, "raise"
+    try:
+        if not glfw.init():
+            raise RuntimeError("glfwInit failed")
+    except Exception as exc:
+        reason = re.sub(r"^\(\d+\) b?'(.*)'$", r"\1", one_line(exc))  # GLFW's "(65550) b'X11: ...'"
+        raise UserError(f"mode=viewer cannot open the display {named}={os.environ.get(named)} ({reason}); use "
+                        "mode=video for an mp4, or set DISPLAY to a display that is running") from None  # fmt: skip
+    finally:
+        glfw.ERROR_REPORTING = reporting
+    glfw.terminate()
 
 
 def view_run(env, actor_critic, script: CommandScript | None) -> None:

@@ -35,6 +35,8 @@ from robolearn.run_dir import check_writable
 MODES = ("video", "viewer", "web")
 MAX_DURATION_S = 3600.0
 MAX_FPS = 240.0
+MAX_DISTANCE_M = 1000.0
+"""The farthest a camera stands from the robot (beyond, a robot is a pixel or none)."""
 END_NOTE_S = 1.0
 """How long an 'episode ended' line stays on the overlay."""
 
@@ -61,11 +63,15 @@ class PlayCfg:
             raise UserError(f"duration={self.duration} is out of range; valid: 0 < duration <= {MAX_DURATION_S:g} (seconds)")
         if not 1 <= self.fps <= MAX_FPS:
             raise UserError(f"fps={self.fps} is out of range; valid: 1..{MAX_FPS:g} (frames a second)")
+        if self.mode == "video" and self.duration * self.fps < 2:  # one frame is a still, and some players refuse it
+            raise UserError(f"duration={self.duration:g} at fps={self.fps:g} makes fewer than 2 frames; valid: "
+                            f"duration >= {2 / self.fps:g} s at fps={self.fps:g} (2 frames)")  # fmt: skip
         if self.seed < 0:
             raise UserError(f"seed={self.seed} is out of range; valid: an integer >= 0")
         cam = self.camera
-        if cam.distance is not None and not 0 < cam.distance < math.inf:
-            raise UserError(f"distance={cam.distance} is out of range; valid: > 0 (metres), or auto")
+        if cam.distance is not None and not 0 < cam.distance <= MAX_DISTANCE_M:
+            raise UserError(f"distance={cam.distance} is out of range; valid: 0 < distance <= {MAX_DISTANCE_M:g} "
+                            "(metres), or auto")  # fmt: skip
         if not -90 <= cam.elevation <= 90:
             raise UserError(f"elevation={cam.elevation} is out of range; valid: -90..90 (degrees)")
         if not math.isfinite(cam.azimuth):
@@ -78,6 +84,10 @@ class PlayCfg:
         if self.mode == "viewer" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             raise UserError("mode=viewer needs a display (neither DISPLAY nor WAYLAND_DISPLAY is set); "
                             "use mode=video for an mp4, or run it where there is a screen")  # fmt: skip
+        if self.mode == "viewer":
+            from robolearn.native_viewer import check_display
+
+            check_display()
         if self.mode == "web":
             from robolearn.web_viewer import check_port, import_viser
 

@@ -91,6 +91,19 @@ def fit_distance(model: mujoco.MjModel) -> float:
     return max(1.0, 3.0 * robot_size(model))
 
 
+def set_depth_range(model: mujoco.MjModel, distance: float) -> None:
+    """Move the far plane out for a camera `distance` metres from the robot beyond what MuJoCo's
+    default (50x the model's extent) frames: past it the frame was black (distance=100 on the
+    quadruped), and an infinite floor plane ends well before it. 40x the distance draws the floor to
+    the horizon; the near plane moves out with it (1 % of the distance) to keep the depth buffer's
+    precision. A default framing (fit_distance) is left as it was."""
+    extent = max(float(model.stat.extent), 1e-3)
+    if distance <= 0.1 * model.vis.map.zfar * extent:
+        return
+    model.vis.map.zfar = 40.0 * distance / extent
+    model.vis.map.znear = max(float(model.vis.map.znear), 0.01 * distance / extent)
+
+
 class FrameRenderer:
     def __init__(self, model: mujoco.MjModel, camera: CameraCfg, width: int = 640, height: int = 480,
                  fast: bool = False):  # fmt: skip
@@ -105,6 +118,8 @@ class FrameRenderer:
         model.vis.global_.offheight = max(model.vis.global_.offheight, height)
         if fast:
             model.vis.quality.offsamples = 0
+        distance = camera.distance if camera.distance is not None else fit_distance(model)
+        set_depth_range(model, distance)  # before the GL context: it sizes an infinite plane's drawing by it
         try:
             self.renderer = mujoco.Renderer(model, height, width)
         except Exception as exc:  # no EGL/OSMesa, no GL library
@@ -116,7 +131,7 @@ class FrameRenderer:
             self.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
         self.model, self.width, self.height = model, width, height
         self.camera = mujoco.MjvCamera()
-        self.camera.distance = camera.distance if camera.distance is not None else fit_distance(model)
+        self.camera.distance = distance
         self.camera.elevation, self.camera.azimuth = camera.elevation, camera.azimuth
         self.camera.lookat[:] = camera.lookat
         self.mode = camera.mode

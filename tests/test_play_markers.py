@@ -131,3 +131,21 @@ def test_a_robot_of_collision_geoms_alone_is_drawn(group):
         renderer.close()
     red = (image[..., 0] > 120) & (image[..., 1] < 60) & (image[..., 2] < 60)
     assert red.sum() > 200, red.sum()
+
+
+def test_a_camera_far_beyond_the_models_far_plane_still_sees_the_robot():
+    """distance=100 on a 0.6 m robot: MuJoCo's far plane (50x the model's extent, ~40 m here) cut
+    everything away and the video was black; the renderer moves it behind the robot."""
+    model = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><light pos="0 0 3"/>
+      <body name="robot" pos="0 0 0.5"><freejoint/><geom type="box" size="0.3 0.3 0.3" rgba="1 0 0 1"/>
+      </body></worldbody></mujoco>""")
+    assert model.vis.map.zfar * model.stat.extent < 100
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    renderer = FrameRenderer(model, CameraCfg(mode="fixed", distance=100.0, elevation=0.0), 640, 480)
+    try:
+        image = renderer.render(data).astype(int)
+    finally:
+        renderer.close()
+    red = (image[..., 0] > 120) & (image[..., 1] < 60) & (image[..., 2] < 60)
+    assert 4 <= red.sum() < 100, red.sum()  # a few pixels: 0.6 m seen from 100 m

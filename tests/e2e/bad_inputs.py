@@ -286,6 +286,8 @@ CASES: list[Case] = [
     cli("play_zero_fps", "play", "run={ws}/run", "fps=0", expect=("fps=0.0 is out of range",)),
     cli("play_endless_duration", "play", "run={ws}/run", "duration=inf", expect=("duration=inf is out of range", "<= 3600")),
     cli("play_negative_distance", "play", "run={ws}/run", "distance=-1", expect=("distance=-1.0 is out of range", "or auto")),
+    cli("play_camera_beyond_a_km", "play", "run={ws}/run", "distance=5000", expect=("distance=5000.0 is out of range", "<= 1000")),
+    cli("play_fewer_than_two_frames", "play", "run={ws}/run", "fps=1", "duration=0.5", expect=("makes fewer than 2 frames", "duration >= 2 s")),
     cli("play_elevation_past_vertical", "play", "run={ws}/run", "elevation=100", expect=("elevation=100.0 is out of range", "-90..90")),
     cli("play_too_many_envs", "play", "run={ws}/run", "num_envs=100", expect=("num_envs=100 is out of range", "1..16")),
     cli("play_unknown_camera", "play", "run={ws}/run", "camera=drone", expect=("camera=drone is not a camera", "track, fixed, free")),

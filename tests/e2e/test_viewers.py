@@ -125,6 +125,10 @@ def test_mistakes_around_the_viewers_are_one_line(trained_cartpole, tmp_path):
     result = subprocess.run([sys.executable, "-m", "robolearn.cli", "play", f"run={run_dir}", "mode=viewer"],
                             cwd=tmp_path, capture_output=True, text=True, env=no_display, timeout=120)  # fmt: skip
     one_line_error(result, "mode=viewer needs a display", "mode=video")
+    number = next(n for n in range(300, 400) if not os.path.exists(f"/tmp/.X11-unix/X{n}"))
+    result = subprocess.run([sys.executable, "-m", "robolearn.cli", "play", f"run={run_dir}", "mode=viewer"], cwd=tmp_path,
+                            capture_output=True, text=True, env={**no_display, "DISPLAY": f":{number}"}, timeout=120)  # fmt: skip
+    one_line_error(result, f"mode=viewer cannot open the display DISPLAY=:{number}", "mode=video")  # no GLFW lines, no log file
     for backend, expected in (("disabled", "cannot render offscreen with MUJOCO_GL=disabled"),  # no GL at all
                               ("nonsense", "cannot load MuJoCo with MUJOCO_GL=nonsense")):  # fmt: skip
         result = subprocess.run([sys.executable, "-m", "robolearn.cli", "play", f"run={run_dir}", "out=clip.mp4"], cwd=tmp_path,
