@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import warnings
+from contextlib import nullcontext
 
 from robolearn.cli_args import bundle_path, flag, flags, key_values, number, optional_path
 from robolearn.hydra_errors import hydra_error_message
@@ -307,13 +308,16 @@ def main(argv: list[str] | None = None) -> int:
             print(usage(), end="")
         return 0
     from robolearn.errors import UserError
-    from robolearn.interrupts import Interrupted
+    from robolearn.interrupts import Interrupted, Terminated, terminate_raises
 
     if not getattr(warnings.showwarning, "once_per_text", False):  # main() may run again in one process
         warnings.showwarning = _once_per_text(warnings.showwarning)
     try:
         import_mujoco()
-        return VERBS[verb](rest)
+        # train and tune stop on SIGTERM at an iteration boundary (interrupts.stop_on_signals); the other
+        # verbs stop where they are, their cleanup run
+        with nullcontext() if verb in ("train", "tune") else terminate_raises():
+            return VERBS[verb](rest)
     except UserError as exc:
         message = rank_prefix() + str(exc)
     except BrokenPipeError:  # `robolearn list | head`: the reader left; flushing at exit would fail again
@@ -325,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return _stopped(verb)
+    except Terminated:
+        return _stopped(verb, signal.SIGTERM)
     except Exception as exc:
         if _interrupted(exc):
             return _stopped(verb)
@@ -366,15 +372,18 @@ def _compose_choices(choices: list[str]):
     return compose_train(choices)
 
 
-def _stopped(verb: str) -> int:
-    """Ctrl-C outside a training iteration: one line, exit 130."""
+def _stopped(verb: str, signum: int = signal.SIGINT) -> int:
+    """Ctrl-C outside a training iteration, or SIGTERM in a verb other than train/tune: one line,
+    exit 130 (143)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a further Ctrl-C must not break the exit (JAX's atexit)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if verb == "train":
         print(f"robolearn {verb}: stopped at once (a second signal, or outside training); only checkpoints "
               f"written before can be resumed", file=sys.stderr)  # fmt: skip
     else:
-        print(f"robolearn {verb}: stopped (Ctrl+C)", file=sys.stderr)
-    return 130
+        how = "Ctrl+C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(f"robolearn {verb}: stopped ({how})", file=sys.stderr)
+    return 128 + signum
 
 
 if __name__ == "__main__":

@@ -49,6 +49,33 @@ class Interrupted(BaseException):
         return f"stopped by {name} after iteration {self.iteration}, checkpoint {self.checkpoint}; continue with: {how}"
 
 
+class Terminated(BaseException):
+    """SIGTERM outside training (terminate_raises): raised where the program is, so its cleanup runs
+    (play removes a half-written video, export rolls the earlier bundle back) before exit 143."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def terminate_raises():
+    """SIGTERM raises Terminated in the block instead of ending the process where it is, which left
+    a truncated mp4 or a half-moved bundle behind (main thread only; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum, frame):
+        raise Terminated(signum)
+
+    saved = signal.signal(signal.SIGTERM, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+
+
 class StopRequest:
     """The first signal sets `signum`; the second raises KeyboardInterrupt where the program is."""
 

@@ -199,8 +199,8 @@ def show_geom_groups(scene, model) -> None:
 
 @contextlib.contextmanager
 def _ctrl_c_stops():
-    """Ctrl+C (SIGINT) sets the event the loop checks each tick, so it never lands inside a viser
-    call that holds a lock (which then left server.stop() waiting forever); a second Ctrl+C
+    """Ctrl+C (SIGINT) or SIGTERM sets the event the loop checks each tick, so it never lands inside
+    a viser call that holds a lock (which then left server.stop() waiting forever); a second one
     interrupts at once, as usual."""
     stop = threading.Event()
 
@@ -209,11 +209,12 @@ def _ctrl_c_stops():
             raise KeyboardInterrupt
         stop.set()
 
-    previous = signal.signal(signal.SIGINT, request_stop)
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 class TargetMarks:

@@ -1,8 +1,13 @@
 """`robolearn play`: the mp4 decodes, has the frames asked for, shows the robot, and the robot moves."""
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from .conftest import robolearn
 
@@ -62,3 +67,26 @@ def test_a_bundle_plays_through_the_deploy_runtime_with_a_scripted_command(tmp_p
     images, meta = frames(out)
     assert len(images) == 50 and meta["size"] == (640, 480)
     assert_shows_a_moving_robot(images)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_recording_leaves_no_half_written_video(trained_cartpole, tmp_path, sig):
+    """Ctrl+C, or SIGTERM (a job's time limit), while a clip is written: one line, exit 130 (143),
+    and no truncated mp4 (SIGTERM ended the process where it was, leaving one that does not play)."""
+    run_dir, _ = trained_cartpole
+    out = tmp_path / "long.mp4"
+    proc = subprocess.Popen([sys.executable, "-m", "robolearn.cli", "play", f"run={run_dir}", "duration=600",
+                             f"out={out}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.exists() and out.stat().st_size > 0) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert out.exists() and proc.poll() is None, proc.communicate()
+        time.sleep(1.0)  # frames are being written
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    name = "Ctrl+C" if sig == signal.SIGINT else "SIGTERM"
+    assert proc.returncode == 128 + sig and stderr.strip().splitlines()[-1] == f"robolearn play: stopped ({name})", stderr
+    assert not out.exists()
