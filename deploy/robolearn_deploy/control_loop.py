@@ -215,7 +215,7 @@ class ControlLoop:
         return None
 
     def _policy_step(self, state: RobotState) -> tuple[np.ndarray | None, JointCommand | None, str | None]:
-        self.observations.build(state)  # straight into the policy's input buffer
+        self.observations.build(state, checked=True)  # straight into the policy's input buffer; step() checked it
         action = self.policy.act()
         if not math.isfinite(action @ action):  # NaN or inf anywhere (or an absurd ~1e19 action)
             return None, None, "policy output is not finite (NaN or inf)"

@@ -314,6 +314,8 @@ class ObservationBuilder:
         """Why `state` cannot be turned into an observation (None if it can): joint arrays of the
         wrong length, a signal missing or of the wrong size. Values are judged elsewhere."""
         n = self._num_joints
+        if not isinstance(state, RobotState) and not hasattr(state, "joint_pos"):
+            return f"reading is {type(state).__name__}, not a RobotState(joint_pos, joint_vel, signals)"
         for field in ("joint_pos", "joint_vel"):
             value = getattr(state, field, None)
             if not isinstance(value, np.ndarray) or value.shape != (n,):
@@ -329,9 +331,14 @@ class ObservationBuilder:
                 return f"reading's signal {name!r} has {np.size(signals[name])} values, the policy needs {width}"
         return None
 
-    def build(self, state: RobotState) -> np.ndarray:
+    def build(self, state: RobotState, checked: bool = False) -> np.ndarray:
         """The policy input for `state` (a view of one buffer, overwritten by the next call).
-        Each call is one control step: history terms move on by one value."""
+        Each call is one control step: history terms move on by one value. A reading it cannot
+        use (check_reading: not a RobotState, arrays of the wrong length, a signal missing) is a
+        DeployError saying why, the histories left where they were; `checked`: the caller has
+        checked it (the ControlLoop does, every tick)."""
+        if not checked and (problem := self.check_reading(state)):
+            raise DeployError(f"cannot build an observation: {problem}")
         current = self._current
         for write, out in self._views:
             write(state, self.last_action, out)

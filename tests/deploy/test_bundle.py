@@ -169,6 +169,14 @@ def test_a_sensor_term_needs_its_sensors_described(cartpole_bundle):
     assert builder.signals == {"cart_sensor": 1}
     state = RobotState(np.zeros(2), np.zeros(2), {"cart_sensor": np.array([0.25])})
     assert builder.build(state)[0] == 0.25
+    before = builder.build(state).copy()
+    three = RobotState(np.zeros(3), np.zeros(2), {"cart_sensor": np.array([0.25])})  # a joint too many
+    for bad, why in ((None, "reading is NoneType, not a RobotState"),
+                     (three, "reading's joint_pos has shape \\(3,\\), the robot has 2"),
+                     (RobotState(np.zeros(2), np.zeros(2)), "reading lacks signal 'cart_sensor'")):  # fmt: skip
+        with pytest.raises(DeployError, match=f"^cannot build an observation: {why}"):
+            builder.build(bad)
+    np.testing.assert_array_equal(builder.build(state), before)
 
 
 def files_of(folder):
