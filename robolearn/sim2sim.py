@@ -26,6 +26,7 @@ from robolearn.config_task import TaskCfg
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError, one_line
 from robolearn.evaluate import MAX_EVAL_EPISODES, summarize_metrics
+from robolearn.progress import EvalProgress
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, get_task
 from robolearn.envs.env_state import check_conditions
 from robolearn.sim2sim_conditions import EpisodeConditions
@@ -222,7 +223,11 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
     policy, robot, referee, loop = open_sim(bundle_dir, realtime, timestep, integrator, engine, seed, log, conditions)
     meta = policy.bundle.meta
     try:
-        runs = [run_episode(loop, robot, referee, referee.env.max_episode_length) for _ in range(episodes)]
+        runs = []
+        with EvalProgress("sim2sim", episodes, None, unit="episodes") as shown:  # one after another: hours for 65,536
+            for done in range(1, episodes + 1):
+                runs.append(run_episode(loop, robot, referee, referee.env.max_episode_length))
+                shown.update(done)
     finally:
         loop.close()
         referee.close()

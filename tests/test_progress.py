@@ -10,7 +10,8 @@ from rich.console import Console
 from robolearn.evaluate import ALL_ENDED_EVERY, evaluate
 from robolearn.progress import EvalProgress
 
-LINE = re.compile(r"^evaluating: (\d+)% \((\d+)/500 steps\), (\d+)/4 episodes ended, \d+:\d\d:\d\d elapsed$")
+LINE = re.compile(r"^evaluating: (\d+)% \((\d+)/500 steps\), (\d+)/4 episodes ended, \d+:\d\d:\d\d elapsed"
+                  r"(, ~\d+:\d\d:\d\d left)?$")
 
 
 def zero_policy(env):
@@ -78,3 +79,31 @@ def test_the_episode_count_is_read_only_at_checkpoints():
     assert 1 <= ended.reads <= 3  # the last step, and at most every 0.25 s before it
     screen = terminal.file.getvalue()
     assert "1000/1000" in screen and "8/8 episodes ended" in screen
+
+
+def test_a_long_evaluation_in_a_log_says_how_far_it_is_every_minute_with_the_time_left(monkeypatch):
+    """65,536 quadruped episodes on a CPU take hours: a line a minute between the quarters, with the
+    time left at the pace so far; sim2sim counts its episodes (one after another) the same way."""
+    clock = [0.0]
+    monkeypatch.setattr("robolearn.progress.time.monotonic", lambda: clock[0])
+    plain = Console(file=io.StringIO(), force_terminal=False, width=200)
+    with EvalProgress("evaluating", 1000, 8, console=plain) as shown:
+        for step in range(1, 101):
+            clock[0] = 1.5 * step  # 1.5 s a step: 100 steps in 150 s
+            shown.update(step, torch.zeros(8, dtype=torch.bool))
+    assert plain.file.getvalue().splitlines() == [
+        "evaluating: 4% (40/1000 steps), 0/8 episodes ended, 0:01:00 elapsed, ~0:24:00 left",
+        "evaluating: 8% (80/1000 steps), 0/8 episodes ended, 0:02:00 elapsed, ~0:23:00 left",
+    ]
+    clock[0] = 0.0
+    plain = Console(file=io.StringIO(), force_terminal=False, width=200)
+    with EvalProgress("sim2sim", 4, None, console=plain, unit="episodes") as shown:
+        for done in range(1, 5):
+            clock[0] = 10.0 * done
+            shown.update(done)
+    assert plain.file.getvalue().splitlines() == [
+        "sim2sim: 25% (1/4 episodes), 0:00:10 elapsed, ~0:00:30 left",
+        "sim2sim: 50% (2/4 episodes), 0:00:20 elapsed, ~0:00:20 left",
+        "sim2sim: 75% (3/4 episodes), 0:00:30 elapsed, ~0:00:10 left",
+        "sim2sim: 100% (4/4 episodes), 0:00:40 elapsed",
+    ]
