@@ -32,6 +32,7 @@ from robolearn.objective import Objective, check_objective
 from robolearn.physics import learner_device, resolve_placement
 from robolearn.registry import get_task
 from robolearn.rl.models import Controller
+from robolearn.rl.ppo import amp_note
 from robolearn.rl.runner import OnPolicyRunner
 from robolearn.run_dir import refuse_existing_run
 
@@ -238,6 +239,8 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
         note = clips.schedule_note(cfg.runner.max_iterations)
         if note:
             print(f"note: {note}", flush=True)
+    if note := amp_note(cfg.algo.amp, device):
+        print(f"note: {note}", flush=True)
     logger = RunLogger(run_dir, cfg.runner.max_iterations, runner.iteration, cfg.runner.progress, sinks, clips)
     try:
         export = cfg.runner.export_onnx and _exportable(env)

@@ -395,6 +395,18 @@ def test_a_transition_marked_invalid_has_no_part_in_the_update():
         assert clean.metrics[key] == pytest.approx(dirty.metrics[key], rel=1e-5, abs=1e-7), key
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_on_a_cpu_that_emulates_it_is_said_at_start(monkeypatch, native):
+    """A CPU without native bfloat16 runs algo.amp=bf16's update ~8x slower (the AMD EPYC VM):
+    one note at start, nothing where the CPU has it, nothing for float32 or a GPU."""
+    from robolearn.rl.ppo import amp_note
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: native)
+    note = amp_note("bf16", torch.device("cpu"))
+    assert (note is None) if native else note.startswith("algo.amp=bf16 on a CPU without native bfloat16")
+    assert amp_note(None, torch.device("cpu")) is None and amp_note("bf16", torch.device("cuda")) is None
+
+
 def test_bf16_update_learns_the_bandit_and_stays_close_to_float32():
     """algo.amp=bf16: the networks' matrix products in bfloat16 (8-bit mantissa), everything the
     optimizer keeps in float32. One update moves the weights almost as float32 does, and the policy
