@@ -23,6 +23,33 @@ from robolearn.paths import assets_dir
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 
+SLOWEST_FILES = (
+    "e2e/test_bad_inputs.py", "e2e/test_memory_task.py", "e2e/test_tune.py", "e2e/test_new_task.py",
+    "envs/test_determinism_probe.py", "envs/test_every_task.py", "tasks/test_arm_pose.py", "e2e/test_train_cli.py",
+    "envs/test_env_compile.py", "distributed/test_torchrun.py", "e2e/test_viewers.py", "e2e/test_new_task_learns.py",
+)  # fmt: skip
+"""The test files that take longest, longest first (from a fresh-clone run's --durations, 2-core VM,
+2026-11-29). pytest -n auto --dist loadfile hands each worker one file at a time, in collection
+order (pytest_configure turns off xdist's own order, most tests first, which left the memory task's
+single 6-minute test to run alone at the end); starting with these, the workers end together."""
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's --no-loadscope-reorder
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).resolve().parent
+    rank = {name: k for k, name in enumerate(SLOWEST_FILES)}
+
+    def file_rank(item) -> int:
+        path = Path(item.path).resolve()
+        return rank.get(path.relative_to(here).as_posix(), len(rank)) if path.is_relative_to(here) else len(rank)
+
+    items.sort(key=file_rank)  # stable: every other file keeps its place
+
+
 FAKES = Path(__file__).resolve().parent / "fakes"
 """Stand-ins for tensorrt and cuda-python (tests/fakes/README.md)."""
 
