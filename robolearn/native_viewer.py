@@ -11,6 +11,7 @@ import time
 
 from robolearn.command_script import CommandScript
 from robolearn.errors import UserError, one_line
+from robolearn.interrupts import sigterm_ends_at_once
 from robolearn.play_markers import Marks
 from robolearn.render import set_state
 
@@ -65,7 +66,8 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
     policy = Controller(actor_critic, env.num_envs, env.device)
     keys = ViewerKeys()
     marks = Marks(env)
-    with mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, torch.inference_mode():
+    with sigterm_ends_at_once(), mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, \
+            torch.inference_mode():  # fmt: skip
         aim(viewer, env.model)
         obs = env.reset(spread_timeouts=False)
         started = time.perf_counter()
@@ -130,7 +132,7 @@ def view_bundle(robot, referee, loop) -> None:
     robot.reset(qpos, qvel)
     robot.inputs = referee.commands()
     keys = ViewerKeys()
-    with mujoco.viewer.launch_passive(robot.model, robot.data, key_callback=keys) as viewer:
+    with sigterm_ends_at_once(), mujoco.viewer.launch_passive(robot.model, robot.data, key_callback=keys) as viewer:
         aim(viewer, robot.model)
         loop.reset()
 

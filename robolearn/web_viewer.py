@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import signal
 import socket
 import threading
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from robolearn.errors import UserError
+from robolearn.interrupts import signals_set_event
 
 DRAW_HZ = 30.0
 """How often the 3D scene is sent to the page."""
@@ -176,7 +176,7 @@ def serve(run_dir: Path, checkpoint_file: Path | None, num_envs: int, host: str,
         print(f"serving {env.cfg.name} ({live.source.name}, iteration {live.iteration}) at {url}; "
               "open it in a browser (from another machine: ssh -L "
               f"{port}:localhost:{port} <this host>); Ctrl+C stops", flush=True)  # fmt: skip
-        with _ctrl_c_stops() as stop:
+        with signals_set_event() as stop:
             _loop(live, scene, panel, data, duration, stop, TargetMarks(server, env))
         if stop.is_set():
             print("stopped the viewer", flush=True)
@@ -195,26 +195,6 @@ def show_geom_groups(scene, model) -> None:
     if groups != list(scene.geom_groups_visible):
         scene.geom_groups_visible = groups
         scene.rebuild_visual_handles()  # mjviser sets a handle's visibility when it makes it
-
-
-@contextlib.contextmanager
-def _ctrl_c_stops():
-    """Ctrl+C (SIGINT) or SIGTERM sets the event the loop checks each tick, so it never lands inside
-    a viser call that holds a lock (which then left server.stop() waiting forever); a second one
-    interrupts at once, as usual."""
-    stop = threading.Event()
-
-    def request_stop(signum, frame):
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-
-    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 class TargetMarks:

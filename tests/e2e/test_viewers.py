@@ -162,6 +162,10 @@ def test_the_native_viewer_draws_the_robot_on_a_display(trained_cartpole, tmp_pa
             if seen > 150:
                 break
         assert seen > 150, f"the viewer did not draw the robot ({seen} pixels)"
+        viewer.terminate()  # SIGTERM ends the viewer at once (MuJoCo's own close is not safe from a signal)
+        _, stderr = viewer.communicate(timeout=30)
+        assert viewer.returncode == -signal.SIGTERM, stderr[-2000:]
+        viewer = None
     finally:
         if viewer is not None:
             viewer.terminate()
