@@ -40,11 +40,20 @@ def gib(n: float) -> str:
     return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} kB"
 
 
+class NotEnoughMemory(UserError):
+    """require()'s refusal, with the numbers, for a caller whose user set the size another way (eval's
+    episodes= is its env.num_envs)."""
+
+    def __init__(self, need: int, free: int, what: str, fix: str):
+        self.need, self.free = need, free
+        super().__init__(f"{what} needs ~{gib(need)} of memory, {gib(free)} free: {fix}")
+
+
 def require(need: int, what: str, fix: str) -> None:
-    """Raise a UserError if `need` bytes would not fit in the free host memory."""
+    """Raise NotEnoughMemory (a UserError) if `need` bytes would not fit in the free host memory."""
     free = available_bytes()
     if need > HEADROOM * free:
-        raise UserError(f"{what} needs ~{gib(need)} of memory, {gib(free)} free: {fix}")
+        raise NotEnoughMemory(need, free, what, fix)
 
 
 def env_bytes(model: mujoco.MjModel, num_envs: int) -> int:

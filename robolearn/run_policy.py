@@ -20,6 +20,7 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.envs.env_state import check_conditions, load_conditions
 from robolearn.errors import UserError, one_line
 from robolearn.evaluate import MAX_EVAL_EPISODES
+from robolearn.memory import NotEnoughMemory, gib
 from robolearn.rl.models import ActorCritic, Controller
 from robolearn.run_dir import check_writable
 
@@ -121,7 +122,11 @@ def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = N
     if checkpoint_file is not None:
         checkpoint.refuse_another_runs(run_dir, checkpoint.named(run_dir, checkpoint_file), "eval writes its eval.json",
                                        "eval run={owner} checkpoint={name}")
-    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes, conditions)
+    try:
+        env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, episodes, conditions)
+    except NotEnoughMemory as exc:  # it says env.num_envs: here the episodes set it
+        raise UserError(f"episodes={episodes} (one environment each) needs ~{gib(exc.need)} of memory, {gib(exc.free)} "
+                        "free: lower episodes=") from None  # fmt: skip
     try:
         metrics, _ = evaluate(env, Controller(actor_critic, env.num_envs, env.device))
     finally:

@@ -94,3 +94,18 @@ def test_bad_resume_and_corrupt_checkpoint_are_reported_and_nothing_is_lost(tmp_
     one_line_error(robolearn("train", f"resume={run}", "runner.max_iterations=2", cwd=tmp_path), "unreadable")
     one_line_error(robolearn("export", f"run={run}", cwd=tmp_path), "unreadable")
     assert snapshot(run) == before
+
+
+def test_eval_with_more_episodes_than_memory_names_episodes(trained_cartpole, monkeypatch):
+    """eval runs one environment per episode: where they do not fit, the line names episodes=, the
+    setting the user gave (the env's own check names env.num_envs), and no eval.json is written."""
+    from robolearn.errors import UserError
+    from robolearn.run_policy import eval_run
+
+    run_dir, _ = trained_cartpole
+    before = (run_dir / "eval.json").read_bytes() if (run_dir / "eval.json").exists() else None
+    monkeypatch.setattr("robolearn.memory.available_bytes", lambda: 2**20)  # 1 MiB free
+    with pytest.raises(UserError, match=r"^episodes=4096 \(one environment each\) needs ~\d+ MiB of memory, 1 MiB free: "
+                                        r"lower episodes=$"):  # fmt: skip
+        eval_run(run_dir, episodes=4096)
+    assert ((run_dir / "eval.json").read_bytes() if (run_dir / "eval.json").exists() else None) == before
