@@ -62,18 +62,11 @@ class Terminated(BaseException):
 def terminate_raises():
     """SIGTERM raises Terminated in the block instead of ending the process where it is, which left
     a truncated mp4 or a half-moved bundle behind (main thread only; elsewhere nothing changes)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
     def handle(signum, frame):
         raise Terminated(signum)
 
-    saved = signal.signal(signal.SIGTERM, handle)
-    try:
+    with _sigterm_handled_by(handle):
         yield
-    finally:
-        signal.signal(signal.SIGTERM, saved)
 
 
 @contextlib.contextmanager
@@ -104,10 +97,18 @@ def sigterm_ends_at_once():
     """SIGTERM ends the process where it is, inside terminate_raises too: for a block that writes
     nothing and whose own shutdown is not safe to run from a signal (MuJoCo's passive viewer, closed
     on SIGTERM under Xvfb, crashed or hung in 2 of 5 tries)."""
+    with _sigterm_handled_by(signal.SIG_DFL):
+        yield
+
+
+@contextlib.contextmanager
+def _sigterm_handled_by(handler):
+    """`handler` for SIGTERM in the block, the one before restored after (main thread only; elsewhere
+    nothing changes)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    saved = signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:

@@ -84,7 +84,7 @@ class PlayCfg:
         if self.mode == "viewer" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             raise UserError("mode=viewer needs a display (neither DISPLAY nor WAYLAND_DISPLAY is set); "
                             "use mode=video for an mp4, or run it where there is a screen")  # fmt: skip
-        if self.mode == "viewer":
+        if self.mode == "viewer":  # a display is named: does it open?
             from robolearn.native_viewer import check_display
 
             check_display()
