@@ -95,8 +95,9 @@ def signals_set_event():
 @contextlib.contextmanager
 def sigterm_ends_at_once():
     """SIGTERM ends the process where it is, inside terminate_raises too: for a block that writes
-    nothing and whose own shutdown is not safe to run from a signal (MuJoCo's passive viewer, closed
-    on SIGTERM under Xvfb, crashed or hung in 2 of 5 tries)."""
+    nothing, so has nothing to clean up (MuJoCo's passive viewer: closed from the exception it
+    crashed or hung in 2 of 5 tries under Xvfb, before native_viewer.passive_viewer waited for the
+    window's thread; Ctrl+C closes it through that wait)."""
     with _sigterm_handled_by(signal.SIG_DFL):
         yield
 

@@ -5,8 +5,10 @@ The camera follows the robot; space pauses and resumes, backspace starts a new e
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import threading
 import time
 
 from robolearn.command_script import CommandScript
@@ -52,12 +54,34 @@ def check_display() -> None:
     glfw.terminate()
 
 
+CLOSE_WAIT_S = 10.0
+"""How long leaving the viewer waits for its window's thread to end."""
+
+
+@contextlib.contextmanager
+def passive_viewer(model, data, keys: ViewerKeys):
+    """MuJoCo's passive viewer for the block, closed when the block ends (the window closed, Ctrl+C,
+    an error) and its window's thread waited for: that thread is a daemon, and one still drawing
+    while the interpreter shut down crashed the process (a segmentation fault after every close
+    under Xvfb, MuJoCo 4.0.0)."""
+    import mujoco.viewer
+
+    before = set(threading.enumerate())
+    viewer = mujoco.viewer.launch_passive(model, data, key_callback=keys)
+    window = [t for t in threading.enumerate() if t not in before]
+    try:
+        yield viewer
+    finally:
+        viewer.close()
+        for thread in window:
+            thread.join(timeout=CLOSE_WAIT_S)
+
+
 def view_run(env, actor_critic, script: CommandScript | None) -> None:
     """MuJoCo's viewer on env 0, live, at real time, until the window is closed (space: pause,
     backspace: reset). The viewer shows a copy of env 0's state, so a mouse push does not reach
     the simulation here; it does with bundle= (view_bundle)."""
     import mujoco
-    import mujoco.viewer
     import torch
 
     from robolearn.rl.models import Controller
@@ -66,8 +90,7 @@ def view_run(env, actor_critic, script: CommandScript | None) -> None:
     policy = Controller(actor_critic, env.num_envs, env.device)
     keys = ViewerKeys()
     marks = Marks(env)
-    with sigterm_ends_at_once(), mujoco.viewer.launch_passive(env.model, data, key_callback=keys) as viewer, \
-            torch.inference_mode():  # fmt: skip
+    with sigterm_ends_at_once(), passive_viewer(env.model, data, keys) as viewer, torch.inference_mode():
         aim(viewer, env.model)
         obs = env.reset(spread_timeouts=False)
         started = time.perf_counter()
@@ -126,13 +149,11 @@ def view_bundle(robot, referee, loop) -> None:
     """MuJoCo's viewer on the stand-in robot's own MjData, stepped in real time by the control loop:
     a mouse perturbation (double-click a body, ctrl + drag) pushes the robot the policy controls.
     Space pauses (the control loop waits), backspace starts a new episode."""
-    import mujoco.viewer
-
     qpos, qvel = referee.initial_state()
     robot.reset(qpos, qvel)
     robot.inputs = referee.commands()
     keys = ViewerKeys()
-    with sigterm_ends_at_once(), mujoco.viewer.launch_passive(robot.model, robot.data, key_callback=keys) as viewer:
+    with sigterm_ends_at_once(), passive_viewer(robot.model, robot.data, keys) as viewer:
         aim(viewer, robot.model)
         loop.reset()
 
