@@ -10,6 +10,8 @@ constants) and, named here by its full path, its model file, wherever that task 
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,6 +35,14 @@ class _TaskYamlLoader(yaml.CSafeLoader):
 
 
 _TaskYamlLoader.yaml_implicit_resolvers = get_yaml_loader().yaml_implicit_resolvers
+
+
+def yaml_string(text: str) -> str:
+    """`text` as a YAML scalar that a task YAML reads back as the same string: bare where it is a
+    plain name (`FL_hip`, `arm.joint_1`), quoted where YAML would read a name as something else
+    (`null`, `yes`, `on`, `1.5`, `#wrist`)."""
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", text) is not None
+    return text if plain and yaml.load(text, Loader=_TaskYamlLoader) == text else json.dumps(text)
 
 
 def _merged(base: dict, override: dict, where: str = "") -> dict:

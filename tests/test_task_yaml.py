@@ -111,3 +111,18 @@ def test_a_null_for_a_term_the_base_lacks_is_one_line(installed, tmp_path):
     # a null for a plain field the base leaves out (a task's top level holds plain values) still sets it
     base = {"asset": "robot.xml", "terms": {"a": {}}}
     assert _merged(base, {"terms": {"a": None}, "terrain": None}) == {"asset": "robot.xml", "terms": {}, "terrain": None}
+
+
+def test_names_are_written_so_that_they_read_back_as_the_same_names():
+    """What new-task writes into a task YAML for a joint, body or sensor name: bare where that is
+    read back as the name, quoted where YAML would read a number, a boolean, null or a comment."""
+    import yaml
+
+    from robolearn.task_yaml import _TaskYamlLoader, yaml_string
+
+    odd = ["null", "Null", "NULL", "~", "yes", "no", "on", "off", "True", "false", "1.5", "1e3", "0x1F", ".inf",
+           "#wrist: roll", "*x", "a b", "[x]", "", "ü-joint"]  # fmt: skip
+    plain = ["FL_hip", "arm.joint_1", "link-2", "_x"]
+    text = "{" + ", ".join(f"{yaml_string(n)}: [{yaml_string(n)}]" for n in odd + plain) + "}"
+    assert yaml.load(text, Loader=_TaskYamlLoader) == {n: [n] for n in odd + plain}
+    assert [yaml_string(n) for n in plain] == plain

@@ -54,7 +54,7 @@ def _actuator_entry(model: mujoco.MjModel, a: int) -> dict:
         entry["effort_range"] = sorted(float(f) * gear for f in model.actuator_forcerange[a])
     if kind == "motor":
         return {"kind": "motor", "effort_per_ctrl": float(gain[0]) * gear, **entry}
-    return {"kind": "position", "kp": float(gain[0]), "kd": float(-bias[2]), **entry}
+    return {"kind": "position", "kp": float(gain[0]), "kd": float(-bias[2]) + 0.0, **entry}  # + 0.0: no -0.0
 
 
 _TRANSMISSIONS = {int(mujoco.mjtTrn.mjTRN_JOINT): "joint", int(mujoco.mjtTrn.mjTRN_JOINTINPARENT): "joint",

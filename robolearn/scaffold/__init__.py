@@ -39,7 +39,7 @@ from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.plan import TEMPLATES, render
 from robolearn.scaffold.robot_edits import plan_robot
-from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, urdf_meshes
+from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, unique_file_names, urdf_meshes
 from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
 
 TEMPLATE_NAMES = ("minimal", "locomotion", "reach", "pose")
@@ -137,35 +137,63 @@ def _copy_model(source: Path, package: Path) -> tuple[Path, str | None]:
     return package / source.name, None
 
 
-def _copy_urdf(source: Path, package: Path) -> Path:
-    """Copy a URDF and its meshes (into meshes/), telling MuJoCo where they are in a `<mujoco><compiler
-    meshdir="meshes" strippath="true">` element, MuJoCo's own URDF extension (strippath: a mesh is
-    looked up by its file name alone, so `package://...` URIs and ROS folder layouts resolve);
-    `fusestatic="false"` there keeps links without joints (the base link) as named bodies."""
-    meshes = urdf_meshes(source)
-    names = [m.name for m in meshes]
-    clash = next((n for n in names if names.count(n) > 1), None)
-    if clash:
-        raise UserError(f"{source.name} names two meshes called {clash} in different folders; MuJoCo looks meshes up by "
-                        "file name: rename one")  # fmt: skip
-    target = package / source.name
-    if meshes:
-        (package / "meshes").mkdir()
-    for mesh in meshes:
-        shutil.copyfile(mesh, package / "meshes" / mesh.name)
-    tree = ET.parse(source, ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)))  # keep the comments
+def _copy_urdf(source: Path, package: Path) -> tuple[Path, str | None]:
+    """Copy a URDF and its meshes into meshes/, each under a name of its own (a ROS package's
+    meshes/visual/link1.stl and meshes/collision/link1.stl become link1.stl and link1_2.stl, and
+    the copy's `filename`s say so), and tell MuJoCo where they are in its URDF extension:
+    `<mujoco><compiler meshdir="meshes" discardvisual="false" fusestatic="false">`. The visual
+    meshes are kept, as geoms that collide with nothing and that videos and viewers draw, unless
+    the URDF says `discardvisual="true"` itself or MuJoCo cannot read them (a .dae: then they are
+    left out, and the returned note says so); links without joints (the base link) stay bodies."""
+    collision = urdf_meshes(source, "collision")
+    visual = urdf_meshes(source, "visual")
+    if _urdf_compiler(ET.parse(source)).get("discardvisual") == "true" or not visual:
+        return _write_urdf(source, package, collision, discard_visual=None)[0], None
+    target, copies = _write_urdf(source, package, {**visual, **collision}, discard_visual="false")
+    try:
+        mujoco.MjModel.from_xml_path(str(target))
+        return target, None
+    except Exception as exc:  # MuJoCo's own reason goes into the note
+        reason = re.sub(r"'[^']*/meshes/([^'/]*)'", r"'\1'", one_line(exc))  # the file, not the package's folder
+    for file, name in copies.items():
+        reason = reason.replace(f"'{name}'", f"'{file.name}'")  # the user's file name, not the copy's
+    shutil.rmtree(package / "meshes", ignore_errors=True)
+    target, _ = _write_urdf(source, package, collision, discard_visual="true")
+    return target, (f"visual meshes: MuJoCo cannot load them ({reason}) -> left out (discardvisual=\"true\"); videos "
+                    "and viewers draw the collision geometry")  # fmt: skip
+
+
+def _urdf_compiler(tree: ET.ElementTree) -> ET.Element:
+    """The URDF's `<mujoco><compiler>` element, made where it has none."""
     extension = tree.getroot().find("mujoco")
     if extension is None:
         extension = ET.SubElement(tree.getroot(), "mujoco")
     compiler = extension.find("compiler")
-    if compiler is None:
-        compiler = ET.SubElement(extension, "compiler")
-    if meshes:
-        compiler.set("meshdir", "meshes")
-        compiler.set("strippath", "true")
+    return compiler if compiler is not None else ET.SubElement(extension, "compiler")
+
+
+def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_visual: str | None) -> tuple[Path, dict[Path, str]]:
+    """The URDF `source` written into `package` with `meshes` (its `filename`s and their files) copied
+    into meshes/ under names of their own, and its compiler element set (`discard_visual`: None
+    keeps the URDF's own); returns the copy and each mesh file's name there."""
+    tree = ET.parse(source, ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)))  # keep the comments
+    compiler = _urdf_compiler(tree)
     compiler.set("fusestatic", "false")  # links without joints stay bodies: the base link keeps its name
+    if discard_visual is not None:
+        compiler.set("discardvisual", discard_visual)
+    names = unique_file_names(list(meshes.values()))
+    if meshes:
+        (package / "meshes").mkdir(exist_ok=True)
+        compiler.set("meshdir", "meshes")
+        compiler.attrib.pop("strippath", None)  # the names are the copies' own
+    for file, name in names.items():
+        shutil.copyfile(file, package / "meshes" / name)
+    for mesh in tree.getroot().iter("mesh"):
+        if mesh.get("filename") in meshes:
+            mesh.set("filename", names[meshes[mesh.get("filename")]])
+    target = package / source.name
     tree.write(target, encoding="utf-8")
-    return target
+    return target, names
 
 
 def _builtin_model(template: str, package: Path) -> Path:
@@ -215,7 +243,7 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
     if robot is None:
         model_path = _builtin_model(template, package)
     elif robot.suffix.lower() == ".urdf":
-        model_path = _copy_urdf(robot, package)
+        model_path, copy_note = _copy_urdf(robot, package)
     else:
         model_path, copy_note = _copy_model(robot, package)
     shown = robot or model_path.name

@@ -56,6 +56,9 @@ class ModelInfo:
     """The body of the free joint (the floating base), None for a fixed-base model."""
     loose: str | None = None
     """A free body that carries no joint and no actuator (an object to push or pick): not the base."""
+    coupled: dict[str, str | None] = field(default_factory=dict)
+    """Robot joints an active joint equality makes follow another (a URDF <mimic>: the joint it
+    follows) or holds still (None): nothing of theirs for a policy to drive."""
     mocap_welds: list[tuple[str, str, str, str]] = field(default_factory=list)
     """Active weld/connect constraints between a mocap body and the robot: (the constraint's two
     bodies or sites as the MJCF names them, the mocap body, the robot's body)."""
@@ -186,6 +189,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     robot = sorted(subtree(children, base)) if base else []
     trees = _acted_trees(model) if model.nu else {int(model.body_rootid[base])} if base else set()
     _joints(info, model, trees)
+    info.coupled = _coupled_joints(model, {j.name for j in info.joints})
     info.mocap_welds = _mocap_welds(model, set(robot))
     info.mass = float(sum(model.body_mass[b] for b in robot))
     info.has_home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0
@@ -284,6 +288,20 @@ def _joints(info: ModelInfo, model: mujoco.MjModel, trees: set[int]) -> None:
         effort = float(np.abs(model.jnt_actfrcrange[j]).max()) if model.jnt_actfrclimited[j] else None
         info.joints.append(Joint(name, int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE),
                                  tuple(float(v) for v in model.jnt_range[j]) if limited else None, effort))  # fmt: skip
+
+
+def _coupled_joints(model: mujoco.MjModel, joints: set[str]) -> dict[str, str | None]:
+    """Of `joints`, those an active joint equality ties (MuJoCo's joint1 = f(joint2): joint1 follows
+    joint2, or keeps a constant where joint2 is absent), each with the joint it follows."""
+    coupled = {}
+    for e in range(model.neq):
+        if int(model.eq_type[e]) != int(mujoco.mjtEq.mjEQ_JOINT) or not model.eq_active0[e]:
+            continue
+        follower = obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.eq_obj1id[e]))
+        leader = int(model.eq_obj2id[e])
+        if follower in joints:
+            coupled[follower] = obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, leader) if leader >= 0 else None
+    return coupled
 
 
 def _stance_qpos(model: mujoco.MjModel, info: ModelInfo, base: int) -> np.ndarray:

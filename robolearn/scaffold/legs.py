@@ -51,6 +51,8 @@ def planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[
     all_joints = range(int(model.body_jntadr[body]), int(model.body_jntadr[body] + model.body_jntnum[body]))
     names = [obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in all_joints]
     driven = driven_joints(model)
+    if any(int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE) for j in all_joints if j in driven):
+        return names, []  # a rail under the robot (point.xml's ballx), even beside slides nothing drives
     joints = [j for j in all_joints if j not in driven]
     axes = {}
     for j in joints:

@@ -35,7 +35,9 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     if not joints and plan.tracked:
         plan.lines.append(f"no actuator drives a joint directly (tendons, muscles): the task's joint targets and "
                           f"observations are the model's {len(plan.tracked)} joints")  # fmt: skip
-    plan.robot_joints, plan.object_joints = [j.name for j in info.joints], list(info.object_joints)
+    # a joint that follows another (a mimic) is observed through the one it follows
+    plan.robot_joints = [j.name for j in info.joints if j.name not in info.coupled or j.name in plan.tracked]
+    plan.object_joints = list(info.object_joints)
     plan.slides = {j.name for j in info.joints if j.slide}
     if info.object_joints:
         plan.lines.append(f"joints of bodies no actuator moves: {short(info.object_joints)} (a target or an object, not "
@@ -100,7 +102,7 @@ def _plan_servos(info: ModelInfo, legged: bool) -> RobotPlan:
     # a walker's planar base (rootx, rootz, rooty) is not the robot's to drive; for the other templates a
     # slide under the root body is a rail the robot drives (a gantry, a cart)
     base_joints = {b.name for b in info.planar} if legged else set()
-    joints = [j.name for j in info.joints if j.name not in base_joints]
+    joints = [j.name for j in info.joints if j.name not in base_joints and j.name not in info.coupled]
     if not joints:
         raise UserError(f"{info.path.name} has no joint but its base's ({', '.join(sorted(base_joints))}) and no "
                         "actuator: nothing for a policy to drive")  # fmt: skip
@@ -111,6 +113,10 @@ def _plan_servos(info: ModelInfo, legged: bool) -> RobotPlan:
     plan.steps.append("add_position_actuators")
     plan.lines.append(f"actuators: none -> added a position servo on each of the {len(joints)} joints "
                       f"(KP={num(kp)}, KD={num(kd)}: placeholders, set your robot's gains in robot.py)")  # fmt: skip
+    if info.coupled:
+        ties = [f"{j} follows {leader}" if leader else f"{j} is held still" for j, leader in info.coupled.items()]
+        plan.lines.append(f"coupled joints: {short(ties)} (a joint equality, e.g. a URDF <mimic>) -> no servo, action or "
+                          "command of their own")  # fmt: skip
     plan.constants.append(const("KP", num(kp), "Position gain of every servo [N m/rad or N/m]. TODO: a placeholder "
                                  f"(2 x the robot's {info.mass:.1f} kg): set your robot's."))  # fmt: skip
     plan.constants.append(const("KD", num(kd), "Damping gain of every servo [N m s/rad or N s/m]. TODO: a "
@@ -151,8 +157,11 @@ def _plan_ctrl_spans(plan: RobotPlan, info: ModelInfo) -> None:
 def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: set[str], sensors: set[str]) -> None:
     _plan_base(plan, info)
     if not info.has_floor:
+        floor = unique("floor", object_names(model, mujoco.mjtObj.mjOBJ_GEOM, model.ngeom))
         plan.steps.append("add_floor")
-        plan.lines.append("floor: missing -> added a ground plane 'floor'")
+        plan.constants.append(const("FLOOR", quoted(floor), "The ground plane's geom."))
+        taken = "" if floor == "floor" else " (its geom 'floor' is no ground: a plane, height field or wide level box)"
+        plan.lines.append(f"floor: missing -> added a ground plane '{floor}'{taken}")
     if info.imu_site:
         plan.lines.append(f"IMU: site {info.imu_site} on the base")
     elif plan.base and not plan.planar:
@@ -198,8 +207,9 @@ def _plan_base(plan: RobotPlan, info: ModelInfo) -> None:
         plan.lines.append(f"floating base: body {info.base} (free joint)")
     elif info.root_joints:
         held = ", ".join(n or "<unnamed>" for n in info.root_joints)
-        driven = [f"{a.joint} by {a.name}" for a in info.actuators if a.joint in info.root_joints]
-        why = (f"driven ({', '.join(driven)}: a rail or a mount the robot moves, not a base that moves freely)"
+        driven = [f"{a.joint} by {f'actuator {a.name}' if a.name else 'an unnamed actuator'}"
+                  for a in info.actuators if a.joint in info.root_joints]  # fmt: skip
+        why = (f"driven ({', '.join(driven)}: a rail or a mount that moves the robot, not a base that moves freely)"
                if driven else "none of them a horizontal slide no actuator drives")  # fmt: skip
         raise UserError(f"the locomotion template needs a robot that moves freely or on a planar base (a horizontal "
                         f"slide joint no actuator drives); {info.path.name}'s root body {info.root} is held by {held}, "

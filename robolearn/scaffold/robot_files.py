@@ -37,19 +37,30 @@ def model_files(path: Path) -> list[Path]:
     return shared_model_files(path, "the task package")
 
 
-def urdf_meshes(path: Path) -> list[Path]:
-    """The mesh files a URDF names (`package://<pkg>/...` looked up in the folders above it)."""
+def urdf_meshes(path: Path, within: str) -> dict[str, Path]:
+    """The mesh files a URDF's `within` elements ('visual' or 'collision') name: each `filename` as
+    written (`package://<pkg>/...`, looked up in the folders above it) and the file it is."""
     try:
         tree = ET.parse(path)
     except (OSError, ET.ParseError) as exc:
         raise UserError(f"cannot read robot model {path}: {one_line(exc)}") from None
-    meshes = []
-    for element in tree.getroot().iter("mesh"):
-        name = element.get("filename", "")
-        if not name:
-            continue
-        meshes.append(_find_urdf_file(path, name))
-    return sorted(set(meshes))
+    names = {mesh.get("filename", "") for element in tree.getroot().iter(within) for mesh in element.iter("mesh")}
+    return {name: _find_urdf_file(path, name) for name in sorted(names - {""})}
+
+
+def unique_file_names(files: list[Path]) -> dict[Path, str]:
+    """A file name for each file, none two alike in their stems (MuJoCo names a URDF's meshes by the
+    stem): `link1.stl` kept, another `link1.stl` (a visual mesh beside a collision one) made `link1_2.stl`."""
+    taken: set[str] = set()
+    out = {}
+    for file in sorted(set(files)):
+        stem, k = file.stem, 1
+        while (stem if k == 1 else f"{stem}_{k}").lower() in taken:
+            k += 1
+        name = stem if k == 1 else f"{stem}_{k}"
+        taken.add(name.lower())
+        out[file] = name + file.suffix
+    return out
 
 
 def _find_urdf_file(urdf: Path, name: str) -> Path:

@@ -9,14 +9,13 @@ import re
 from robolearn.memory import gib
 from robolearn.scaffold import pose_plan
 from robolearn.scaffold.plan import TEMPLATES, RobotPlan, num, render
+from robolearn.task_yaml import yaml_string
 
 
-def _yaml_name(name: str) -> str:
-    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name) else json.dumps(name)
 
 
 def _names(names: list[str]) -> str:
-    return ", ".join(_yaml_name(n) for n in names)
+    return ", ".join(yaml_string(n) for n in names)
 
 
 CPU_MODEL_COPIES_BYTES = 8 * 2**30
@@ -80,7 +79,7 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
         for joint in plan.tracked:
             low, high = plan.joint_ranges.get(joint, (-1.0, 1.0))
             margin = 0.1 * (high - low)
-            ranges.append(f"{_yaml_name(joint)}: [{num(low + margin)}, {num(high - margin)}]")
+            ranges.append(f"{yaml_string(joint)}: [{num(low + margin)}, {num(high - margin)}]")
         observed = [*plan.tracked, *(j for j in plan.robot_joints if j not in plan.tracked)]  # a pole no actuator drives too
         values.update(joints=_names(plan.tracked), joints_text=f"{len(plan.tracked)} joint{'s' * (len(plan.tracked) != 1)}",
                       command_ranges=", ".join(ranges),
@@ -96,11 +95,11 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
         else:
             effort, energy = "effort: {func: action_l2, weight: -0.01}  # joint_torques_l2 sees joint actuators only", ""
         values.update(effort_reward=effort, energy_metric=energy)
-        values.update(base=_yaml_name(plan.base or ""), critic_feet=critic_feet, feet_air_time=air_time,
+        values.update(base=yaml_string(plan.base or ""), critic_feet=critic_feet, feet_air_time=air_time,
                       pd_gains=pd_gains)  # fmt: skip
     else:
         (x, y, z) = plan.workspace
-        values.update(base=plan.base, ee_sensor=_yaml_name(plan.ee_sensor or ""), pd_gains=pd_gains,
+        values.update(base=plan.base, ee_sensor=yaml_string(plan.ee_sensor or ""), pd_gains=pd_gains,
                       range_x=f"[{num(x[0])}, {num(x[1])}]", range_y=f"[{num(y[0])}, {num(y[1])}]",
                       range_z=f"[{num(z[0])}, {num(z[1])}]", template=template,
                       workspace_note=plan.workspace_note)  # fmt: skip
@@ -115,7 +114,7 @@ def _orientation_values(plan: RobotPlan) -> dict[str, str]:
         return dict(goal="position", orientation_command="", orientation_policy="", orientation_critic="",
                     orientation_rewards="", orientation_metrics="")  # fmt: skip
     ranges = ", ".join(f"{axis}: [{num(low)}, {num(high)}]" for axis, (low, high) in zip(("roll", "pitch", "yaw"), plan.orientation))
-    sensor = f"sensor: [{_yaml_name(plan.ee_quat_sensor or '')}], command: ee_orientation"
+    sensor = f"sensor: [{yaml_string(plan.ee_quat_sensor or '')}], command: ee_orientation"
     centre = ", ".join(num((low + high) / 2) for low, high in plan.orientation)
     command = f"{{func: command_quat, params: {{name: ee_orientation, near: [{centre}]}}}}"  # a continuous sign
     return dict(
@@ -125,7 +124,7 @@ def _orientation_values(plan: RobotPlan) -> dict[str, str]:
                              f"{num(pose_plan.ORIENTATION_SPREAD)}\n    ranges: {{{ranges}}}\n    resampling_time_s: [2.0, 2.0]"),
         orientation_policy=f"\n      ee_orientation: {command}  # a unit quaternion (w, x, y, z), signed as near's",
         orientation_critic=(f"\n      ee_orientation: {command}\n      ee_quat: {{func: sensor, params: {{names: "
-                            f"[{_yaml_name(plan.ee_quat_sensor or '')}]}}}}"),
+                            f"[{yaml_string(plan.ee_quat_sensor or '')}]}}}}"),
         orientation_rewards=(f"\n  ee_orientation: {{func: orientation_command_error, weight: -0.2, params: {{{sensor}}}}}"
                              f"\n  ee_orientation_fine: {{func: orientation_command_error_tanh, weight: 0.5, params: "
                              f"{{{sensor}, std: 0.3}}}}"),
@@ -168,14 +167,14 @@ def _planar_values(plan: RobotPlan, pd_gains: str) -> dict[str, str]:
     for b in role("height"):
         home, drop = plan.default_pose[b.name], 0.5 * plan.base_height / b.axis[2]
         bounds = f"[{num(home - drop)}, 1000.0]" if drop > 0 else f"[-1000.0, {num(home - drop)}]"
-        terminations.append(f"  base_too_low: {{func: joint_pos_out_of_bounds, params: {{joints: [{_yaml_name(b.name)}], "
+        terminations.append(f"  base_too_low: {{func: joint_pos_out_of_bounds, params: {{joints: [{yaml_string(b.name)}], "
                             f"bounds: {bounds}}}}}  # {plan.base} below {num(0.5 * plan.base_height)} m")  # fmt: skip
     tilt = role("pitch")
     terminations.append(f"  past_joint_limits: {{func: joint_pos_past_limits, params: {{margin: 0.1, joints: "
                         f"[{_names(plan.joints or plan.limbs)}]}}}}  # where the deploy watchdog stops the robot")  # fmt: skip
     for b in tilt:
         home = plan.default_pose[b.name]
-        terminations.append(f"  {b.name}_too_far: {{func: joint_pos_out_of_bounds, params: {{joints: [{_yaml_name(b.name)}], "
+        terminations.append(f"  {yaml_string(b.name + '_too_far')}: {{func: joint_pos_out_of_bounds, params: {{joints: [{yaml_string(b.name)}], "
                             f"bounds: [{num(home - 1.0)}, {num(home + 1.0)}]}}}}")  # fmt: skip
     tilt_rewards = ""
     if tilt:
@@ -184,7 +183,7 @@ def _planar_values(plan: RobotPlan, pd_gains: str) -> dict[str, str]:
                         f"\n  pitch: {{func: joint_pos_l2, weight: -1.0, params: {{joints: [{joints}], relative: true}}}}")  # fmt: skip
     critic_feet, air_time = _feet_terms(plan, "forward_velocity")
     joints = plan.joints or plan.limbs  # the legs' joints (every actuator drives a tendon: all of them)
-    return dict(base_joints=_names([b.name for b in plan.planar]), forward=_yaml_name(role("forward")[0].name),
+    return dict(base_joints=_names([b.name for b in plan.planar]), forward=yaml_string(role("forward")[0].name),
                 base_pose_policy=base_pose["policy"], base_pose_critic=base_pose["critic"], joints=_names(joints),
                 tilt_rewards=tilt_rewards, terminations="\n" + "\n".join(terminations),
-                critic_feet=critic_feet, feet_air_time=air_time, base=_yaml_name(plan.base or ""), pd_gains=pd_gains)  # fmt: skip
+                critic_feet=critic_feet, feet_air_time=air_time, base=yaml_string(plan.base or ""), pd_gains=pd_gains)  # fmt: skip

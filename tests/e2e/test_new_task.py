@@ -192,14 +192,129 @@ def test_the_locomotion_template_refuses_a_robot_held_by_a_hinge(tmp_path):
 def test_the_locomotion_template_refuses_a_cart_on_a_driven_rail(tmp_path):
     """The cart-pole's slide is driven (a rail): not a planar base to walk on. Without its actuator the
     same slide moves freely, and the cart is a planar base."""
-    with pytest.raises(UserError, match="cartpole.xml's root body cart is held by slider, driven \\(slider by slide: a "
-                       "rail or a mount the robot moves, not a base that moves freely\\): use --template minimal or reach"):  # fmt: skip
+    with pytest.raises(UserError, match="cartpole.xml's root body cart is held by slider, driven \\(slider by actuator slide: "
+                       "a rail or a mount that moves the robot, not a base that moves freely\\): use --template minimal or reach"):  # fmt: skip
         new_task("rail", "locomotion", robot=assets_dir() / "cartpole.xml", out=tmp_path / "pkg")
     assert not (tmp_path / "pkg").exists()
     text = re.sub(r"<actuator>.*</actuator>", "", (assets_dir() / "cartpole.xml").read_text(), flags=re.S)
     (tmp_path / "cart.xml").write_text(text)
     info = inspect_model(tmp_path / "cart.xml", mujoco.MjModel.from_xml_string(text))
     assert [(b.name, b.role) for b in info.planar] == [("slider", "forward")]
+
+
+def test_a_driven_slide_under_the_root_is_refused_beside_one_nothing_drives(tmp_path):
+    """gymnasium's point: its torso moves on slides ballx and bally and hinge rot; unnamed motors drive
+    ballx and rot. bally alone is no planar base (nothing could move the robot along it): refused,
+    naming what drives the others."""
+    from .test_new_task_models import gym_asset
+
+    with pytest.raises(UserError, match=r"held by ballx, bally, rot, driven \(ballx by an unnamed actuator, rot by an "
+                       r"unnamed actuator: a rail or a mount that moves the robot"):  # fmt: skip
+        new_task("point_walk", "locomotion", robot=gym_asset("point.xml"), out=tmp_path / "pkg")
+    assert not (tmp_path / "pkg").exists()
+
+
+def two_meshes(folder: Path) -> tuple[Path, Path]:
+    """Two different STL files, both named link.stl, in folder/visual and folder/collision."""
+    meshes = URDF.parent / "meshes"
+    for kind, source in (("visual", "link_visual.stl"), ("collision", "link_collision.stl")):
+        (folder / kind).mkdir(parents=True)
+        shutil.copyfile(meshes / source, folder / kind / "link.stl")
+    return folder / "visual" / "link.stl", folder / "collision" / "link.stl"
+
+
+URDF_ARM = """<robot name="arm">
+  <link name="base_link"><inertial><mass value="2"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision></link>
+  <link name="link"><inertial><origin xyz="0 0 0.1"/><mass value="0.5"/><inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual><geometry><mesh filename="VISUAL"/></geometry></visual>
+    <collision><geometry><mesh filename="COLLISION"/></geometry></collision></link>
+  <link name="finger"><inertial><mass value="0.05"/><inertia ixx="1e-5" iyy="1e-5" izz="1e-5" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.01 0.01 0.04"/></geometry></collision></link>
+  <link name="finger2"><inertial><mass value="0.05"/><inertia ixx="1e-5" iyy="1e-5" izz="1e-5" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.01 0.01 0.04"/></geometry></collision></link>
+  <joint name="shoulder" type="revolute"><parent link="base_link"/><child link="link"/><origin xyz="0 0 0.1"/>
+    <axis xyz="0 1 0"/><limit lower="-1.5" upper="1.5" effort="5" velocity="3"/></joint>
+  <joint name="grip" type="prismatic"><parent link="link"/><child link="finger"/><origin xyz="0 0.02 0.2"/>
+    <axis xyz="0 1 0"/><limit lower="0" upper="0.04" effort="5" velocity="1"/></joint>
+  <joint name="grip_mimic" type="prismatic"><parent link="link"/><child link="finger2"/><origin xyz="0 -0.02 0.2"/>
+    <axis xyz="0 -1 0"/><limit lower="0" upper="0.04" effort="5" velocity="1"/><mimic joint="grip"/></joint>
+</robot>"""
+"""A ROS-shaped URDF arm: a visual and a collision mesh of the same file name in two folders, and a
+gripper finger that mimics the other."""
+
+
+def test_a_urdf_with_a_visual_and_a_collision_mesh_of_one_name_and_a_mimic_joint(tmp_path):
+    """Both meshes are copied under names of their own and kept (the visual one draws, colliding with
+    nothing); the mimic finger follows its leader: no servo, action, command or observation of its own."""
+    import yaml
+
+    visual, collision = two_meshes(tmp_path / "arm_description" / "meshes")
+    urdf = tmp_path / "arm_description" / "urdf" / "arm.urdf"
+    urdf.parent.mkdir()
+    urdf.write_text(URDF_ARM.replace("VISUAL", "package://arm_description/meshes/visual/link.stl")
+                    .replace("COLLISION", "package://arm_description/meshes/collision/link.stl"))  # fmt: skip
+    made = new_task("gripper", "minimal", robot=urdf, out=tmp_path / "pkg")
+    assert "coupled joints: grip_mimic follows grip (a joint equality, e.g. a URDF <mimic>) -> no servo, action or " \
+           "command of their own" in made.lines, made.lines  # fmt: skip
+    package = tmp_path / "pkg" / "gripper"
+    copies = {p.name: p.read_bytes() for p in (package / "meshes").iterdir()}
+    assert sorted(copies) == ["link.stl", "link_2.stl"]  # sorted sources: collision/ first
+    assert copies["link.stl"] == collision.read_bytes() and copies["link_2.stl"] == visual.read_bytes()
+    model = mujoco.MjModel.from_xml_path(str(package / "arm.urdf"))
+    drawn = [g for g in range(model.ngeom) if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH and model.geom_contype[g] == 0]
+    assert len(drawn) == 1 and model.geom_conaffinity[drawn[0]] == 0 and model.nmesh == 2
+    task = yaml.safe_load((package / "gripper.yaml").read_text())
+    assert task["action"]["actuators"] == ["shoulder", "grip"]
+    assert "grip_mimic" not in str(task["observations"]) and "grip_mimic" not in str(task["commands"])
+    robot = _module(package / "robot.py")
+    spec = mujoco.MjSpec.from_file(str(package / "arm.urdf"))
+    robot.apply(spec)
+    assert [spec.actuators[k].name for k in range(len(spec.actuators))] == ["shoulder", "grip"]
+
+
+def test_visual_meshes_mujoco_cannot_read_are_left_out_with_a_note(tmp_path):
+    """A .dae visual mesh (ROS's usual) does not load in MuJoCo: the visual meshes are left out and the
+    report says why; the collision mesh is copied and the model compiles."""
+    _, collision = two_meshes(tmp_path / "meshes")
+    (tmp_path / "meshes" / "visual" / "link.dae").write_text('<?xml version="1.0"?><COLLADA/>')
+    (tmp_path / "arm.urdf").write_text(URDF_ARM.replace("VISUAL", "meshes/visual/link.dae").replace("COLLISION", "meshes/collision/link.stl"))
+    made = new_task("dae_arm", "minimal", robot=tmp_path / "arm.urdf", out=tmp_path / "pkg")
+    note = next(line for line in made.lines if line.startswith("visual meshes:"))
+    assert "'link.dae'" in note and note.endswith('-> left out (discardvisual="true"); videos and viewers draw the collision geometry')
+    package = tmp_path / "pkg" / "dae_arm"
+    assert [p.name for p in (package / "meshes").iterdir()] == ["link.stl"]
+    assert mujoco.MjModel.from_xml_path(str(package / "arm.urdf")).nmesh == 1
+
+
+def test_a_wide_level_box_is_ground_and_a_geom_named_floor_that_is_not_keeps_its_name(tmp_path):
+    """Scene files often make their ground a thin wide box: no plane is added on top of it. A small
+    box named floor is no ground: the plane added beside it takes another name."""
+    legs = re.sub(r'<geom name="floor"[^>]*/>', "", bare_quadruped(tmp_path / "src").read_text())
+    for name, box, added in (("boxed", 'size="5 5 0.05" pos="0 0 -0.05"', None), ("stepped", 'size="0.2 0.2 0.05" pos="3 0 0"', "floor_2")):
+        (tmp_path / f"{name}.xml").write_text(legs.replace("<worldbody>", f'<worldbody><geom name="floor" type="box" {box}/>', 1))
+        made = new_task(name, "locomotion", robot=tmp_path / f"{name}.xml", out=tmp_path / name)
+        floor_lines = [line for line in made.lines if line.startswith("floor:")]
+        if added is None:
+            assert floor_lines == [], made.lines
+        else:
+            assert floor_lines == [f"floor: missing -> added a ground plane '{added}' (its geom 'floor' is no ground: a plane, "
+                                   "height field or wide level box)"], made.lines  # fmt: skip
+            assert _module(tmp_path / name / name / "robot.py").FLOOR == added
+
+
+def test_joint_names_yaml_would_read_as_something_else_are_quoted(tmp_path):
+    """Joints named null, yes, on, True, 1.5 or '#wrist: roll' come back from the task YAML as those names."""
+    from robolearn.task_yaml import load_task_yaml
+
+    names = ["null", "yes", "on", "True", "1.5", "#wrist: roll", "plain_joint"]
+    bodies = "".join(f'<body pos="0 0 0.1"><joint name="{n}" axis="0 1 0" range="-1 1"/><geom type="capsule" '
+                     'fromto="0 0 0 0 0 0.1" size="0.01"/>' for n in names) + "</body>" * len(names)  # fmt: skip
+    (tmp_path / "arm.xml").write_text(f"<mujoco><worldbody>{bodies}</worldbody></mujoco>")
+    new_task("odd_names", "minimal", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    task = load_task_yaml(tmp_path / "pkg" / "odd_names" / "odd_names.yaml")
+    assert task["action"]["actuators"] == names
+    assert task["observations"]["policy"]["terms"]["joint_pos"]["params"]["joints"] == names
 
 
 def test_a_urdf_robot_with_meshes_trains(installed):
