@@ -17,6 +17,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from robolearn import checkpoint
+from robolearn.atomic_file import write_text_atomic
 from robolearn.config import EnvCfg, TrainCfg
 from robolearn.config_checks import check_train_cfg
 from robolearn.distributed import Ranks, more_ranks_than_gpus
@@ -136,9 +137,7 @@ def truncate_metrics(path: Path, iteration: int) -> None:
         if row_iteration <= iteration:
             kept.append(line if line.endswith("\n") else line + "\n")
     if kept != lines:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(kept))
-        tmp.replace(path)
+        write_text_atomic(path, "".join(kept))
 
 
 _OUT_OF_MEMORY = ("out of memory", "failed to allocate", "resource_exhausted", "cuda_error_out_of_memory",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robolearn.errors import UserError, one_line
+from robolearn.errors import UserError, disk_full, one_line
 
 _NAME = re.compile(r"^iter_(\d+)\.pt$")
 
@@ -50,10 +50,14 @@ def save_atomic(payload: dict, path: Path) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except OSError as exc:
+    except (OSError, RuntimeError) as exc:  # torch's writer raises a RuntimeError of its own from a full disk
+        full = disk_full(exc)
+        if not isinstance(exc, OSError) and full is None:
+            raise
         earlier = [p for p in list_checkpoints(path.parent) if p != path] if path.parent.is_dir() else []
         last = f"the last intact one is {earlier[-1]}" if earlier else "no earlier checkpoint exists"
-        raise UserError(f"cannot write checkpoint {path} ({exc.strerror or one_line(exc)}); {last}") from None
+        reason = full or getattr(exc, "strerror", None) or one_line(exc)
+        raise UserError(f"cannot write checkpoint {path} ({reason}); {last}") from None
     finally:
         try:
             tmp.unlink(missing_ok=True)

@@ -357,6 +357,11 @@ def _error_message(exc: Exception, rest: list[str]) -> str | None:
     deploy = sys.modules.get("robolearn_deploy.errors")  # the deploy runtime is imported only by the verbs that use it
     if deploy is not None and isinstance(exc, deploy.DeployError):
         return str(exc)
+    from robolearn.errors import disk_full
+
+    full = disk_full(exc)
+    if full is not None:
+        return f"{full}; free some space (or write somewhere else) and run the command again"
     if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:  # a path the user gave: checked wherever it is used
         where = str(exc.filename or "")
         longest = max(where.split(os.sep), key=len, default="")

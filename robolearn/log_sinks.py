@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from omegaconf import DictConfig, OmegaConf
 
-from robolearn.errors import UserError, one_line
+from robolearn.errors import UserError, disk_full, one_line
 
 WANDB_ID_FILE = "wandb_run_id"
 """The run's W&B id, in the run directory: a resumed run continues the same W&B run."""
@@ -98,6 +99,21 @@ def open_sinks(cfg: DictConfig, run_dir: Path, start_iteration: int, backend: st
     return sinks
 
 
+def _quiet_full_disk_in_threads() -> None:
+    """A full disk met by TensorBoard's writer thread prints no traceback of its own: the training
+    meets the same error at its next write and says it in one line (errors.disk_full)."""
+    previous = threading.excepthook
+    if getattr(previous, "quiet_full_disk", False):
+        return
+
+    def hook(args) -> None:
+        if disk_full(args.exc_value) is None:
+            previous(args)
+
+    hook.quiet_full_disk = True
+    threading.excepthook = hook
+
+
 class TensorBoardSink:
     """<run>/tensorboard: scalars, the config as text, hyperparameters, clips as animated images."""
 
@@ -108,6 +124,7 @@ class TensorBoardSink:
         # purge_step drops events a crashed run wrote after its last checkpoint.
         purge = start_iteration + 1 if start_iteration else None
         self._writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=purge)
+        _quiet_full_disk_in_threads()
         self._writer.add_text("config", f"```yaml\n{config_yaml}```", start_iteration)
         experiment, start, self._end = hparams_summaries(hparams, dict.fromkeys(HPARAM_METRICS, 0.0))
         self._writer.file_writer.add_summary(experiment)

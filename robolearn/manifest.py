@@ -12,6 +12,8 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from robolearn.atomic_file import write_text_atomic
+
 _PACKAGES = ("robolearn", "torch", "numpy", "mujoco", "mujoco-core", "hydra-core", "omegaconf", "onnx", "onnxruntime")
 
 
@@ -141,7 +143,5 @@ def write_manifest(run_dir: Path, entry: dict) -> Path:
         manifest.setdefault("resumes", []).append(entry)
     else:
         manifest = entry
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
     return path

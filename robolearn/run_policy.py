@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
 from robolearn import checkpoint
+from robolearn.atomic_file import write_text_atomic
 from robolearn.app import build_env, seed_everything
 from robolearn.config import TrainCfg
 from robolearn.config_checks import not_a_setting
@@ -133,9 +134,7 @@ def eval_run(run_dir: Path, episodes: int = 64, checkpoint_file: Path | None = N
         env.close()
     metrics = {"checkpoint": source.name, "iteration": payload["iteration"], "conditions": conditions, **metrics}
     path = run_dir / "eval.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(metrics, indent=2) + "\n")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(metrics, indent=2) + "\n")
     for key, value in metrics.items():
         print(f"{key:<28} {value:.4g}" if isinstance(value, float) else f"{key:<28} {value}")
     print(f"wrote {path}")

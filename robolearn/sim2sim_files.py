@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from robolearn.atomic_file import write_text_atomic
 from robolearn.errors import UserError
 from robolearn.run_dir import bundle_holding, check_writable
 from robolearn_deploy.control_loop import is_step_log
@@ -70,6 +71,4 @@ def _is_report(path: Path) -> bool:
 
 def write_report(result: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(result, indent=2) + "\n")

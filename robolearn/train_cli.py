@@ -17,7 +17,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from robolearn import distributed
-from robolearn.errors import UserError
+from robolearn.errors import UserError, disk_full
 from robolearn.manifest import refuse_if_training
 from robolearn.run_dir import check_run_writable, discard_launch, lock_run_dir, release_run_locks, resolve_run
 
@@ -159,7 +159,10 @@ def _lead(overrides: list[str], handover: Handover) -> int:
             if swept:
                 sweeps.write_job_result(run_dir, hydra_cfg.job.num, list(hydra_cfg.overrides.task), cfg.objective,
                                         None, exc)  # fmt: skip
-            if not isinstance(exc, UserError):
+            full = disk_full(exc) if not isinstance(exc, UserError) else None
+            if full is not None:
+                exc = UserError(f"{full}; {_after_full_disk(run_dir)}")
+            elif not isinstance(exc, UserError):
                 raise
             failures.append(exc)
             # A single run keeps its error to raise after Hydra returns (raised here, Hydra would first
@@ -195,6 +198,17 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         more = f" (and {len(failures) - 1} more failed jobs)" if len(failures) > 1 else ""
         raise UserError(f"{failures[0]}{more}")
     return 0
+
+
+def _after_full_disk(run_dir: Path) -> str:
+    """What to do once space is free: resume from the run's last checkpoint (whole: checkpoint.save_atomic
+    writes each whole or not at all), or start again where it wrote none."""
+    from robolearn.checkpoint import list_checkpoints
+
+    kept = list_checkpoints(run_dir / "checkpoints") if (run_dir / "checkpoints").is_dir() else []
+    if not kept:
+        return "no checkpoint was written: free some space and run the command again"
+    return f"its last checkpoint, {kept[-1].name}, is whole: free some space, then `robolearn train resume={run_dir}`"
 
 
 def _summarize(failed_with: UserError | None = None) -> None:

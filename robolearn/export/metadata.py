@@ -20,6 +20,7 @@ import torch
 import yaml
 
 import robolearn
+from robolearn.atomic_file import write_text_atomic
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.scene.entities import Sensors, entity_names, entity_params
 from robolearn.scene.lookup import names, single_dof_joints
@@ -238,7 +239,5 @@ def write_robot_yaml(meta: dict, bundle_dir: Path) -> Path:
     meta = {**meta, "files": {p.relative_to(bundle_dir).as_posix(): {"sha256": sha256(p)} for p in files}}
     meta["metadata_sha256"] = metadata_digest(meta)
     out = bundle_dir / "robot.yaml"
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(yaml.safe_dump(meta, sort_keys=False))
-    tmp.replace(out)
+    write_text_atomic(out, yaml.safe_dump(meta, sort_keys=False))
     return out

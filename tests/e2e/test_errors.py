@@ -1,6 +1,11 @@
 """Each mistake a user can make ends in one line on stderr, a non-zero exit, and no lost files."""
 
 import hashlib
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +114,30 @@ def test_eval_with_more_episodes_than_memory_names_episodes(trained_cartpole, mo
                                         r"lower episodes=$"):  # fmt: skip
         eval_run(run_dir, episodes=4096)
     assert ((run_dir / "eval.json").read_bytes() if (run_dir / "eval.json").exists() else None) == before
+
+
+@pytest.mark.parametrize("size", ["24k", "300k"])
+def test_a_full_disk_is_one_line_and_leaves_whole_files(tmp_path, size):
+    """Training onto a small file system (a tmpfs in a mount namespace of its own) that fills up:
+    at 24 kB in TensorBoard's writer thread or a metrics row, at 300 kB while writing the second
+    checkpoint. One line, exit 2, no traceback (the writer thread's neither), no `.tmp` file left,
+    and where the line names a last checkpoint, that checkpoint loads."""
+    import torch
+
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("needs `unshare -m` (root, or CAP_SYS_ADMIN) to mount a small tmpfs")
+    disk, copy = tmp_path / "disk", tmp_path / "copy"
+    disk.mkdir()
+    train = [sys.executable, "-m", "robolearn.cli", "train", "env.num_envs=16", "runner.max_iterations=30",
+             "runner.save_interval=5", "runner.video_interval=0", "runner.progress=false", f"hydra.run.dir={disk / 'run'}"]  # fmt: skip
+    script = (f"mount -t tmpfs -o size={size} tmpfs {disk} && cd {disk} && {shlex.join(train)}; code=$?; "
+              f"cp -r {disk / 'run'} {copy}; exit $code")  # fmt: skip
+    result = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
+    one_line_error(result, "no space left on the device")
+    assert result.returncode == 2
+    assert not [p for p in copy.rglob("*") if p.name.endswith(".tmp")]
+    named = re.search(r"the last intact one is (\S+\.pt)", result.stderr)
+    if size == "300k":
+        assert named, result.stderr
+        kept = copy / "checkpoints" / Path(named.group(1)).name
+        assert torch.load(kept, weights_only=False)["iteration"] > 0
