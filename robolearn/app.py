@@ -24,7 +24,7 @@ from robolearn.distributed import Ranks, more_ranks_than_gpus
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
 from robolearn.heap import hold_heap
-from robolearn.interrupts import Interrupted, stop_on_signals
+from robolearn.interrupts import Interrupted, Terminated, stop_on_signals, terminate_raises
 from robolearn.isaaclab import isaaclab_task
 from robolearn.log_sinks import check_logger, open_sinks
 from robolearn.logger import RunLogger
@@ -260,24 +260,45 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
 
         _learn(runner, run_dir, log, clips, observer.checkpoint if observer is not None else None)
         logger.end_training()
-        evaluation = None
-        if export:
-            from robolearn.export.bundle import export_bundle
-
-            result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress)
-            result.print()
-            evaluation = result.evaluation
-        elif objective.needs_evaluation:
-            from robolearn.evaluate import evaluate
-
-            evaluation, _ = evaluate(env, Controller(runner.actor_critic, env.num_envs, env.device),
-                                     progress=cfg.runner.progress)  # fmt: skip
+        with _stops_after_training(runner, run_dir):
+            evaluation = _evaluate_or_export(cfg, env, runner, run_dir, export, objective)
         if evaluation is not None:
             logger.evaluation(evaluation, runner.iteration)
             objective.see_evaluation(evaluation)
     finally:
         logger.close()
     return objective.value()
+
+
+@contextlib.contextmanager
+def _stops_after_training(runner: OnPolicyRunner, run_dir: Path):
+    """Ctrl+C or SIGTERM while the trained policy is evaluated and exported: the export's own cleanup
+    runs (an earlier bundle stays whole), and the line says training ended and how to export."""
+    try:
+        with terminate_raises():
+            yield
+    except (KeyboardInterrupt, Terminated) as exc:
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        raise Interrupted(signum, run_dir, runner.iteration, _checkpoint_on_stop(runner, run_dir), runner.ranks.world_size,
+                          exporting=True) from None  # fmt: skip
+
+
+def _evaluate_or_export(cfg: DictConfig, env, runner: OnPolicyRunner, run_dir: Path, export: bool,
+                        objective: Objective) -> dict | None:  # fmt: skip
+    """The trained policy's evaluation: the export's (which also writes the bundle), or one of its own
+    where a sweep's objective needs it without an export; None where neither runs."""
+    if export:
+        from robolearn.export.bundle import export_bundle
+
+        result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress)
+        result.print()
+        return result.evaluation
+    if objective.needs_evaluation:
+        from robolearn.evaluate import evaluate
+
+        evaluation, _ = evaluate(env, Controller(runner.actor_critic, env.num_envs, env.device), progress=cfg.runner.progress)
+        return evaluation
+    return None
 
 
 def _exportable(env) -> bool:

@@ -28,10 +28,13 @@ class Interrupted(BaseException):
     """Training stopped on a signal (a BaseException, like KeyboardInterrupt: Hydra passes it on).
     `checkpoint` is the one to resume from, None if the run stopped before it had one."""
 
-    def __init__(self, signum: int, run_dir: Path, iteration: int, checkpoint: Path | None, ranks: int = 1):
+    def __init__(self, signum: int, run_dir: Path, iteration: int, checkpoint: Path | None, ranks: int = 1,
+                 exporting: bool = False):  # fmt: skip
         self.signum, self.run_dir, self.iteration, self.checkpoint = signum, run_dir, iteration, checkpoint
         self.ranks = ranks
         """How many torchrun ranks trained (the resume needs as many)."""
+        self.exporting = exporting
+        """Stopped after the last iteration, while the policy was evaluated and exported."""
         super().__init__(signal.Signals(signum).name)
 
     @property
@@ -40,6 +43,11 @@ class Interrupted(BaseException):
 
     def line(self) -> str:
         name = signal.Signals(self.signum).name
+        if self.exporting:
+            earlier = " (export/ keeps the bundle it held)" if (self.run_dir / "export" / "robot.yaml").is_file() else ""
+            return (f"stopped by {name} while the trained policy was evaluated and exported, after the last iteration "
+                    f"({self.iteration}, checkpoint {self.checkpoint}); no new bundle was written{earlier}: "
+                    f"robolearn export run={self.run_dir} writes it")  # fmt: skip
         if self.checkpoint is None:
             return f"stopped by {name} before the first iteration ended; no checkpoint to resume from in {self.run_dir}"
         if self.ranks > 1:

@@ -141,3 +141,36 @@ def test_a_block_left_for_a_message_keeps_sigterm_away_until_it_is_printed():
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_trained_policy_is_exported_says_how_to_export(tmp_path, sig):
+    """Training has ended; the export's evaluation (512 pendulum episodes of 500 steps) is running:
+    the signal stops it with the export's own cleanup (no staging folder, the run's lock released),
+    one line that says training ended and which command writes the bundle, and that command works."""
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "robolearn.cli", "train", "task=pendulum", "runner.max_iterations=1",
+                             "env.num_envs=512", "runner.num_steps_per_env=8", "algo.num_mini_batches=1",
+                             "runner.video_interval=0", f"hydra.run.dir={run}"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        for line in proc.stderr:
+            if line.startswith("evaluating: 25%"):
+                break
+        proc.send_signal(sig)
+        stderr = proc.stderr.read()
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    saved = checkpoint.checkpoint_path(run / "checkpoints", 1)
+    assert lines == [f"robolearn train: stopped by {sig.name} while the trained policy was evaluated and exported, after "
+                     f"the last iteration (1, checkpoint {saved}); no new bundle was written: robolearn export "
+                     f"run={run} writes it"], stderr  # fmt: skip
+    assert saved.is_file() and not (run / "export").exists() and not (run / "train.lock").exists()
+    assert not [p.name for p in run.iterdir() if "staging" in p.name]
+    exported = robolearn("export", f"run={run}", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert (run / "export" / "policy.onnx").is_file()
