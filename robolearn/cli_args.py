@@ -27,7 +27,7 @@ def key_values(args: list[str], valid: dict[str, str | None], verb: str) -> dict
 
 def bundle_path(value: str) -> Path:
     """A bundle directory, or `latest` / `<task>/latest`: that run's export/."""
-    if value == "latest" or value.endswith("/latest"):
+    if value.rstrip("/") == "latest" or value.rstrip("/").endswith("/latest"):
         return resolve_run(value, "bundle") / "export"
     return Path(value).expanduser()
 

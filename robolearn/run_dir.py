@@ -249,7 +249,9 @@ RUNS = Path("runs")
 
 def resolve_run(value: str, what: str = "run") -> Path:
     """A run directory as given, or `latest` / `<task>/latest`: the newest run under ./runs (by the
-    start time its folder is named with) that holds a config.yaml."""
+    start time its folder is named with) that holds a config.yaml; a trailing / changes nothing."""
+    if value.rstrip("/") and value.rstrip("/") != value:  # `cartpole/latest/`, as a shell completes it
+        value = value.rstrip("/")
     if value != "latest" and not value.endswith("/latest"):
         return Path(value).expanduser()
     task = value[: -len("latest")].strip("/")

@@ -11,11 +11,11 @@ def test_latest_resolves_for_every_verb(tmp_path):
     (run,) = (tmp_path / "runs" / "cartpole").iterdir()
     assert run.name.endswith("_demo") and f"training cartpole into {run}" in trained.stdout.splitlines()[0]
 
-    for args in (["eval", "run=latest", "episodes=2"],
+    for args in (["eval", "run=latest/", "episodes=2"],  # a trailing / as a shell completes a folder
                  ["export", "run=cartpole/latest", f"out={tmp_path / 'bundle'}"],
                  ["play", "run=latest", "duration=0.2", f"out={tmp_path / 'clip.mp4'}"],
                  ["play", "bundle=cartpole/latest", "duration=0.2", f"out={tmp_path / 'bundle.mp4'}"],
-                 ["sim2sim", "bundle=latest", "episodes=1"],
+                 ["sim2sim", "bundle=cartpole/latest/", "episodes=1"],
                  ["train", "resume=latest", "runner.max_iterations=2"]):  # fmt: skip
         result = robolearn(*args, cwd=tmp_path)
         assert result.returncode == 0, (args, result.stderr[-2000:])
