@@ -14,6 +14,7 @@ import datetime
 import json
 import math
 import re
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,10 +183,33 @@ def _read_manifest(run: Path, s: RunSummary) -> None:
 
 
 def _read_outputs(run: Path, s: RunSummary) -> None:
+    """The newest checkpoint and the bundle, each looked at without loading it: a checkpoint that is
+    not a whole zip file (torch's format; cut short, or empty), a finished run without a
+    checkpoint, a bundle missing a file its robot.yaml lists, and no metrics.jsonl are notes."""
     checkpoints = list_checkpoints(run / "checkpoints")
     if checkpoints:
         s.checkpoint = int(checkpoints[-1].stem.split("_")[1])
+        if not zipfile.is_zipfile(checkpoints[-1]):
+            s.notes.append(f"{checkpoints[-1].relative_to(run)} is damaged (not a whole checkpoint file)")
+        if not (run / "metrics.jsonl").is_file():
+            s.notes.append("no metrics.jsonl")
+    elif s.max_iterations is not None and s.iterations >= s.max_iterations:  # a finished run saves its last
+        s.notes.append("no checkpoint in checkpoints/: it cannot be resumed, evaluated or exported")
     s.exported = (run / "export" / "robot.yaml").is_file()
+    if s.exported:
+        missing = _bundle_missing(run / "export")
+        if missing:
+            s.exported = False
+            s.notes.append(f"export/ lacks {missing} (its robot.yaml lists it): export again")
+
+
+def _bundle_missing(bundle: Path) -> str | None:
+    """The first file a bundle's robot.yaml lists that is not there (None: all are, or it lists none)."""
+    try:
+        files = yaml.safe_load((bundle / "robot.yaml").read_text()).get("files") or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return "a readable robot.yaml"
+    return next((name for name in files if not (bundle / name).is_file()), None)
 
 
 def list_runs(root: Path, task: str | None = None) -> list[RunSummary]:

@@ -4,6 +4,7 @@ import json
 import platform
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -26,8 +27,9 @@ def make_run(folder, task="cartpole", max_iterations=100, returns=(), checkpoint
     rows = [{"iteration": i, **({} if r is None else {"mean_episode_return": r})} for i, r in enumerate(returns, 1)]
     (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + metrics_tail)
     (folder / "checkpoints").mkdir()
-    for it in checkpoints:
-        (folder / "checkpoints" / f"iter_{it:06d}.pt").write_bytes(b"")
+    for it in checkpoints:  # a zip file, as torch.save writes (runs reads none: it checks the file is whole)
+        with zipfile.ZipFile(folder / "checkpoints" / f"iter_{it:06d}.pt", "w") as z:
+            z.writestr("archive/data.pkl", b"")
     if exported:
         (folder / "export").mkdir()
         (folder / "export" / "robot.yaml").write_text("task: x\n")
@@ -125,6 +127,31 @@ def test_damaged_runs_are_listed_with_a_note(tmp_path, capsys, stopped_pid):
     assert out[3].startswith("  note: manifest.json is unreadable")
     assert "cartpole" in out[4] and "2/?" in out[4]  # the task from the folder; max_iterations unknown
     assert out[5].startswith("  note: config.yaml is unreadable")
+
+
+def test_a_damaged_checkpoint_or_bundle_and_missing_files_are_notes(tmp_path, capsys, stopped_pid):
+    """Files deleted or cut short after training: the newest checkpoint not a whole zip, no checkpoint
+    at all, a bundle without its policy.onnx, no metrics.jsonl. Each run says so; none is 'exported'."""
+    runs = {name: make_run(tmp_path / "cartpole" / f"2026-01-0{k}_10-00-00_000001", max_iterations=2, returns=[1.0, 2.0],
+                           checkpoints=[1, 2], exported=True, pid=stopped_pid)
+            for k, name in enumerate(("cut", "none", "onnx", "metrics"), 1)}  # fmt: skip
+    newest = runs["cut"] / "checkpoints" / "iter_000002.pt"
+    newest.write_bytes(newest.read_bytes()[:40])
+    for path in (runs["none"] / "checkpoints").iterdir():
+        path.unlink()
+    for run in runs.values():
+        (run / "export" / "robot.yaml").write_text("files:\n  policy.onnx: {sha256: abc}\n")
+        (run / "export" / "policy.onnx").write_bytes(b"onnx")
+    (runs["onnx"] / "export" / "policy.onnx").unlink()
+    (runs["metrics"] / "metrics.jsonl").unlink()
+    out = rows(capsys, f"root={tmp_path}")
+    notes = {line.strip() for line in out if line.startswith("  note:")}
+    assert notes == {"note: checkpoints/iter_000002.pt is damaged (not a whole checkpoint file)",
+                     "note: no checkpoint in checkpoints/: it cannot be resumed, evaluated or exported",
+                     "note: export/ lacks policy.onnx (its robot.yaml lists it): export again",
+                     "note: no metrics.jsonl"}, out  # fmt: skip
+    onnx_row = next(line for line in out if "2026-01-03" in line)
+    assert "finished, not exported" in onnx_row, out
 
 
 def test_no_runs_is_one_line_and_success(tmp_path, capsys):
