@@ -31,6 +31,10 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     by_name = {j.name: j for j in info.joints}
     plan = _plan_actuators(info) if info.actuators else _plan_servos(info, legged)
     joints = plan.joints
+    if plan.position and plan.actuators:
+        ranges = {j.name: j.range for j in info.joints if j.range}
+        driven = {a.name: a.joint for a in info.actuators} if info.actuators else {j: j for j in plan.actuators}
+        plan.servo_widths = {a: ranges[j][1] - ranges[j][0] for a, j in driven.items() if j in ranges}
     plan.tracked = list(joints) or [j.name for j in info.joints]
     if not joints and plan.tracked:
         plan.lines.append(f"no actuator drives a joint directly (tendons, muscles): the task's joint targets and "
@@ -52,6 +56,7 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     kinds = {j.slide for j in info.joints}
     what = "slide" if kinds == {True} else "hinge" if kinds == {False} else "hinge/slide"
     plan.lines.insert(0, f"joints: {len(info.joints)} {what}: {short([j.name for j in info.joints])}")
+    _doubt_degrees(plan, info)
 
     if plan.position and int(model.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_EULER):
         # Euler integrates a servo's damping explicitly: unstable once kd * timestep exceeds about twice
@@ -69,6 +74,22 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
         plan.steps.append("add_light")
         plan.lines.append("light: missing -> added one above the robot (for videos and the viewers)")
     return plan
+
+
+TINY_HINGE_RANGE = 0.0873
+"""5 degrees [rad]: an MJCF whose every limited hinge moves less than this most likely wrote
+radians where MuJoCo reads degrees (its default unit)."""
+
+
+def _doubt_degrees(plan: RobotPlan, info: ModelInfo) -> None:
+    """A warning where an MJCF's hinge limits look like radians read as degrees (range="-1.57 1.57"
+    without <compiler angle="radian"/> is +-1.57 degrees: every episode ends at a joint limit)."""
+    widths = [j.range[1] - j.range[0] for j in info.joints if j.range and not j.slide]
+    if info.urdf or not widths or max(widths) >= TINY_HINGE_RANGE:
+        return
+    plan.lines.append(f"WARNING: every limited hinge moves less than 5 degrees (at most {max(widths) * 57.29578:.2g}); "
+                      "MJCF reads ranges in degrees unless <compiler angle=\"radian\"/> says radians: if you wrote "
+                      "radians, add that element")  # fmt: skip
 
 
 def _plan_actuators(info: ModelInfo) -> RobotPlan:
@@ -144,7 +165,7 @@ def _plan_mocap_welds(plan: RobotPlan, info: ModelInfo) -> None:
 
 def _plan_ctrl_spans(plan: RobotPlan, info: ModelInfo) -> None:
     for a in info.actuators:
-        if a.ctrlrange and a.kind != "position":
+        if a.ctrlrange:  # a position servo's too, beside motors: its targets span its range
             low, high = a.ctrlrange
             if high > low and abs(low + high) > 1e-9 * (high - low):
                 plan.ctrl_spans[a.name] = ((low + high) / 2, (high - low) / 2)

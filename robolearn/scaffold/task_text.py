@@ -44,16 +44,22 @@ def num_envs(template: str, model_bytes: int) -> tuple[int, str]:
 
 def _action_values(plan: RobotPlan, servo_scale: float) -> dict[str, str]:
     """The task YAML's `action.scale` and `action.offset`: position servos get `servo_scale` (about
-    their default pose); actuators whose controls are off-centre (plan.ctrl_spans) get the offset and
+    their default pose), or their joint's range width where that is narrower; actuators whose controls are off-centre (plan.ctrl_spans) get the offset and
     scale that map -1..1 onto their range: one value when every actuator shares one span, else per
     actuator (keys are patterns: the names escaped)."""
-    if plan.position or not plan.ctrl_spans:
-        return {"action_scale": num(servo_scale) if plan.position else "1.0", "action_offset": "0.0"}
+    key = lambda name: json.dumps(re.escape(name))  # noqa: E731
+    if plan.position:  # a servo on a joint narrower than servo_scale (a 4 cm gripper slide) gets that width
+        scales = {a: min(servo_scale, plan.servo_widths.get(a, servo_scale)) for a in plan.actuators}
+        if all(v == servo_scale for v in scales.values()):
+            return {"action_scale": num(servo_scale), "action_offset": "0.0"}
+        return {"action_scale": "{" + ", ".join(f"{key(a)}: {num(v)}" for a, v in scales.items()) + "}",
+                "action_offset": "0.0"}  # fmt: skip
+    if not plan.ctrl_spans:
+        return {"action_scale": "1.0", "action_offset": "0.0"}
     spans = plan.ctrl_spans
     if len(spans) == len(plan.actuators) and len(set(spans.values())) == 1:
         offset, scale = next(iter(spans.values()))
         return {"action_scale": num(scale), "action_offset": num(offset)}
-    key = lambda name: json.dumps(re.escape(name))  # noqa: E731
     scale = ", ".join(f"{key(n)}: {num(s)}" for n, (_, s) in spans.items())
     offset = ", ".join(f"{key(n)}: {num(o)}" for n, (o, _) in spans.items())
     return {"action_scale": f"{{{scale}}}  # the others: 1.0", "action_offset": f"{{{offset}}}  # the others: 0"}

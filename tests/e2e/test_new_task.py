@@ -246,7 +246,8 @@ gripper finger that mimics the other."""
 
 def test_a_urdf_with_a_visual_and_a_collision_mesh_of_one_name_and_a_mimic_joint(tmp_path):
     """Both meshes are copied under names of their own and kept (the visual one draws, colliding with
-    nothing); the mimic finger follows its leader: no servo, action, command or observation of its own."""
+    nothing); the mimic finger follows its leader: no servo, action, command or observation of its own;
+    the 4 cm gripper slide's action scale is its range, not the hinge's 0.5."""
     import yaml
 
     visual, collision = two_meshes(tmp_path / "arm_description" / "meshes")
@@ -266,6 +267,7 @@ def test_a_urdf_with_a_visual_and_a_collision_mesh_of_one_name_and_a_mimic_joint
     assert len(drawn) == 1 and model.geom_conaffinity[drawn[0]] == 0 and model.nmesh == 2
     task = yaml.safe_load((package / "gripper.yaml").read_text())
     assert task["action"]["actuators"] == ["shoulder", "grip"]
+    assert task["action"]["scale"] == {"shoulder": 0.5, "grip": 0.04}  # the 4 cm slide's targets stay in its range
     assert "grip_mimic" not in str(task["observations"]) and "grip_mimic" not in str(task["commands"])
     robot = _module(package / "robot.py")
     spec = mujoco.MjSpec.from_file(str(package / "arm.urdf"))
@@ -751,3 +753,15 @@ def test_actuators_with_off_centre_control_ranges_get_actions_mapped_onto_them(t
     manager = ActionManager(cfg, model, 3, torch.device("cpu"), torch.zeros(3, model.nq))
     manager.process(torch.tensor([[-1.0, -1.0, -1.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]))
     assert manager.ctrl.tolist() == [[0.0, -3.0, -1.0], [1.0, -2.0, 0.0], [2.0, -1.0, 1.0]]
+
+
+def test_hinge_limits_that_look_like_radians_read_as_degrees_are_warned_of(tmp_path):
+    """range="-1.57 1.57" without <compiler angle="radian"/> is +-1.57 degrees (MJCF's default unit):
+    every episode would end at a joint limit. new-task says so; with the compiler element it does not."""
+    arm = ('<mujoco>{}<worldbody><body pos="0 0 0.5"><joint name="a" axis="0 1 0" range="-1.57 1.57"/>'
+           '<geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/></body></worldbody></mujoco>')  # fmt: skip
+    for name, compiler, warned in (("in_degrees", "", True), ("in_radians", '<compiler angle="radian"/>', False)):
+        (tmp_path / f"{name}.xml").write_text(arm.format(compiler))
+        made = new_task(name, "minimal", robot=tmp_path / f"{name}.xml", out=tmp_path / name)
+        warnings = [line for line in made.lines if line.startswith("WARNING: every limited hinge moves less than 5 degrees")]
+        assert bool(warnings) == warned, made.lines
