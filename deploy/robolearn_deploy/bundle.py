@@ -3,7 +3,7 @@
 A bundle is refused (DeployError, one line) when a listed file is missing or differs from its
 checksum, when robot.yaml itself was edited after export, when its format is one this runtime
 does not read, when its observation/action layout does not add up, or when a number the control
-loop relies on (timing, ctrl limits, poses, joint limits) is one no export writes.
+loop relies on (timing, ctrl limits, PD gains, poses, joint limits) is one no export writes.
 """
 
 from __future__ import annotations
@@ -269,6 +269,7 @@ def state_tensors(meta: dict) -> tuple[StateTensor, ...]:
 FINITE = (math.isfinite, "a finite number")
 POSITIVE = (lambda v: math.isfinite(v) and v > 0, "a positive finite number")
 NOT_NAN = (lambda v: not math.isnan(v), "a number (.inf and -.inf: unbounded)")
+GAIN = (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0 (a negative gain drives the joint away from its target)")
 """(test, what is valid) for one number of robot.yaml."""
 
 
@@ -333,8 +334,8 @@ def _actuator(entry: dict) -> Actuator:
             f"actuator '{entry.get('name')}' is of kind {kind!r}; this runtime drives {', '.join(ACTUATOR_KINDS)}"
         )
     where = f"actuator {entry.get('name')!r}"
-    floats = ("action_scale", "action_offset", "kp", "kd", "effort_per_ctrl")
-    values = {k: _number(entry[k], f"{where} {k}") for k in floats if k in entry}
+    rules = {"action_scale": FINITE, "action_offset": FINITE, "kp": GAIN, "kd": GAIN, "effort_per_ctrl": FINITE}
+    values = {k: _number(entry[k], f"{where} {k}", rule) for k, rule in rules.items() if k in entry}
     values["ctrl_min"], values["ctrl_max"] = _ctrl_limits(entry, where)
     effort = entry.get("effort_range")
     safe = entry.get("safe_ctrl", "zero")

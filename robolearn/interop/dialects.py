@@ -7,6 +7,7 @@ layout (layout.py) is written once against it. A run directory of neither kind i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from robolearn.errors import UserError
@@ -131,10 +132,16 @@ class Dialect:
 
     # --- timing ---------------------------------------------------------------------------------
     def physics_dt(self) -> float:
+        """The physics step in seconds: refused unless positive and finite (a NaN passes `dt <= 0`
+        and would give the bundle a NaN control period)."""
         sim = self.env.get("sim") or {}
+        key = "sim.mujoco.timestep" if self.framework == "mjlab" else "sim.dt"
         dt = (sim.get("mujoco") or {}).get("timestep") if self.framework == "mjlab" else sim.get("dt")
-        if not isinstance(dt, (int, float)) or dt <= 0:
-            raise UserError(f"the run's env.yaml has no physics time step (sim.{'mujoco.timestep' if self.framework == 'mjlab' else 'dt'})")
+        if dt is None:
+            raise UserError(f"the run's env.yaml has no physics time step ({key}); valid: a positive number of seconds")
+        if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or dt <= 0:
+            raise UserError(f"{key}: {dt!r} in the run's env.yaml is not a physics time step; valid: a positive finite "
+                            "number of seconds")  # fmt: skip
         return float(dt)
 
     def substeps(self) -> int:

@@ -237,6 +237,20 @@ def _compare_run_onnx(run_onnx, ckpt: Checkpoint, newest: Path, recorded: torch.
     return _run_session_diff(session, ckpt.policy, recorded)
 
 
+def _check_loads(staging: Path) -> None:
+    """Load the staged bundle as the deploy runtime will (robolearn_deploy's own checks of
+    robot.yaml: timing, gains, limits, layout), so an import never installs a bundle the runtime
+    refuses; its refusal becomes the import's one line."""
+    from robolearn_deploy.bundle import Bundle
+    from robolearn_deploy.errors import DeployError
+
+    try:
+        Bundle.load(staging)
+    except DeployError as exc:
+        message = str(exc).replace(" (re-export the bundle)", "").replace("; re-export the bundle", "")
+        raise UserError(f"the bundle made from the run is one the deploy runtime refuses: {message}; nothing was written") from None
+
+
 def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None, task: str | None = None,
                joint_order: str | None = None, checkpoint: str | None = None, obs: Path | None = None,
                precision: str = "fp32", progress: bool = True) -> ImportResult:  # fmt: skip
@@ -286,6 +300,7 @@ def import_run(run_dir: Path, out: Path | None = None, robot: Path | None = None
         meta = robot_yaml(layout, d, ckpt, run_dir, model_file, limits, task, order_from)
         meta.update(policy_state(ckpt.policy))
         seal(meta, staging, reports, None)
+        _check_loads(staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -30,6 +30,12 @@ POSITION_PD = ("", "ImplicitActuator", "IdealPDActuator", "DCMotor", "DelayedPDA
 """Actuator models whose joint-level behaviour is a position PD servo (kp, kd, an effort limit);
 '' is mjlab, whose dump does not name the class (its joint actuators with stiffness are PD servos)."""
 UNITS = {"base_lin_vel": "m/s", "base_ang_vel": "rad/s", "joint_pos": "rad", "joint_vel": "rad/s"}
+FINITE = (math.isfinite, "a finite number")
+GAIN = (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0 (a negative gain drives the joint away from its target)")
+SCALE = (lambda v: math.isfinite(v) and v != 0, "a finite non-zero number (at 0 the policy cannot move the joint)")
+EFFORT = (lambda v: v > 0, "a positive number (.inf: unbounded)")
+"""(test, what is valid) for one per-joint number of the run's config: the deploy runtime refuses
+a bundle with a NaN, and a negative gain or effort limit would be unsafe on a robot."""
 
 
 @dataclass
@@ -81,12 +87,39 @@ def _scale(value, term: str) -> float:
     return _number(value, f"scale of observation {term!r}")
 
 
+def _checked(value: float, what: str, rule: tuple, source: str = "the run's env.yaml") -> float:
+    """`value` if it passes `rule` (FINITE, GAIN, ...); else one line naming it and what is valid."""
+    ok, valid = rule
+    if not ok(value):
+        raise UserError(f"{what} is {value} in {source}; valid: {valid}")
+    return value
+
+
+def _history(group_name: str, group: dict, name: str, cfg: dict) -> int:
+    """Steps of a term's history: the group's history_length overrides the term's (as in Isaac
+    Lab and mjlab); None and 0 mean the current value only. Anything but a whole number >= 0 is
+    refused: int() would read -1 and 1.5 as 1, a layout the run never had."""
+    if group.get("history_length") is not None:
+        value, where = group["history_length"], f"observation group {group_name!r}"
+    else:
+        value, where = cfg.get("history_length"), f"observation {name!r}"
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UserError(f"{where} has history_length {value!r} in the run's env.yaml; valid: a whole number >= 0 "
+                        "(0: the current value only)")  # fmt: skip
+    return max(1, value)
+
+
 def _clip(value, scale: float, term: str) -> float | None:
     if value is None:
         return None
     low, high = (_number(v, f"clip of observation {term!r}") for v in value)
     if math.isinf(low) and math.isinf(high):
         return None
+    if low > high:
+        raise UserError(f"observation {term!r} is clipped to [{low}, {high}] in the run's env.yaml; valid: [low, high] "
+                        "with low <= high")  # fmt: skip
     if low != -high:
         raise UserError(f"observation {term!r} is clipped to [{low}, {high}]; robot.yaml clips symmetrically, so only "
                         "[-c, c] (or none) can be imported")  # fmt: skip
@@ -151,8 +184,7 @@ def observation_terms(d: Dialect, joints: list[str], num_actions: int, obs_dim: 
             raise UserError(f"observation group {g!r} does not concatenate its terms; rsl_rl actors read concatenated groups")
         for name, cfg in configs.items():
             term = make(f"{g}/{name}" if len(groups) > 1 else name, cfg)
-            history = group.get("history_length") if group.get("history_length") is not None else cfg.get("history_length")
-            term.history = max(1, int(history or 0))
+            term.history = _history(g, group, name, cfg)
             if term.history > 1 and not cfg.get("flatten_history_dim", group.get("flatten_history_dim", True)):
                 raise UserError(f"observation {name!r} keeps its history as a separate dimension; rsl_rl MLP actors read flattened histories")
             term.scale = _scale(cfg.get("scale"), name)
@@ -198,15 +230,12 @@ def actuators(d: Dialect, action, robot: dict, action_joints: list[str], default
     PD gains and effort limit of the actuator group that drives the joint. A group that leaves its
     gains to the robot asset (None) takes them from the robot= model's position actuator."""
     scale = per_name(action.scale, action_joints, "action scale")
+    scale = {j: _checked(v, f"action scale of joint {j!r}", SCALE) for j, v in scale.items()}
     offset = ({j: default_pose[j] for j in action_joints} if action.use_default_offset
               else per_name(action.offset, action_joints, "action offset"))  # fmt: skip
-    clip = {j: [-math.inf, math.inf] for j in action_joints}
-    if isinstance(action.clip, dict):
-        for pattern, bounds in action.clip.items():
-            for j in match_names(pattern, action_joints):
-                clip[j] = [_number(bounds[0], "action clip"), _number(bounds[1], "action clip")]
-    elif action.clip is not None:
-        raise UserError(f"action clip {action.clip!r} in the run's config; expected {{joint pattern: [min, max]}}")
+    what = "default position (the action's offset)" if action.use_default_offset else "action offset"
+    offset = {j: _checked(v, f"{what} of joint {j!r}", FINITE) for j, v in offset.items()}
+    clip = _action_clip(action.clip, action_joints)
     groups = d.actuator_groups(robot)
     out = []
     for j in action_joints:
@@ -214,20 +243,48 @@ def actuators(d: Dialect, action, robot: dict, action_joints: list[str], default
         if g.kind not in POSITION_PD:
             raise UserError(f"joint {j!r} is driven by a {g.kind}, which has no joint-level PD equivalent; robolearn import "
                             f"reads position PD actuators ({', '.join(k for k in POSITION_PD if k)})")  # fmt: skip
-        gains = {}
-        for key, value in (("kp", g.stiffness), ("kd", g.damping)):
-            if value is None:
-                if not model_gains or j not in model_gains:
-                    raise UserError(f"the run's config leaves the {'stiffness' if key == 'kp' else 'damping'} of joint {j!r} "
-                                    "to the robot asset; pass robot=<model.xml> with a position actuator on that joint")  # fmt: skip
-                gains[key] = model_gains[j][key]
-            else:
-                gains[key] = per_name(value, [j], "stiffness" if key == "kp" else "damping", strict=False)[j]
         entry = {"name": j, "joint": j, "action_scale": scale[j], "action_offset": offset[j],
-                 "ctrl_min": clip[j][0], "ctrl_max": clip[j][1], "kind": "position", **gains}  # fmt: skip
+                 "ctrl_min": clip[j][0], "ctrl_max": clip[j][1], "kind": "position", **_gains(j, g, model_gains)}  # fmt: skip
         if g.effort_limit is not None:
             effort = per_name(g.effort_limit, [j], "effort limit", strict=False)[j]
-            if math.isfinite(effort):
+            if math.isfinite(_checked(effort, f"effort limit of joint {j!r}", EFFORT)):
                 entry["effort_range"] = [-effort, effort]
         out.append(entry)
     return out
+
+
+def _gains(joint: str, g: ActuatorGroup, model_gains: dict[str, dict] | None) -> dict[str, float]:
+    """{kp, kd} of `joint`: its actuator group's stiffness and damping, or where the group leaves
+    them to the robot asset (None), the robot= model's position actuator. A negative or NaN gain
+    is refused: the runtime would drive the joint away from its target."""
+    gains = {}
+    for key, what, value in (("kp", "stiffness", g.stiffness), ("kd", "damping", g.damping)):
+        if value is None:
+            if not model_gains or joint not in model_gains:
+                raise UserError(f"the run's config leaves the {what} of joint {joint!r} to the robot asset; pass "
+                                "robot=<model.xml> with a position actuator on that joint")  # fmt: skip
+            gains[key] = _checked(model_gains[joint][key], f"{what} of joint {joint!r}", GAIN, "the robot= model")
+        else:
+            gains[key] = _checked(per_name(value, [joint], what, strict=False)[joint], f"{what} of joint {joint!r}", GAIN)
+    return gains
+
+
+def _action_clip(value, action_joints: list[str]) -> dict[str, list[float]]:
+    """{joint: [ctrl_min, ctrl_max]} from the action term's clip ({joint pattern: [min, max]}); a
+    joint no pattern names is unbounded. A NaN or reversed pair is refused: the runtime's np.clip
+    would pass a NaN through, and min > max clips every action to one value."""
+    clip = {j: [-math.inf, math.inf] for j in action_joints}
+    if value is None:
+        return clip
+    if not isinstance(value, dict):
+        raise UserError(f"action clip {value!r} in the run's config; expected {{joint pattern: [min, max]}}")
+    for pattern, bounds in value.items():
+        if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+            raise UserError(f"action clip {bounds!r} of {pattern!r} in the run's env.yaml; valid: [min, max]")
+        low, high = (_number(b, "action clip") for b in bounds)
+        if math.isnan(low) or math.isnan(high) or low > high:
+            raise UserError(f"action clip of {pattern!r} is [{low}, {high}] in the run's env.yaml; valid: [min, max], "
+                            "numbers (.inf: unbounded) with min <= max")  # fmt: skip
+        for j in match_names(pattern, action_joints):
+            clip[j] = [low, high]
+    return clip

@@ -103,6 +103,34 @@ def _load(path: Path) -> dict:
     return data
 
 
+def _tensor(weights: dict, key: str, ndim: int, path: Path) -> torch.Tensor:
+    """weights[key], refused in one line unless it is a tensor of `ndim` dimensions (a damaged or
+    hand-edited checkpoint would otherwise fail deep inside torch)."""
+    value = weights[key]
+    if not isinstance(value, torch.Tensor):
+        raise UserError(f"{path}: {key} is {type(value).__name__} {value!r:.40}, not a tensor; valid: a {ndim}-D tensor "
+                        "(the checkpoint is damaged or not an rsl_rl actor)")  # fmt: skip
+    if value.ndim != ndim:
+        raise UserError(f"{path}: {key} has shape {list(value.shape)}; valid: a {ndim}-D tensor (the checkpoint is "
+                        "damaged or not an rsl_rl actor)")  # fmt: skip
+    return value
+
+
+def _linear(weights: dict, key: str, path: Path) -> nn.Linear:
+    """nn.Linear from <key>.weight [out, in] and <key>.bias [out] (absent: no bias)."""
+    w = _tensor(weights, f"{key}.weight", 2, path)
+    b = _tensor(weights, f"{key}.bias", 1, path) if f"{key}.bias" in weights else None
+    if b is not None and b.shape[0] != w.shape[0]:
+        raise UserError(f"{path}: {key}.bias has {b.shape[0]} values but {key}.weight {list(w.shape)} gives "
+                        f"{w.shape[0]} outputs; valid: one bias per output (the checkpoint is damaged)")  # fmt: skip
+    linear = nn.Linear(w.shape[1], w.shape[0], bias=b is not None)
+    with torch.no_grad():
+        linear.weight.copy_(w)
+        if b is not None:
+            linear.bias.copy_(b)
+    return linear
+
+
 def _mlp(weights: dict[str, torch.Tensor], prefix: str, activation: str, path: Path) -> nn.Sequential:
     """Linear layers <prefix><i>.weight/bias at even positions, the activation between them."""
     if activation.lower() not in ACTIVATIONS:
@@ -112,16 +140,11 @@ def _mlp(weights: dict[str, torch.Tensor], prefix: str, activation: str, path: P
         raise UserError(f"{path} has no actor layers ({prefix}<i>.weight); not an rsl_rl MLP actor")
     layers: list[nn.Module] = []
     for k, i in enumerate(index):
-        w, b = weights[f"{prefix}{i}.weight"], weights.get(f"{prefix}{i}.bias")
-        if w.ndim != 2 or i != 2 * k or (layers and w.shape[1] != layers[-2].out_features):
-            raise UserError(f"{path}: actor layer {prefix}{i} ({tuple(w.shape)}) does not continue an MLP of Linear + "
+        w = _tensor(weights, f"{prefix}{i}.weight", 2, path)
+        if i != 2 * k or (layers and w.shape[1] != layers[-2].out_features):
+            raise UserError(f"{path}: actor layer {prefix}{i} ({list(w.shape)}) does not continue an MLP of Linear + "
                             "activation pairs; only rsl_rl MLP actors are imported")  # fmt: skip
-        linear = nn.Linear(w.shape[1], w.shape[0], bias=b is not None)
-        with torch.no_grad():
-            linear.weight.copy_(w)
-            if b is not None:
-                linear.bias.copy_(b)
-        layers += [linear, ACTIVATIONS[activation.lower()]()]
+        layers += [_linear(weights, f"{prefix}{i}", path), ACTIVATIONS[activation.lower()]()]
     return nn.Sequential(*layers[:-1])
 
 
@@ -133,8 +156,15 @@ def _normalizer(weights: dict, prefix: str, wanted: bool, dim: int, path: Path) 
                             "the actor normalizes observations: the checkpoint does not belong to this config (choose "
                             "another checkpoint=, or the run directory it came from)")  # fmt: skip
         return IdentityNormalizer(dim)
+    for key, value in ((f"{prefix}_mean", mean), (f"{prefix}_std", std)):
+        if not isinstance(value, torch.Tensor):
+            raise UserError(f"{path}: {key} is {type(value).__name__} {value!r:.40}, not a tensor; valid: the normalizer's "
+                            f"statistics, {dim} values")  # fmt: skip
     if mean.numel() != dim or std.numel() != dim:
         raise UserError(f"{path}: normalizer has {mean.numel()} values, the actor takes {dim} observations")
+    if not (torch.isfinite(mean).all() and torch.isfinite(std).all() and (std >= 0).all()):
+        raise UserError(f"{path}: the observation normalizer's statistics ({prefix}_mean, _std) hold nan, inf or a negative "
+                        "std; valid: finite means and stds >= 0 (the checkpoint is damaged)")  # fmt: skip
     return RslNormalizer(mean, std)
 
 
@@ -145,6 +175,9 @@ def _head(actor: nn.Sequential, distribution: str | None, path: Path) -> nn.Sequ
         raise UserError(f"the run's actor has a {distribution}; robolearn import reads Gaussian policies ({', '.join(GAUSSIANS)})")
     if distribution == "HeteroscedasticGaussianDistribution":
         last = actor[-1]
+        if last.out_features % 2:
+            raise UserError(f"{path}: the actor's last layer has {last.out_features} outputs, but a {distribution} gives "
+                            "2 x actions (a mean and a std per action): the checkpoint does not belong to this config")  # fmt: skip
         half = last.out_features // 2
         mean = nn.Linear(last.in_features, half, bias=last.bias is not None)
         with torch.no_grad():
@@ -158,39 +191,75 @@ def _head(actor: nn.Sequential, distribution: str | None, path: Path) -> nn.Sequ
 def _core(weights: dict[str, torch.Tensor], prefix: str, cfg: dict, path: Path) -> RecurrentCore:
     """The recurrent core whose torch nn.GRU/nn.LSTM parameters are <prefix>weight_ih_l<k>, ...; its
     kind follows from the gate rows (3 x hidden: GRU, 4 x hidden: LSTM) and must agree with the
-    config's rnn_type (rsl_rl builds a GRU for 'gru' and an LSTM for anything else)."""
-    layers = 0
-    while f"{prefix}weight_ih_l{layers}" in weights:
-        layers += 1
+    config's rnn_type (rsl_rl builds a GRU for 'gru' and an LSTM for anything else), its layers and
+    units with the config's rnn_num_layers and rnn_hidden_dim where it gives them."""
+    layers = _core_layers(weights, prefix, path)
     if not layers or f"{prefix}weight_hh_l0" not in weights:
         raise UserError(f"{path} has no recurrent layers ({prefix}weight_ih_l0, weight_hh_l0) although the run's config "
                         "describes a recurrent actor: the checkpoint does not belong to this config")  # fmt: skip
-    hidden = int(weights[f"{prefix}weight_hh_l0"].shape[1])
-    gates = int(weights[f"{prefix}weight_ih_l0"].shape[0]) // max(hidden, 1)
+    w_ih, w_hh = _tensor(weights, f"{prefix}weight_ih_l0", 2, path), _tensor(weights, f"{prefix}weight_hh_l0", 2, path)
+    hidden = int(w_hh.shape[1])
+    gates = int(w_ih.shape[0]) // max(hidden, 1)
     kind = {3: "gru", 4: "lstm"}.get(gates)
     rnn_type = cfg.get("rnn_type")
     named = ("gru" if str(rnn_type).lower() == "gru" else "lstm") if rnn_type else kind  # what rsl_rl builds for it
     if kind is None or named != kind:
-        raise UserError(f"{path}: the recurrent layer has {weights[f'{prefix}weight_ih_l0'].shape[0]} gate rows for {hidden} "
+        raise UserError(f"{path}: the recurrent layer has {w_ih.shape[0]} gate rows for {hidden} "
                         f"units, which is {'no GRU or LSTM' if kind is None else 'a ' + kind.upper()}, but the run's config "
                         f"says rnn_type={cfg.get('rnn_type')}; robolearn import reads {' and '.join(k.upper() for k in KINDS)} actors")  # fmt: skip
-    core = RecurrentCore(kind, int(weights[f"{prefix}weight_ih_l0"].shape[1]), hidden, layers)
+    _check_core_size(cfg, layers, hidden, path)
+    core = RecurrentCore(kind, int(w_ih.shape[1]), hidden, layers)
     names = [f"{n}_l{k}" for k in range(layers) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
     missing = [n for n in names if f"{prefix}{n}" not in weights]
     if missing:
         raise UserError(f"{path} lacks {prefix}{missing[0]}: only recurrent layers with biases (torch's default) are imported")
+    state = {n: _tensor(weights, f"{prefix}{n}", 2 if n.startswith("weight") else 1, path) for n in names}
     try:
-        core.load_state_dict({n: weights[f"{prefix}{n}"] for n in names})
+        core.load_state_dict(state)
     except RuntimeError as exc:
         raise UserError(f"{path}: the recurrent layers do not fit one {kind.upper()} of {layers} x {hidden} units "
                         f"({' '.join(str(exc).split())[:160]})") from None  # fmt: skip
     return core
 
 
+def _core_layers(weights: dict, prefix: str, path: Path) -> int:
+    """How many layers the core's <prefix><param>_l<k> keys describe. A gap (l0 and l2 but no l1)
+    or a key of another kind of RNN (_reverse: bidirectional, weight_hr: projected) is refused:
+    read up to the gap, the core would quietly lose its later layers."""
+    found = {}
+    for key in weights:
+        if key.startswith(prefix):
+            m = re.fullmatch(r"(weight|bias)_(ih|hh)_l(\d+)", key[len(prefix):])
+            if m is None:
+                raise UserError(f"{path} holds {key}, which rsl_rl's GRU/LSTM core has no place for (a bidirectional or "
+                                "projected RNN?); robolearn import reads single-direction GRU and LSTM actors")  # fmt: skip
+            found.setdefault(int(m.group(3)), key)
+    gaps = [k for k in range(max(found, default=-1) + 1) if k not in found]
+    if gaps:
+        raise UserError(f"{path} has recurrent layer {max(found)} ({found[max(found)]}) but no layer {gaps[0]} "
+                        f"({prefix}weight_ih_l{gaps[0]}): the checkpoint is damaged or not an rsl_rl actor")  # fmt: skip
+    return len(found)
+
+
+def _check_core_size(cfg: dict, layers: int, hidden: int, path: Path) -> None:
+    """agent.yaml's rnn_num_layers and rnn_hidden_dim, where given, must be the weights' own."""
+    for key, have in (("rnn_num_layers", layers), ("rnn_hidden_dim", hidden)):
+        want = cfg.get(key)
+        if want is not None and want != have:
+            raise UserError(f"the run's agent.yaml says {key}: {want!r} but {path.name} holds a core of {layers} x {hidden} "
+                            f"units: the checkpoint does not belong to this config (choose another checkpoint=, or the run "
+                            "directory it came from)")  # fmt: skip
+
+
 def _policy(weights: dict, cfg: dict, prefixes: tuple[str, str, str], recurrent: bool, wanted: bool, path: Path,
             distribution: str | None = None) -> ImportedPolicy:  # fmt: skip
     """normalizer -> [core] -> MLP from `weights`, whose (normalizer, core, MLP) keys start with `prefixes`."""
     norm_prefix, core_prefix, mlp_prefix = prefixes
+    stray = next((k for k in weights if k.startswith(core_prefix)), None)
+    if not recurrent and stray is not None:
+        raise UserError(f"{path} holds a recurrent core ({stray}, ...) but the run's agent.yaml says class_name: "
+                        f"{cfg.get('class_name', 'MLPModel')}, a feed-forward actor: the checkpoint does not belong to "
+                        "this config (choose another checkpoint=, or the run directory it came from)")  # fmt: skip
     core = _core(weights, core_prefix, cfg, path) if recurrent else None
     actor = _head(_mlp(weights, mlp_prefix, str(cfg.get("activation", "elu")), path), distribution, path)
     if core is not None and actor[0].in_features != core.hidden:

@@ -30,6 +30,7 @@ def write_task_yaml(task: str, staging: Path, model_file: str | None, layout: Ru
         if set(theirs) != set(layout.action_joints):
             raise UserError(f"task={task} drives joints {', '.join(map(str, theirs))} but the run's policy drives "
                             f"{', '.join(layout.action_joints)}; choose the robolearn task of the same robot")  # fmt: skip
+        _check_commands(task, dict(env.commands.components), layout.commands)
         if model_file is None:
             model_file = model_file_name(env.asset_path, edited=env.edit_spec is not None)
             copy_model(env.asset_path, staging, model_file, env.edit_spec)
@@ -46,3 +47,17 @@ def write_task_yaml(task: str, staging: Path, model_file: str | None, layout: Ru
     except UserError as exc:
         raise UserError(f"task={task} does not fit the imported robot model: {exc}") from None
     return model_file
+
+
+def _check_commands(task: str, provided: dict[str, list[str]], needed: dict[str, dict]) -> None:
+    """The task must command what the policy reads, by name and components: sim2sim hands the
+    robot the task's commands as signals of their names, and a command the policy reads that no
+    one provides ends every episode at its first tick (the watchdog: a reading without it)."""
+    wrong = [name for name, spec in needed.items() if provided.get(name) != list(spec["components"])]
+    if wrong:
+        def listed(commands: dict) -> str:
+            return ", ".join(f"{n} ({', '.join(c)})" for n, c in commands.items()) or "none"
+
+        raise UserError(f"task={task} does not provide the command the run's policy reads: the bundle needs "
+                        f"{listed({n: needed[n]['components'] for n in needed})}, the task provides {listed(provided)}; "
+                        "choose a task with those commands, or import with robot= alone (its referee uses the run's)")  # fmt: skip

@@ -212,6 +212,13 @@ def build_interop_runs(root: Path) -> None:
     np.save(root / "obs_words.npy", np.array(["a", "b"]))
     decimation = shutil.copytree(il, root / "il_decimation_run") / "params" / "env.yaml"
     decimation.write_text(re.sub(r"(?m)^decimation: .*$", "decimation: -4", decimation.read_text()))
+    for name, edit in (("il_nan_dt_run", lambda t: re.sub(r"(?m)^  dt: .*$", "  dt: .nan", t, count=1)),
+                       ("il_negative_gain_run", lambda t: t.replace(".*_hip_joint: 25.0", ".*_hip_joint: -25.0", 1))):
+        damaged = root / name  # only the config is damaged: the run's own checkpoint, linked
+        (damaged / "params" / "env.yaml").parent.mkdir(parents=True)
+        (damaged / "params" / "agent.yaml").write_bytes((il / "params" / "agent.yaml").read_bytes())
+        (damaged / "params" / "env.yaml").write_text(edit((il / "params" / "env.yaml").read_text()))
+        (damaged / "model_4.pt").symlink_to(Path("..") / "il_run" / "model_4.pt")
     odd = shutil.copytree(il, root / "odd_run")
     (odd / "params" / "env.yaml").write_text(yaml.safe_dump({"scene": {"robot": {}}, "rewards": {}}))
 
@@ -608,4 +615,8 @@ CASES: list[Case] = [
         expect=("decimation -4", "whole number >= 1"), cls="file"),  # fmt: skip
     cli("import_task_of_another_robot", "import", "run={ws}/il_run", "robot={ws}/quadruped.xml", "task=cartpole",
         expect=("task=cartpole drives joints", "same robot")),  # fmt: skip
+    cli("import_nan_physics_step", "import", "run={ws}/il_nan_dt_run", "robot={ws}/quadruped.xml", cls="file",
+        expect=("sim.dt: nan", "valid: a positive finite number of seconds")),  # fmt: skip
+    cli("import_negative_stiffness", "import", "run={ws}/il_negative_gain_run", "robot={ws}/quadruped.xml", cls="file",
+        expect=("stiffness of joint", "is -25.0", "valid: a finite number >= 0")),  # fmt: skip
 ]

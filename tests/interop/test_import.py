@@ -345,3 +345,99 @@ def test_added_actuators_extend_the_keyframes_that_set_ctrl(tmp_path):
     np.testing.assert_allclose(model.key("pose").ctrl, [0.3, -0.4])
     np.testing.assert_allclose(model.key("home").qpos, [0.1, 0.2])
 
+
+
+def _obs_term(term: str, **values):
+    return lambda env: env["observations"]["policy"][term].update(values)
+
+
+def _default_pose(value: float):
+    return lambda env: env["scene"]["robot"]["init_state"]["joint_pos"].update({".*_calf_joint": value})
+
+
+def _legs(key: str, value: float):
+    return lambda env: env["scene"]["robot"]["actuators"]["legs"][key].update({".*_hip_joint": value})
+
+
+@pytest.mark.parametrize("edit,expected", [
+    (lambda e: e["sim"].update(dt=math.nan), ["sim.dt: nan", "valid: a positive finite number of seconds"]),
+    (lambda e: e["sim"].update(dt=0.0), ["sim.dt: 0.0", "valid: a positive finite number of seconds"]),
+    (lambda e: e["sim"].update(dt=-0.005), ["sim.dt: -0.005", "valid: a positive finite number of seconds"]),
+    (lambda e: e["sim"].update(dt="fast"), ["sim.dt: 'fast'", "valid: a positive finite number of seconds"]),
+    (lambda e: e["actions"]["joint_pos"].update(scale=math.nan), ["action scale of joint", "is nan", "valid: a finite non-zero number"]),
+    (lambda e: e["actions"]["joint_pos"].update(scale=0.0), ["action scale of joint", "is 0.0", "valid: a finite non-zero number"]),
+    (lambda e: e["actions"]["joint_pos"].update(clip={".*": [1.0, -1.0]}), ["action clip of '.*' is [1.0, -1.0]", "min <= max"]),
+    (lambda e: e["actions"]["joint_pos"].update(clip={".*": [math.nan, 1.0]}), ["action clip of '.*' is [nan, 1.0]", "min <= max"]),
+    (_legs("stiffness", -25.0), ["stiffness of joint", "_hip_joint' is -25.0", "valid: a finite number >= 0"]),
+    (_legs("damping", -0.5), ["damping of joint", "_hip_joint' is -0.5", "valid: a finite number >= 0"]),
+    (_legs("stiffness", math.nan), ["stiffness of joint", "is nan", "valid: a finite number >= 0"]),
+    (_legs("joint_effort_limit", -23.7), ["effort limit of joint", "is -23.7", "valid: a positive number (.inf: unbounded)"]),
+    (_obs_term("base_lin_vel", history_length=-1), ["observation 'base_lin_vel' has history_length -1", "valid: a whole number >= 0"]),
+    (_obs_term("base_lin_vel", history_length=1.5), ["observation 'base_lin_vel' has history_length 1.5", "valid: a whole number >= 0"]),
+    (_obs_term("base_lin_vel", history_length="many"), ["history_length 'many'", "valid: a whole number >= 0"]),
+    (lambda e: e["observations"]["policy"].update(history_length=-2), ["observation group 'policy' has history_length -2"]),
+    (_obs_term("base_lin_vel", clip=[1.0, -1.0]), ["observation 'base_lin_vel' is clipped to [1.0, -1.0]", "low <= high"]),
+    (_default_pose(math.nan), ["default position (the action's offset) of joint", "_calf_joint' is nan", "valid: a finite number"]),
+    # with an offset of its own the action does not read the default pose, which the layout does not check:
+    # the deploy runtime's own bundle checks (run on the staged bundle) refuse it
+    (lambda e: (_default_pose(math.nan)(e), e["actions"]["joint_pos"].update(use_default_offset=False)),
+     ["the deploy runtime refuses", "default_pose of", ": nan; valid: a finite number", "nothing was written"]),
+])  # fmt: skip
+def test_impossible_values_in_env_yaml_are_refused_before_anything_is_written(tmp_path, edit, expected):
+    """A value the deploy runtime refuses (NaN), or one it would run unsafely (a negative gain),
+    ends the import in one line naming the field and what is valid; no bundle, no staging folder."""
+    run = _edited_run(tmp_path, edit)
+    order = ",".join(np.load(ISAAC_REF)["joint_names"])
+    with pytest.raises(UserError) as refused:
+        import_run(run, out=tmp_path / "out" / "b", joint_order=order, progress=False)
+    message = str(refused.value)
+    assert "\n" not in message and all(e in message for e in expected), message
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_task_whose_commands_differ_from_the_run_s_is_refused(tmp_path):
+    """mjlab names its velocity command `twist`, quadruped_flat `base_velocity`: sim2sim would hand
+    the robot a signal the policy does not read and the watchdog would end every episode at once."""
+    with pytest.raises(UserError) as refused:
+        import_run(MJLAB_RUN, out=tmp_path / "b", task="quadruped_flat", progress=False)
+    message = str(refused.value)
+    assert "task=quadruped_flat does not provide the command the run's policy reads" in message, message
+    assert "needs twist (lin_vel_x, lin_vel_y, ang_vel_z)" in message and "provides base_velocity (" in message
+    assert not (tmp_path / "b").exists()
+
+
+def _mlp_checkpoint(path: Path, edit=None, hetero: bool = False) -> Path:
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ELU(), torch.nn.Linear(8, 6 if hetero else 3))
+    weights = {f"mlp.{k}": v for k, v in net.state_dict().items()}
+    weights.update({"obs_normalizer._mean": torch.zeros(1, 5), "obs_normalizer._std": torch.ones(1, 5)})
+    if edit is not None:
+        edit(weights)
+    torch.save({"actor_state_dict": weights, "iter": 1}, path)
+    return path
+
+
+MLP_AGENT = {"actor": {"class_name": "MLPModel", "activation": "elu", "obs_normalization": True}}
+HETERO = {"distribution_cfg": {"class_name": "HeteroscedasticGaussianDistribution"}}
+
+
+@pytest.mark.parametrize("edit,cfg,expected", [
+    (lambda w: w.update({"mlp.0.bias": torch.zeros(4)}), {}, "mlp.0.bias has 4 values but mlp.0.weight [8, 5] gives 8 outputs"),
+    (lambda w: w.update({"mlp.0.bias": torch.zeros(8, 1)}), {}, "mlp.0.bias has shape [8, 1]; valid: a 1-D tensor"),
+    (lambda w: w.update({"mlp.0.weight": 5}), {}, "mlp.0.weight is int 5, not a tensor; valid: a 2-D tensor"),
+    (lambda w: w.update({"mlp.2.weight": torch.zeros(24)}), {}, "mlp.2.weight has shape [24]; valid: a 2-D tensor"),
+    (lambda w: w.update({"obs_normalizer._mean": torch.full((1, 5), math.nan)}), {}, "normalizer's statistics"),
+    (lambda w: w.update({"obs_normalizer._std": torch.full((1, 5), -0.01)}), {}, "finite means and stds >= 0"),
+    (lambda w: w.update({"mlp.2.weight": torch.zeros(7, 8), "mlp.2.bias": torch.zeros(7)}), HETERO,
+     "last layer has 7 outputs, but a HeteroscedasticGaussianDistribution gives 2 x actions"),
+    (lambda w: w.update({f"rnn.rnn.{k}": v for k, v in torch.nn.GRU(5, 8).state_dict().items()}), {},
+     "holds a recurrent core (rnn.rnn.weight_ih_l0, ...) but the run's agent.yaml says class_name: MLPModel"),
+])  # fmt: skip
+def test_malformed_mlp_checkpoints_are_one_line(tmp_path, edit, cfg, expected):
+    from robolearn.interop.rsl_checkpoint import load_actor
+
+    path = _mlp_checkpoint(tmp_path / "model_1.pt", edit, hetero=bool(cfg))
+    with pytest.raises(UserError) as refused:
+        load_actor(path, {"actor": {**MLP_AGENT["actor"], **cfg}})
+    assert expected in str(refused.value) and "\n" not in str(refused.value), str(refused.value)
+    assert load_actor(_mlp_checkpoint(tmp_path / "model_2.pt", hetero=bool(cfg)), {"actor": {**MLP_AGENT["actor"], **cfg}})

@@ -209,3 +209,42 @@ def test_recorded_observations_for_a_recurrent_actor_are_sequences(tmp_path):
     with pytest.raises(UserError, match=r"must hold finite observations shaped \[T, N, 48\] or \[T, 48\] \(sequences\), got \[1, "):
         import_run(GRU_RUN, out=tmp_path / "c", obs=bad, progress=False)
     assert not (tmp_path / "c").exists()
+
+
+def _gru_checkpoint(path: Path, edit=None) -> Path:
+    """A 3 x 8 GRU core and a Linear head, in rsl_rl >= 4's layout, edited by `edit`."""
+    torch.manual_seed(0)
+    weights = {**{f"rnn.rnn.{k}": v for k, v in torch.nn.GRU(5, 8, 3).state_dict().items()},
+               **{f"mlp.0.{k}": v for k, v in torch.nn.Linear(8, 3).state_dict().items()}}  # fmt: skip
+    if edit is not None:
+        edit(weights)
+    torch.save({"actor_state_dict": weights}, path)
+    return path
+
+
+def _drop_layer(k: int):
+    return lambda w: [w.pop(f"rnn.rnn.{n}_l{k}") for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+
+
+GRU_ACTOR = {"class_name": "RNNModel", "rnn_type": "gru", "rnn_hidden_dim": 8, "rnn_num_layers": 3, "activation": "elu",
+             "obs_normalization": False}  # fmt: skip
+
+
+@pytest.mark.parametrize("edit,cfg,expected", [
+    (lambda w: w.update({"rnn.rnn.weight_hh_l0": torch.randn(24)}), {}, "rnn.rnn.weight_hh_l0 has shape [24]; valid: a 2-D tensor"),
+    (lambda w: w.update({"rnn.rnn.weight_ih_l0": torch.randn(24)}), {}, "rnn.rnn.weight_ih_l0 has shape [24]; valid: a 2-D tensor"),
+    (lambda w: w.update({"rnn.rnn.bias_ih_l2": 0.5}), {}, "rnn.rnn.bias_ih_l2 is float 0.5, not a tensor; valid: a 1-D tensor"),
+    (lambda w: w.update({"rnn.rnn.weight_hh_l1": torch.randn(24, 8, 1)}), {}, "rnn.rnn.weight_hh_l1 has shape [24, 8, 1]"),
+    # a gap: read up to it, the core would quietly be one layer deep
+    (_drop_layer(1), {}, "has recurrent layer 2 (rnn.rnn.weight_ih_l2) but no layer 1 (rnn.rnn.weight_ih_l1)"),
+    (lambda w: w.update({"rnn.rnn.weight_ih_l0_reverse": torch.randn(24, 5)}), {}, "holds rnn.rnn.weight_ih_l0_reverse"),
+    (None, {"rnn_num_layers": 2}, "agent.yaml says rnn_num_layers: 2 but model_1.pt holds a core of 3 x 8 units"),
+    (None, {"rnn_hidden_dim": 64}, "agent.yaml says rnn_hidden_dim: 64 but model_1.pt holds a core of 3 x 8 units"),
+])  # fmt: skip
+def test_malformed_recurrent_checkpoints_are_one_line(tmp_path, edit, cfg, expected):
+    path = _gru_checkpoint(tmp_path / "model_1.pt", edit)
+    with pytest.raises(UserError) as refused:
+        load_actor(path, {"actor": {**GRU_ACTOR, **cfg}})
+    assert expected in str(refused.value) and "\n" not in str(refused.value), str(refused.value)
+    core = load_actor(_gru_checkpoint(tmp_path / "model_2.pt"), {"actor": GRU_ACTOR}).policy.memory
+    assert (core.layers, core.hidden) == (3, 8)
