@@ -74,7 +74,7 @@ def test_a_checkpoint_that_cannot_be_written_is_one_line_naming_the_last_intact_
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(torch, "save", full)
-    with pytest.raises(UserError, match=r"cannot write checkpoint .*iter_000020.pt \(No space left on device\); the last "
+    with pytest.raises(UserError, match=r"cannot write checkpoint .*iter_000020.pt \(no space left on the device\); the last "
                        r"intact one is .*iter_000010.pt"):  # fmt: skip
         ckpt.save_atomic({"iteration": 20}, folder / "iter_000020.pt")
     assert sorted(p.name for p in folder.iterdir()) == ["iter_000010.pt"]
