@@ -159,10 +159,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
             if swept:
                 sweeps.write_job_result(run_dir, hydra_cfg.job.num, list(hydra_cfg.overrides.task), cfg.objective,
                                         None, exc)  # fmt: skip
-            full = disk_full(exc) if not isinstance(exc, UserError) else None
-            if full is not None:
-                exc = UserError(f"{full}; {_after_full_disk(run_dir)}")
-            elif not isinstance(exc, UserError):
+            exc = exc if isinstance(exc, UserError) else _full_disk_error(exc, run_dir)
+            if exc is None:
                 raise
             failures.append(exc)
             # A single run keeps its error to raise after Hydra returns (raised here, Hydra would first
@@ -200,15 +198,20 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     return 0
 
 
-def _after_full_disk(run_dir: Path) -> str:
-    """What to do once space is free: resume from the run's last checkpoint (whole: checkpoint.save_atomic
+def _full_disk_error(exc: BaseException, run_dir: Path) -> UserError | None:
+    """The one line for a training that filled the disk (None: `exc` is something else), with what
+    to do once space is free: resume from the run's last checkpoint (whole: checkpoint.save_atomic
     writes each whole or not at all), or start again where it wrote none."""
     from robolearn.checkpoint import list_checkpoints
 
+    full = disk_full(exc)
+    if full is None:
+        return None
     kept = list_checkpoints(run_dir / "checkpoints") if (run_dir / "checkpoints").is_dir() else []
     if not kept:
-        return "no checkpoint was written: free some space and run the command again"
-    return f"its last checkpoint, {kept[-1].name}, is whole: free some space, then `robolearn train resume={run_dir}`"
+        return UserError(f"{full}; no checkpoint was written: free some space and run the command again")
+    return UserError(f"{full}; its last checkpoint, {kept[-1].name}, is whole: free some space, then "
+                     f"`robolearn train resume={run_dir}`")  # fmt: skip
 
 
 def _summarize(failed_with: UserError | None = None) -> None:

@@ -24,18 +24,18 @@ from robolearn.errors import UserError
 from robolearn.interop.dialects import ActuatorGroup, Dialect
 from robolearn.interop.names import match_names, per_name
 from robolearn.interop.run_yaml import short_name
+from robolearn_deploy.bundle import FINITE, GAIN
 
 VELOCITY_COMPONENTS = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
 POSITION_PD = ("", "ImplicitActuator", "IdealPDActuator", "DCMotor", "DelayedPDActuator", "RemotizedPDActuator")
 """Actuator models whose joint-level behaviour is a position PD servo (kp, kd, an effort limit);
 '' is mjlab, whose dump does not name the class (its joint actuators with stiffness are PD servos)."""
 UNITS = {"base_lin_vel": "m/s", "base_ang_vel": "rad/s", "joint_pos": "rad", "joint_vel": "rad/s"}
-FINITE = (math.isfinite, "a finite number")
-GAIN = (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0 (a negative gain drives the joint away from its target)")
 SCALE = (lambda v: math.isfinite(v) and v != 0, "a finite non-zero number (at 0 the policy cannot move the joint)")
 EFFORT = (lambda v: v > 0, "a positive number (.inf: unbounded)")
-"""(test, what is valid) for one per-joint number of the run's config: the deploy runtime refuses
-a bundle with a NaN, and a negative gain or effort limit would be unsafe on a robot."""
+"""(test, what is valid) for one per-joint number of the run's config, beside the deploy runtime's
+own FINITE and GAIN (robolearn_deploy.bundle): the runtime refuses a bundle with a NaN, and a
+negative gain or effort limit would be unsafe on a robot."""
 
 
 @dataclass

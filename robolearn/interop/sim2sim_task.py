@@ -53,11 +53,13 @@ def _check_commands(task: str, provided: dict[str, list[str]], needed: dict[str,
     """The task must command what the policy reads, by name and components: sim2sim hands the
     robot the task's commands as signals of their names, and a command the policy reads that no
     one provides ends every episode at its first tick (the watchdog: a reading without it)."""
-    wrong = [name for name, spec in needed.items() if provided.get(name) != list(spec["components"])]
-    if wrong:
-        def listed(commands: dict) -> str:
-            return ", ".join(f"{n} ({', '.join(c)})" for n, c in commands.items()) or "none"
-
+    if any(provided.get(name) != list(spec["components"]) for name, spec in needed.items()):
         raise UserError(f"task={task} does not provide the command the run's policy reads: the bundle needs "
-                        f"{listed({n: needed[n]['components'] for n in needed})}, the task provides {listed(provided)}; "
+                        f"{_listed({n: spec['components'] for n, spec in needed.items()})}, the task provides "
+                        f"{_listed(provided)}; "
                         "choose a task with those commands, or import with robot= alone (its referee uses the run's)")  # fmt: skip
+
+
+def _listed(commands: dict) -> str:
+    """`name (component, ...)` of each command, or none."""
+    return ", ".join(f"{n} ({', '.join(c)})" for n, c in commands.items()) or "none"

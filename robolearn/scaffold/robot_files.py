@@ -11,6 +11,7 @@ import mujoco
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import model_files as shared_model_files
 from robolearn.model_numbers import refuse_non_finite_model, refuse_non_finite_text
+from robolearn.scaffold.plan import unique
 
 
 def load_spec(path: Path) -> mujoco.MjSpec:
@@ -52,15 +53,7 @@ def unique_file_names(files: list[Path]) -> dict[Path, str]:
     """A file name for each file, none two alike in their stems (MuJoCo names a URDF's meshes by the
     stem): `link1.stl` kept, another `link1.stl` (a visual mesh beside a collision one) made `link1_2.stl`."""
     taken: set[str] = set()
-    out = {}
-    for file in sorted(set(files)):
-        stem, k = file.stem, 1
-        while (stem if k == 1 else f"{stem}_{k}").lower() in taken:
-            k += 1
-        name = stem if k == 1 else f"{stem}_{k}"
-        taken.add(name.lower())
-        out[file] = name + file.suffix
-    return out
+    return {file: unique(file.stem, taken) + file.suffix for file in sorted(set(files))}
 
 
 def _find_urdf_file(urdf: Path, name: str) -> Path:
