@@ -52,17 +52,35 @@ def reset_joints_uniform(
     velocity_range: tuple[float, float] = (0.0, 0.0),
     joints: Joints | None = None,
     within_limits: bool = True,
+    limit_fraction: float | None = None,
 ) -> None:
     """Initial joint positions = default + U(position_range), velocities = U(velocity_range).
     within_limits: a limited joint's position is clipped into its range (a start past a joint's
-    limit is not a state the robot can be in, and MuJoCo's limit would kick it back)."""
+    limit is not a state the robot can be in, and MuJoCo's limit would kick it back).
+    limit_fraction: a limited joint's offset from its default is drawn from position_range narrowed
+    to at most this fraction of half the joint's range either side (0.5: a quarter of the range), so
+    that one range suits a 3 rad hinge and a 4 cm slide alike, and from the part of that window
+    inside the joint's limits (no starts pile up on a limit); unlimited joints keep position_range."""
     joints = env.scene.joints(joints)
     qadr, dadr = joints.qpos, joints.dof
     default = env.default_qpos[:, qadr]
     shape = tuple(default.shape)
-    position = default + _uniform(env, shape, position_range)
+    limits = env.scene.qpos_limits[qadr]
+    if limit_fraction is None:
+        position = default + _uniform(env, shape, position_range)
+    else:
+        if not 0.0 < limit_fraction <= 1.0:
+            raise UserError(f"reset_joints_uniform: limit_fraction={limit_fraction} is out of range; valid: 0 < "
+                            f"limit_fraction <= 1 (or null: position_range as given)")  # fmt: skip
+        cap = limit_fraction * (limits[:, 1] - limits[:, 0]) / 2  # inf for an unlimited joint
+        low, high = (torch.clamp(v if isinstance(v, torch.Tensor) else torch.full_like(cap, v), -cap, cap)
+                     for v in _bounds(env, position_range, len(shape)))  # fmt: skip
+        # and inside the joint's limits: a default near a limit draws from the part of the window
+        # that is reachable instead of piling clipped starts onto the limit
+        low = torch.minimum(torch.maximum(low, limits[:, 0] - default), limits[:, 1] - default)
+        high = torch.maximum(torch.minimum(high, limits[:, 1] - default), low)
+        position = default + low + (high - low) * draws.uniform(env, shape)
     if within_limits:
-        limits = env.scene.qpos_limits[qadr]
         position = torch.clamp(position, limits[:, 0], limits[:, 1])
     env.reset_qpos[:, qadr] = position
     env.reset_qvel[:, dadr] = _uniform(env, shape, velocity_range)

@@ -765,3 +765,31 @@ def test_hinge_limits_that_look_like_radians_read_as_degrees_are_warned_of(tmp_p
         made = new_task(name, "minimal", robot=tmp_path / f"{name}.xml", out=tmp_path / name)
         warnings = [line for line in made.lines if line.startswith("WARNING: every limited hinge moves less than 5 degrees")]
         assert bool(warnings) == warned, made.lines
+
+
+def test_a_narrow_joints_resets_spread_over_its_own_range(tmp_path, installed_tasks, make_env, monkeypatch):
+    """The template's reset range (+-0.5) suits a hinge of +-3 rad; a 4 cm slide drawn from it started
+    clipped at a limit in ~94 % of resets. limit_fraction narrows each joint's draws to its own range."""
+    import importlib
+
+    (tmp_path / "gripper.xml").write_text("""<mujoco><compiler angle="radian"/><option gravity="0 0 0"/><worldbody>
+      <body name="arm"><joint name="turn" axis="0 0 1" range="-3 3" limited="true"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/>
+        <body name="finger" pos="0.2 0 0"><joint name="grip" type="slide" axis="0 1 0" range="0 0.04" limited="true"/>
+          <geom type="box" size="0.01 0.01 0.01"/></body></body>
+    </worldbody><actuator><motor joint="turn"/><position joint="grip" kp="50" ctrlrange="0 0.04"/></actuator></mujoco>""")
+    new_task("narrow_grip", "minimal", robot=tmp_path / "gripper.xml", out=tmp_path / "pkg")
+    site = tmp_path / "site"
+    shutil.copytree(tmp_path / "pkg" / "narrow_grip", site / "narrow_grip")
+    monkeypatch.syspath_prepend(str(site))
+    installed_tasks["narrow_grip"] = importlib.import_module("narrow_grip").TASK
+    env = make_env("narrow_grip", overrides=["randomization=none"], num_envs=256)
+    env.reset()
+    joints = env.scene.joints(["turn", "grip"])
+    start, home = env.reset_qpos[:, joints.qpos], env.default_qpos[0, joints.qpos]
+    turn, grip = start[:, 0] - home[0], start[:, 1]
+    assert turn.min() < -0.45 and turn.max() > 0.45  # the hinge keeps +-0.5
+    # home is the slide's closed end: draws fill [0, a quarter of 4 cm], uniformly (std 0.01 / sqrt(12))
+    assert grip.min() >= 0.0 and 0.009 < grip.max() <= 0.01
+    at_limit = ((grip == 0.0) | (grip == 0.04)).float().mean()
+    assert at_limit < 0.05 and grip.std() > 0.0025, (at_limit, grip.std())

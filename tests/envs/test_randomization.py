@@ -262,3 +262,32 @@ def test_joint_resets_start_inside_the_joints_ranges(make_env, within):
         assert start.std(dim=0).min() > 0.5  # still spread over the range
     else:
         assert not inside.all()
+
+
+def test_limit_fraction_scales_a_joints_reset_range_to_its_own_range(make_env):
+    """limit_fraction=0.5 narrows +-4 rad to a quarter of each joint's range either side of its
+    default (shoulder_lift [-2, 2]: +-1; elbow [-2.8, 2.8]: +-1.4): draws spread over that window,
+    never to a limit; velocities are untouched by it."""
+    env = make_env("arm_reach", ["randomization=none", "task.events.reset_joints.params.position_range=[-4.0,4.0]",
+                                 "+task.events.reset_joints.params.limit_fraction=0.5"], num_envs=256)
+    env.reset()
+    qpos = env.scene.joints(None).qpos
+    limits = env.scene.qpos_limits[qpos]
+    default = env.default_qpos[0, qpos]
+    cap = 0.5 * (limits[:, 1] - limits[:, 0]) / 2
+    # the window: +-cap around the default, cut at the limits (wrist_pitch's home is 1.57 of 2.094)
+    low, high = torch.maximum(-cap, limits[:, 0] - default), torch.minimum(cap, limits[:, 1] - default)
+    assert (high - low).min() > 0.4, (low, high)
+    offset = env.reset_qpos[:, qpos] - env.default_qpos[:, qpos]
+    assert torch.all((offset >= low - 1e-6) & (offset <= high + 1e-6)), (offset.min(0).values, offset.max(0).values)
+    width = high - low  # spread over the whole window, not piled at one end
+    assert torch.all(offset.max(0).values > high - 0.1 * width) and torch.all(offset.min(0).values < low + 0.1 * width)
+    start = env.reset_qpos[:, qpos]
+    assert not ((start == limits[:, 0]) | (start == limits[:, 1])).any()
+
+
+def test_limit_fraction_out_of_range_is_one_line(make_env):
+    with pytest.raises(UserError, match=r"limit_fraction=1.5 is out of range; valid: 0 < limit_fraction <= 1"):
+        env = make_env("arm_reach", ["randomization=none", "+task.events.reset_joints.params.limit_fraction=1.5"],
+                       num_envs=2)  # fmt: skip
+        env.reset()
