@@ -290,7 +290,9 @@ def _evaluate_or_export(cfg: DictConfig, env, runner: OnPolicyRunner, run_dir: P
     if export:
         from robolearn.export.bundle import export_bundle
 
-        result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress)
+        saved = checkpoint.checkpoint_path(run_dir / "checkpoints", runner.iteration)  # learn() saved the last one
+        result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress,
+                               checkpoint=saved if saved.is_file() else None, iteration=runner.iteration)  # fmt: skip
         result.print()
         return result.evaluation
     if objective.needs_evaluation:

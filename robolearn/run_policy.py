@@ -102,7 +102,8 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
                                        "export run={owner} checkpoint={name}, or give out= for a bundle elsewhere")
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, None)
     try:
-        result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision)
+        result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision, checkpoint=source,
+                               iteration=payload["iteration"])  # fmt: skip
     finally:
         env.close()
     result.print(f" from {source.name} (iteration {payload['iteration']})")

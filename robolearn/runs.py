@@ -197,19 +197,27 @@ def _read_outputs(run: Path, s: RunSummary) -> None:
         s.notes.append("no checkpoint in checkpoints/: it cannot be resumed, evaluated or exported")
     s.exported = (run / "export" / "robot.yaml").is_file()
     if s.exported:
-        missing = _bundle_missing(run / "export")
+        missing, iteration = _read_bundle(run / "export")
         if missing:
             s.exported = False
             s.notes.append(f"export/ lacks {missing} (its robot.yaml lists it): export again")
+        elif iteration is not None and s.checkpoint is not None and iteration < s.checkpoint:
+            s.notes.append(f"export/ holds the policy of iteration {iteration}, the newest checkpoint is of iteration "
+                           f"{s.checkpoint}: export again to deploy the newest")  # fmt: skip
 
 
-def _bundle_missing(bundle: Path) -> str | None:
-    """The first file a bundle's robot.yaml lists that is not there (None: all are, or it lists none)."""
+def _read_bundle(bundle: Path) -> tuple[str | None, int | None]:
+    """The first file a bundle's robot.yaml lists that is not there (None: all are, or it lists none),
+    and the training iteration of the policy it holds (None: not recorded, as before 2026-11-29)."""
     try:
-        files = yaml.safe_load((bundle / "robot.yaml").read_text()).get("files") or {}
+        meta = yaml.safe_load((bundle / "robot.yaml").read_text())
+        files = meta.get("files") or {}
     except (OSError, yaml.YAMLError, AttributeError):
-        return "a readable robot.yaml"
-    return next((name for name in files if not (bundle / name).is_file()), None)
+        return "a readable robot.yaml", None
+    trained = meta.get("trained_to")
+    iteration = trained.get("iteration") if isinstance(trained, dict) else None
+    missing = next((name for name in files if not (bundle / name).is_file()), None)
+    return missing, iteration if isinstance(iteration, int) else None
 
 
 def list_runs(root: Path, task: str | None = None) -> list[RunSummary]:

@@ -154,6 +154,23 @@ def test_a_damaged_checkpoint_or_bundle_and_missing_files_are_notes(tmp_path, ca
     assert "finished, not exported" in onnx_row, out
 
 
+def test_a_bundle_older_than_the_newest_checkpoint_is_a_note(tmp_path, capsys, stopped_pid):
+    """robot.yaml's trained_to: a bundle of iteration 2 beside a checkpoint of iteration 4 (an export
+    stopped after a resume trained on, or an older checkpoint exported on purpose) is still exported,
+    with a note; one of the newest iteration, or one that does not say (older bundles), has none."""
+    runs = {it: make_run(tmp_path / "cartpole" / f"2026-01-0{k}_10-00-00_000001", max_iterations=4,
+                         returns=[1.0, 2.0, 3.0, 4.0], checkpoints=[2, 4], exported=True, pid=stopped_pid)
+            for k, it in enumerate((2, 4, None), 1)}  # fmt: skip
+    for it, run in runs.items():
+        if it is not None:
+            (run / "export" / "robot.yaml").write_text(f"trained_to: {{iteration: {it}, checkpoint: iter_{it:06d}.pt}}\n")
+    out = rows(capsys, f"root={tmp_path}")
+    notes = [line.strip() for line in out if line.startswith("  note:")]
+    assert notes == ["note: export/ holds the policy of iteration 2, the newest checkpoint is of iteration 4: export "
+                     "again to deploy the newest"], out  # fmt: skip
+    assert sum("finished, exported" in line for line in out) == 3, out
+
+
 def test_no_runs_is_one_line_and_success(tmp_path, capsys):
     out = rows(capsys, f"root={tmp_path / 'nothing'}")
     assert len(out) == 1 and out[0].startswith("no runs under ") and "robolearn train task=" in out[0]

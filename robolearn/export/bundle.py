@@ -169,11 +169,13 @@ def require_parity(reports: list[ArtifactReport], out_dir: Path) -> None:
 
 def export_bundle(
     actor_critic: ActorCritic, env: BatchedEnv, out_dir: Path, fmt: str = "onnx", precision: str = "fp32",
-    progress: bool = True,
+    progress: bool = True, checkpoint: Path | None = None, iteration: int | None = None,
 ) -> ExportResult:
     """Evaluate the deterministic policy in `env` (the bundle's training evaluation, and the
     recorded observations for parity), then write and check the bundle at `out_dir`. `progress`:
-    show the evaluation's progress (and a TensorRT build) on stderr."""
+    show the evaluation's progress (and a TensorRT build) on stderr. `checkpoint`, `iteration`: the
+    policy's checkpoint file and training iteration, recorded in robot.yaml (`trained_to`): a bundle
+    then says which policy it holds (`robolearn runs` notes one older than the run's newest checkpoint)."""
     check_options(fmt, precision)
     given, out_dir = out_dir, out_dir.resolve()  # `..` and links as the OS reads them: swapped where it really is
     check_export_target(out_dir, env.cfg.name)
@@ -204,6 +206,8 @@ def export_bundle(
             if conditions:  # sim2sim's referee starts its episodes under them
                 (staging / CONDITIONS_FILE).write_text(yaml.safe_dump(conditions, default_flow_style=None))
         meta.update(policy_state(policy))
+        if iteration is not None:
+            meta["trained_to"] = {"iteration": int(iteration), "checkpoint": checkpoint.name if checkpoint else None}
         seal(meta, staging, reports, evaluation)
         gap = runtime_gap([(t["name"], t["source"]) for t in meta["observation"]["terms"]])
     except BaseException:

@@ -38,6 +38,7 @@ def test_run_directory_is_complete(trained_cartpole):
     assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
     meta = yaml.safe_load((run_dir / "export" / "robot.yaml").read_text())
     assert meta["observation"]["size"] == 4 and (run_dir / "export" / "policy.onnx").is_file()
+    assert meta["trained_to"] == {"iteration": 100, "checkpoint": "iter_000100.pt"}
     assert "policy.onnx" in result.stdout and "parity max abs diff" in result.stdout and "latency" in result.stdout
 
 
@@ -49,6 +50,8 @@ def test_export_command_rewrites_the_bundle(trained_cartpole, tmp_path):
     found = re.search(r"random ([0-9.e+-]+) recorded ([0-9.e+-]+)", result.stdout)
     assert found and max(float(found.group(1)), float(found.group(2))) < 1e-5, result.stdout
     assert (tmp_path / "bundle" / "policy.onnx").is_file() and (tmp_path / "bundle" / "robot.yaml").is_file()
+    trained_to = yaml.safe_load((tmp_path / "bundle" / "robot.yaml").read_text())["trained_to"]
+    assert trained_to == {"iteration": 100, "checkpoint": "iter_000100.pt"}
     assert re.search(r"batch-1 latency median [0-9.]+ us, p99 [0-9.]+ us", result.stdout), result.stdout
 
 
