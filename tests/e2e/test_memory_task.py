@@ -1,5 +1,5 @@
 """The memory task end to end: on pendulum_partial (the angular velocity hidden from the policy) the
-recipe's GRU swings the pendulum up and holds it, the same-sized MLP does not; the recurrent
+recipe's GRU swings the pendulum up and holds it, the same-sized MLP trained as long does not; the recurrent
 bundle keeps its return when the deploy runtime runs it in sim2sim, through ONNX Runtime and through a
 TensorRT engine (the stand-in of tests/fakes: the export and runtime plumbing, not TensorRT itself)."""
 
@@ -17,22 +17,26 @@ seeds 0, 4, 5, 6 do (at iterations 185, 173, 160, 149), seeds 1, 2, 3 do not (be
 before them seed 2 did (docs/benchmarks.md)."""
 
 
-def best_return(run_dir) -> float:
-    """The best mean episode return over 10 consecutive iterations (each already a 100-episode mean)."""
+def windows(run_dir) -> list[float]:
+    """The mean episode return over each 10 consecutive iterations (each already a 100-episode mean):
+    windows[i] covers iterations i + 1 .. i + 10."""
     returns = [r["mean_episode_return"] for r in metrics(run_dir)]
-    return max(sum(returns[i : i + 10]) / 10 for i in range(len(returns) - 9))
+    return [sum(returns[i : i + 10]) / 10 for i in range(len(returns) - 9)]
 
 
 def test_a_gru_solves_the_partially_observed_pendulum_and_an_mlp_does_not(tmp_path, fake_tensorrt):
-    common = ["train", "task=pendulum_partial", f"seed={SEED}", f"runner.max_iterations={ITERATIONS}",
-              "runner.progress=false", "runner.video_interval=0"]  # fmt: skip
-    gru = robolearn(*common, f"hydra.run.dir={tmp_path / 'gru'}", cwd=tmp_path)
+    common = ["train", "task=pendulum_partial", f"seed={SEED}", "runner.progress=false", "runner.video_interval=0"]
+    gru = robolearn(*common, f"runner.max_iterations={ITERATIONS}", f"hydra.run.dir={tmp_path / 'gru'}", cwd=tmp_path)
     assert gru.returncode == 0, gru.stderr[-2000:]
-    mlp = robolearn(*common, "algo.policy=mlp", "algo.actor_hidden_dims=[64,64]", "runner.export_onnx=false",
-                    f"hydra.run.dir={tmp_path / 'mlp'}", cwd=tmp_path)  # fmt: skip
+    gru_windows = windows(tmp_path / "gru")
+    assert max(gru_windows) >= SOLVED, max(gru_windows)
+    # the same-sized MLP, trained as long as the GRU took to solve the task (the MLP's iterations cost
+    # half the GRU's; over all 250 it never came near either: docs/benchmarks.md, best -55 and -46)
+    solved_at = next(i for i, w in enumerate(gru_windows) if w >= SOLVED) + 10
+    mlp = robolearn(*common, f"runner.max_iterations={solved_at}", "algo.policy=mlp", "algo.actor_hidden_dims=[64,64]",
+                    "runner.export_onnx=false", f"hydra.run.dir={tmp_path / 'mlp'}", cwd=tmp_path)  # fmt: skip
     assert mlp.returncode == 0, mlp.stderr[-2000:]
-    assert best_return(tmp_path / "gru") >= SOLVED and best_return(tmp_path / "mlp") < 0.5 * SOLVED, (
-        best_return(tmp_path / "gru"), best_return(tmp_path / "mlp"))
+    assert max(windows(tmp_path / "mlp")) < 0.5 * SOLVED, (solved_at, max(windows(tmp_path / "mlp")))
 
     report = tmp_path / "sim2sim.json"
     result = robolearn("sim2sim", f"bundle={tmp_path / 'gru' / 'export'}", "episodes=16", f"report={report}", cwd=tmp_path)
