@@ -314,9 +314,10 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = _once_per_text(warnings.showwarning)
     try:
         import_mujoco()
-        # train and tune stop on SIGTERM at an iteration boundary (interrupts.stop_on_signals); the other
-        # verbs stop where they are, their cleanup run
-        with nullcontext() if verb in ("train", "tune") else terminate_raises():
+        # SIGTERM stops every verb where it is, its cleanup run (train's start-up leaves no empty run
+        # behind); train's iterations stop at their boundary instead (interrupts.stop_on_signals), as do
+        # tune's trials; a torchrun rank other than 0 keeps the default (rank 0 says what stopped)
+        with nullcontext() if verb == "tune" or (verb == "train" and rank_prefix()) else terminate_raises():
             return VERBS[verb](rest)
     except UserError as exc:
         message = rank_prefix() + str(exc)

@@ -124,6 +124,7 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     from robolearn import app, sweeps
     from robolearn.compose import check_sweep_jobs, compose_train
     from robolearn.config_additions import as_merges
+    from robolearn.interrupts import Terminated
     from robolearn.paths import configs_dir
 
     multirun = _check_command_line(overrides, handover.ranks)
@@ -141,9 +142,9 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         settings = [a for a in overrides if "=" in a and not a.startswith("-")]
         compose_train([a for a in settings if not a.lstrip("+~").startswith("hydra")])
     overrides = as_merges(sweeps.sweeper_direction(overrides))
-    had_run_dir = False
+    claimed, had_run_dir = None, False
     if not multirun:
-        had_run_dir = _claim_run_dir(overrides)
+        claimed, had_run_dir = _claim_run_dir(overrides)
     else:
         _claim_sweep_dir(overrides)
     failures: list[UserError] = []
@@ -159,6 +160,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
             if swept:
                 sweeps.write_job_result(run_dir, hydra_cfg.job.num, list(hydra_cfg.overrides.task), cfg.objective,
                                         None, exc)  # fmt: skip
+            elif isinstance(exc, (KeyboardInterrupt, Terminated)) and handover.ranks.main:
+                discard_launch(run_dir, keep_dir=had_run_dir)  # stopped while starting: no empty run left behind
             exc = exc if isinstance(exc, UserError) else _full_disk_error(exc, run_dir)
             if exc is None:
                 raise
@@ -187,6 +190,10 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     except UserError as exc:
         if multirun:
             _summarize(failed_with=exc)
+        raise
+    except (KeyboardInterrupt, Terminated):
+        if claimed is not None:  # stopped before Hydra ran the job: the folder claimed for it goes again
+            discard_launch(claimed, keep_dir=had_run_dir)
         raise
     finally:
         sys.argv = saved
@@ -270,9 +277,10 @@ def _claim_sweep_dir(overrides: list[str]) -> None:
         raise UserError(f"hydra.sweep.dir={path} is not empty (an earlier sweep's?); choose a new directory for the sweep")
 
 
-def _claim_run_dir(overrides: list[str]) -> bool:
+def _claim_run_dir(overrides: list[str]) -> tuple[Path | None, bool]:
     """An explicit hydra.run.dir is checked before Hydra writes its .hydra/ files into it; returns
-    whether it existed before this launch (a folder of the user's, kept if the run fails at once)."""
+    it (None: Hydra makes the run's folder) and whether it existed before this launch (a folder of
+    the user's, kept if the run fails at once)."""
     from robolearn.run_dir import claim_run_dir, lock_run_dir
 
     run_dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.run.dir=")]
@@ -287,7 +295,8 @@ def _claim_run_dir(overrides: list[str]) -> bool:
         if aside is not None:
             print(f"moved the run that was in {run_dirs[-1]} aside to {aside}")
             existed = False  # the folder it was in went aside with it
-    return existed
+        return Path(run_dirs[-1]).expanduser(), existed
+    return None, existed
 
 
 def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:

@@ -96,6 +96,28 @@ def test_a_signal_before_the_first_iteration_says_there_is_nothing_to_resume(tmp
     assert "no checkpoint to resume from" in stopped.line() and "resume=" not in stopped.line()
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_training_starts_is_one_line_and_leaves_no_empty_run(tmp_path, sig):
+    """Stopped after the run's folder was claimed (its lock written), before the first iteration (the
+    quadruped's env is still being built): one line, 128 + the signal, and the folder goes again.
+    SIGTERM used to end the process there without a word, leaving a folder with a stale lock."""
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "robolearn.cli", "train", "task=quadruped_flat", *FAST,
+                             f"hydra.run.dir={run}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    deadline = time.time() + 120
+    while not (run / "train.lock").exists():  # claimed: Hydra then composes, the env is built
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, (stdout, stderr)
+    assert "iteration 1" not in stdout, stdout  # it stopped while starting
+    assert stderr.strip().splitlines() == ["robolearn train: stopped at once (a second signal, or outside training); "
+                                           "only checkpoints written before can be resumed"], stderr  # fmt: skip
+    assert not run.exists(), sorted(p.name for p in run.iterdir())
+
+
 NATIVE_WAIT = """
 import numpy as np
 from robolearn import interrupts
