@@ -80,11 +80,53 @@ def _is_sweep(value: str) -> bool:
 ORIGINAL: dict[str, str] = {}
 """Each merge as_merges wrote -> the override it was written from (for error messages)."""
 
+_SETTING = re.compile(r"^(\+{0,2})([A-Za-z_][\w]*(?:\.[A-Za-z_][\w-]*)+)=(.+)$", re.S)
+
+
+def _optional_schema(parts: list[str]) -> int | None:
+    """The index of the part of a key that names an Optional[<dataclass>] setting (task.terrain,
+    task.events.<name>.adaptive), None if the key reaches none."""
+    node, i = TrainCfg, 0
+    while i < len(parts) and dataclasses.is_dataclass(node):
+        hint = typing.get_type_hints(node).get(parts[i])
+        inner = _unwrap(hint)
+        if inner is not hint and dataclasses.is_dataclass(inner):
+            return i
+        if typing.get_origin(inner) in (dict, typing.Dict):  # noqa: UP006 (the schemas use typing.Dict)
+            inner, i = (typing.get_args(inner) or (None, None))[-1], i + 1  # past the entry's name
+        node, i = inner, i + 1
+    return None
+
+
+def _into_optional(override: str) -> str | None:
+    """A setting of an Optional[<dataclass>] setting, which is unset (None) unless the task sets it,
+    written as a merge into its parent: `task.terrain.num_levels=2` -> `++task={terrain: {num_levels:
+    2}}`. OmegaConf cannot merge into an unset one (an AttributeError, "Unexpected type for root:
+    NoneType"); merged into the parent, the setting is built from its schema. None if not such a one."""
+    match = _SETTING.match(override)
+    if match is None or _is_sweep(match.group(3)):
+        return None
+    plus, parts, value = match.group(1), match.group(2).split("."), match.group(3)
+    at = _optional_schema(parts)
+    if not at or not all(_NAME.fullmatch(p) for p in parts[at:]) or (at == len(parts) - 1 and value == "null"):
+        return None
+    for part in reversed(parts[at:]):
+        value = f"{{{part}:{value}}}"
+    parent = ".".join(parts[:at])
+    merge = f"{'++' if plus or parent == 'task' else ''}{parent}={value}"  # task= alone would choose a task
+    ORIGINAL[merge] = override
+    return merge
+
 
 def as_merges(overrides: list[str]) -> list[str]:
-    """`overrides` with each addition of a new dict entry written as a merge into the dict."""
+    """`overrides` with each addition of a new dict entry written as a merge into the dict, and each
+    setting of an unset Optional[<dataclass>] setting as a merge into its parent."""
     out = []
     for override in overrides:
+        optional = _into_optional(override)
+        if optional is not None:
+            out.append(optional)
+            continue
         match = _ADDITION.match(override)
         at = None
         if match and not _is_sweep(match.group(2)):

@@ -73,8 +73,9 @@ def _unknown_key_message(message: str, cause: str, overrides: list[str] = (), co
         return None
     schema = re.search(r"not in '(\w+)'", cause or message)
     kind = _schema_named(schema.group(1)) if schema else None
-    if kind is not None:
-        return not_a_setting(key.group(1), kind)
+    if kind is not None:  # the key in full: an override as_merges wrote into its parent names the parent
+        full = re.search(r"full_key: (\S+)", cause or "")
+        return not_a_setting(full.group(1) if full else key.group(1), kind)
     missing = re.search(r"Key '([^']+)' is not in struct", cause or message)
     if missing is None:
         return None

@@ -219,8 +219,32 @@ def test_only_plain_additions_become_merges():
     assert as_merges(["+task.rewards.a.weight=2", "++task.events.push.params.range=[1, 2]"]) == [
         "++task.rewards={a:{weight:2}}", "++task.events={push:{params:{range:[1, 2]}}}"]  # fmt: skip
     untouched = ["+task.rewards.a.weight=1,2", "+task.rewards.a.weight=choice(1, 2)", "+algo.foo=1",
-                 "task.rewards.a.weight=1", "+task.terrain.size=1", "+task.rewards=x"]  # fmt: skip
+                 "task.rewards.a.weight=1", "+task.rewards=x"]  # fmt: skip
     assert as_merges(untouched) == untouched
+
+
+def test_a_setting_of_an_unset_terrain_or_adaptive_range_is_merged_into_its_parent():
+    """task.terrain and an event's adaptive range are Optional[<schema>], None unless the task sets
+    them, and OmegaConf could not merge into None (a traceback: "Unexpected type for root: NoneType");
+    such an override is written as a merge into the setting's parent (task=... alone would choose a task)."""
+    from robolearn.config_additions import as_merges
+    from robolearn.terrain import TerrainCfg
+
+    assert as_merges(["task.terrain.num_levels=2", "+task.terrain={num_levels: 2}", "task.events.push.adaptive.step=0.1",
+                      "task.terrain=null", "task.terrain.num_levels=2,3"]) == [
+        "++task={terrain:{num_levels:2}}", "++task={terrain:{num_levels: 2}}", "task.events.push={adaptive:{step:0.1}}",
+        "task.terrain=null", "task.terrain.num_levels=2,3"]  # fmt: skip
+    cfg = compose_train(["task=cartpole", "task.terrain.num_levels=3",
+                         "task.events.pole_mass.adaptive={limits: [0.5, 1.5], step: 0.1}"])  # fmt: skip
+    assert OmegaConf.get_type(cfg.task.terrain) is TerrainCfg and cfg.task.terrain.num_levels == 3
+    assert cfg.task.terrain.tile_size == TerrainCfg().tile_size
+    assert cfg.task.events.pole_mass.adaptive.step == 0.1 and cfg.task.events.pole_mass.func == "randomize_model_field"
+    cfg = compose_train(["task=quadruped_rough", "task.terrain.num_levels=3"])  # the task's terrain: the rest kept
+    assert cfg.task.terrain.num_levels == 3 and cfg.task.terrain.num_cols == 20
+    with pytest.raises(UserError) as info:
+        compose_train(["task=cartpole", "task.events.pole_mass.adaptive.stepp=0.1"])
+    assert str(info.value).startswith("task.events.pole_mass.adaptive.stepp is not a setting of "
+                                      "task.events.pole_mass.adaptive; valid: param, limits")  # fmt: skip
 
 
 def test_a_term_added_without_plus_says_how_to_add_it():

@@ -73,6 +73,8 @@ class ActionManager(ManagerBase):
         """dof addresses of those joints, in action order (None as for joint_qpos)."""
         self.force_limited = torch.as_tensor(model.actuator_forcelimited[ids].astype(bool), device=device)
         """Which policy actuators MuJoCo clamps to their forcerange."""
+        self.gear = torch.as_tensor(model.actuator_gear[ids, 0], dtype=torch.float32, device=device)
+        """The policy actuators' gear: a joint actuator's length is gear * q, its torque on the joint gear * force."""
         matched = _PerActuator(self.actuator_names, self.joint_names)
         self.scale = torch.tensor(matched.values(cfg.scale, "scale", 1.0), dtype=torch.float32, device=device)
         self.offset = torch.tensor(matched.values(cfg.offset, "offset", 0.0), dtype=torch.float32, device=device)

@@ -39,6 +39,7 @@ from robolearn.envs.terrain import TerrainState
 from robolearn.errors import UserError
 from robolearn.physics import make_backend
 from robolearn.registry import TaskPlugin
+from robolearn.scene.floating_base import floating_base_joint
 from robolearn.scene.scene import Scene
 
 EPISODE_WINDOW = 100
@@ -110,6 +111,10 @@ class BatchedEnv:
         self.env_origins = torch.zeros(num_envs, 3, device=self.device)
         """Where each env's robot starts ([N, 3], world): its terrain tile's centre, else 0."""
         if self.scene.terrain is not None:
+            if floating_base_joint(model) is None:  # a planar walker or a fixed arm: nothing to put on the tiles
+                raise UserError("task.terrain: each env starts on a tile of its own, where reset_root_state puts the "
+                                "floating base, and the model has none (a free joint): every env would stay at the "
+                                "world's origin; valid: a robot with a free joint, or no terrain")  # fmt: skip
             self.terrain = TerrainState(self.scene.terrain, num_envs, self.device, self.generator,
                                         cfg.terrain.max_init_level)  # fmt: skip
             self.env_origins = self.terrain.env_origins

@@ -11,6 +11,7 @@ import torch
 from robolearn.envs.manager_base import ManagerBase, Term
 from robolearn.errors import UserError
 from robolearn.mdp.state import root_pos_w
+from robolearn.scene.floating_base import floating_base_joint
 
 
 def _check_output(manager: ManagerBase, term: Term, dtype: torch.dtype | None) -> None:
@@ -133,6 +134,10 @@ class MetricManager(ManagerBase):
         short = [(name, t.window_s) for name, t in terms.items() if t.per == "final" and not t.window_s > 0]
         if short:
             raise UserError(f"metric '{short[0][0]}': window_s={short[0][1]} is out of range; valid: > 0 (seconds)")
+        meter = [name for name, t in terms.items() if t.per == "meter"]
+        if meter and floating_base_joint(env.scene.model) is None:  # found now, not at the first evaluation
+            raise UserError(f"metric '{meter[0]}': per: meter divides by the distance the floating base travelled, and "
+                            "the model has none (a free joint); valid: per: step or final")  # fmt: skip
         self.add_terms(terms, namespace)
         self._calls = [(t.func, t.params) for t in self.terms]
         self.per_meter = torch.tensor([t.per == "meter" for t in terms.values()], dtype=torch.bool)

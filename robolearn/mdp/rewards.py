@@ -84,7 +84,7 @@ def flat_orientation_l2(env) -> torch.Tensor:
 
 
 def joint_torques_l2(env) -> torch.Tensor:
-    """Sum of squared actuator forces [(N m)^2].
+    """Sum of squared actuator torques on their joints, gear included [(N m)^2].
 
     Every policy actuator must drive a joint; for tendon- or site-driven actuators penalize
     effort with action_l2."""

@@ -86,9 +86,11 @@ def joint_vel_command_error(env, command: str, joints) -> torch.Tensor:
 
 
 def actuator_force(env) -> torch.Tensor:
-    """Force of every policy actuator [N, A] as MuJoCo computes it for a fixed-gain, affine-bias
-    actuator on a joint: clamp(gain * ctrl + b0 + b1 * q + b2 * qdot, forcerange), with each
-    env's own (possibly randomized) gains and force limits."""
+    """Force or torque every policy actuator applies to its joint [N, A] as MuJoCo computes it for a
+    fixed-gain, affine-bias actuator on a joint: gear * clamp(gain * ctrl + b0 + b1 * gear * q + b2 *
+    gear * qdot, forcerange) (MuJoCo clamps the actuator's force, then the gear scales it onto the
+    joint: a motor of gear 100 at ctrl 0.4 puts 40 N m on it), with each env's own (possibly
+    randomized) gains and force limits."""
     actions = env.actions
     if actions.joint_qpos is None:
         others = [n for n, joint in zip(actions.actuator_names, actions.joint_names) if joint is None]
@@ -101,6 +103,7 @@ def actuator_force(env) -> torch.Tensor:
     hi = torch.where(actions.force_limited, forcerange[..., 1], torch.inf)
     gain = env.physics.model_field("actuator_gainprm")[:, ids, 0].float()
     bias = env.physics.model_field("actuator_biasprm")[:, ids, :3].float()
-    q, qd = env.physics.qpos[:, actions.joint_qpos], env.physics.qvel[:, actions.joint_dof]
+    gear = actions.gear
+    q, qd = env.physics.qpos[:, actions.joint_qpos] * gear, env.physics.qvel[:, actions.joint_dof] * gear
     force = gain * actions.ctrl[:, ids] + bias[..., 0] + bias[..., 1] * q + bias[..., 2] * qd
-    return torch.clamp(force, lo, hi)
+    return torch.clamp(force, lo, hi) * gear

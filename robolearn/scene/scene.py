@@ -48,6 +48,18 @@ def default_pose(model: mujoco.MjModel) -> np.ndarray:
     return model.key_qpos[key] if key >= 0 else model.qpos0
 
 
+OWN_TERRAIN = "robolearn_terrain"
+"""The generated terrain's name where the model has an hfield or geom named 'terrain' of its own."""
+
+
+def _carries_terrain(spec: mujoco.MjSpec, terrain: Terrain, name: str) -> bool:
+    """Whether the model already holds `terrain` under `name` (one field, or its blocks)."""
+    blocks = terrain_blocks(terrain, name)
+    found = [spec.hfield(block) for block, _, _ in blocks]
+    return all(h is not None and (h.nrow, h.ncol) == (rows.stop - rows.start, cols.stop - cols.start)
+               for h, (_, rows, cols) in zip(found, blocks))  # fmt: skip
+
+
 def with_terrain(edit: Callable | None, terrain: Terrain) -> Callable:
     """The task's spec edit followed by adding the terrain (in place of the MJCF's `floor`). A model
     that already carries it (an exported bundle's MJCF) is left as it is."""
@@ -55,18 +67,23 @@ def with_terrain(edit: Callable | None, terrain: Terrain) -> Callable:
     def edit_with_terrain(spec: mujoco.MjSpec) -> None:
         if edit is not None:
             edit(spec)
+        if _carries_terrain(spec, terrain, OWN_TERRAIN):  # a bundle's model, where 'terrain' is the robot model's
+            return
         blocks = terrain_blocks(terrain)
         found = [spec.hfield(name) for name, _, _ in blocks]
         whole = spec.hfield("terrain")  # one field: a small terrain, or a bundle exported before blocks
         if whole is not None and (whole.nrow, whole.ncol) == terrain.heights.shape:
             return
-        if whole is None and all(hfield is None for hfield in found):
-            add_terrain(spec, terrain)
-        elif any(h is None or (h.nrow, h.ncol) != (rows.stop - rows.start, cols.stop - cols.start)
-                 for h, (_, rows, cols) in zip(found, blocks)):  # fmt: skip
-            raise UserError(f"the model's terrain hfields do not match the task's terrain: section "
-                            f"({terrain.heights.shape[0]}x{terrain.heights.shape[1]} samples in {len(blocks)} "
-                            f"hfields named {blocks[0][0]}...); export it again")
+        if len(blocks) > 1 and any(hfield is not None for hfield in found):  # a bundle's blocks: the same ones
+            if any(h is None or (h.nrow, h.ncol) != (rows.stop - rows.start, cols.stop - cols.start)
+                   for h, (_, rows, cols) in zip(found, blocks)):  # fmt: skip
+                raise UserError(f"the model's terrain hfields do not match the task's terrain: section "
+                                f"({terrain.heights.shape[0]}x{terrain.heights.shape[1]} samples in {len(blocks)} "
+                                f"hfields named {blocks[0][0]}...); export it again")
+            return
+        # An hfield or geom the robot's model calls 'terrain' (dm_control's quadruped) is its own: a name of ours then.
+        taken = whole is not None or spec.geom("terrain") is not None
+        add_terrain(spec, terrain, OWN_TERRAIN if taken else "terrain")
 
     return edit_with_terrain
 

@@ -96,6 +96,42 @@ def test_joint_limit_and_torque_terms(make_env):
     assert rewards.joint_torques_l2(env).item() == pytest.approx(22.5**2, rel=1e-5)
 
 
+def _geared_servo(spec) -> None:
+    """cartpole's cart motor (gear 10) as a geared position servo with a force limit."""
+    import mujoco
+
+    servo = spec.actuator("slide")
+    servo.set_to_position(kp=3.0, kv=0.5)
+    servo.gear = [10, 0, 0, 0, 0, 0]
+    servo.forcerange, servo.forcelimited = [-2.0, 2.0], mujoco.mjtLimited.mjLIMITED_TRUE
+
+
+@pytest.mark.parametrize("edit", [None, _geared_servo], ids=["motor", "servo"])
+def test_actuator_force_is_the_torque_mujoco_puts_on_the_joint_gear_included(make_env, installed_tasks, edit):
+    """A geared actuator (cartpole's cart motor: gear 10, ctrl 1 = 10 N) pushes its joint with gear x
+    its force, and a servo's bias reads the actuator's length gear x q: joint_torques_l2 and
+    mechanical_power were off by the gear (gymnasium's humanoid: 25-300)."""
+    import mujoco
+
+    from robolearn import registry
+
+    base = registry.get_task("cartpole")
+    installed_tasks["cartpole_geared"] = registry.TaskPlugin(config=base.config, terms=base.terms, edit_spec=edit)
+    env = make_env("cartpole_geared", ["randomization=none"], num_envs=1)
+    env.reset()
+    qpos, qvel = torch.tensor([[0.05, 0.1]]), torch.tensor([[0.3, -0.2]])
+    env.physics.reset(torch.ones(1, dtype=torch.bool), qpos, qvel)
+    env.actions.process(torch.tensor([[0.4]]))
+    data = mujoco.MjData(env.model)
+    data.qpos[:], data.qvel[:], data.ctrl[:] = qpos[0].numpy(), qvel[0].numpy(), env.actions.ctrl[0].numpy()
+    mujoco.mj_forward(env.model, data)
+    expected = data.qfrc_actuator[0]  # the cart's slide
+    assert abs(expected) > 0.5
+    assert state.actuator_force(env)[0, 0].item() == pytest.approx(expected, rel=1e-5)
+    assert rewards.joint_torques_l2(env).item() == pytest.approx(expected**2, rel=1e-5)
+    assert metrics.mechanical_power(env).item() == pytest.approx(abs(expected * 0.3), rel=1e-5)
+
+
 def test_a_joint_past_its_limit_by_the_watchdogs_margin_ends_the_episode(make_env):
     """joint_pos_past_limits ends an episode where the deploy watchdog would stop the robot: a
     limited joint more than `margin` past its range, one side or the other."""

@@ -190,3 +190,27 @@ def test_a_field_in_blocks_is_the_same_surface(terrain):
     assert np.allclose(ray_heights(model, fx, fy), terrain.height_at(fx, fy), atol=1e-5)
     reloaded = mujoco.MjModel.from_xml_string(spec.to_xml())
     assert np.allclose(ray_heights(reloaded, fx, fy), terrain.height_at(fx, fy), atol=1e-5)
+
+
+@pytest.mark.parametrize("num_cols", [6, 10], ids=["one_field", "blocks"])
+def test_a_robot_model_with_its_own_terrain_hfield_gets_the_generated_one_beside_it(num_cols):
+    """dm_control's quadruped names its own hfield and geom 'terrain': a task's terrain: section was
+    refused ("do not match ... export it again"). The generated terrain takes a name of its own, and
+    the model with it (an exported bundle's) is left as it is when the edit runs on it again."""
+    from robolearn.scene import scene
+
+    terrain = generate(small_cfg(num_cols=num_cols, tile_size=2.0 if num_cols == 6 else 4.0), seed=0)
+    xml = """<mujoco><asset><hfield name="terrain" nrow="11" ncol="11" size="3 3 1 0.1"/></asset><worldbody>
+             <geom name="floor" type="plane" size="5 5 0.1"/><geom name="terrain" type="hfield" hfield="terrain"/>
+             <body name="torso" pos="0 0 0.5"><freejoint/><geom type="sphere" size="0.1"/></body></worldbody></mujoco>"""
+    spec = mujoco.MjSpec.from_string(xml)
+    edit = scene.with_terrain(None, terrain)
+    edit(spec)
+    model = spec.compile()
+    ours = [name for name, _, _ in terrain_blocks(terrain, scene.OWN_TERRAIN)]
+    assert len(ours) == (1 if num_cols == 6 else 3)
+    assert model.nhfield == 1 + len(ours) and model.hfield("terrain").nrow == 11
+    assert all(model.geom(name).type == mujoco.mjtGeom.mjGEOM_HFIELD for name in ours)
+    exported = mujoco.MjSpec.from_string(spec.to_xml())
+    edit(exported)  # the bundle's model: nothing added twice
+    assert exported.compile().nhfield == model.nhfield
