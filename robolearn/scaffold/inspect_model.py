@@ -40,6 +40,8 @@ class Actuator:
     """position, motor or other (what an exported bundle can carry: position servos and motors)."""
     ctrlrange: tuple[float, float] | None = None
     """Its control range where the model limits it (a muscle's is [0, 1])."""
+    gear: float = 1.0
+    """Its transmission's gear (the joint's torque is gear x the actuator's force)."""
 
 
 @dataclass
@@ -171,7 +173,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
             joint = obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, target)
         ctrlrange = tuple(float(v) for v in model.actuator_ctrlrange[a]) if model.actuator_ctrllimited[a] else None
         info.actuators.append(Actuator(obj_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, _actuator_kind(model, a),
-                                       ctrlrange))  # fmt: skip
+                                       ctrlrange, float(model.actuator_gear[a, 0])))  # fmt: skip
 
     children = body_children(model)
     free = floating_base_joint(model)

@@ -37,6 +37,9 @@ class RobotPlan:
     joint terms name the robot's joints where there are any."""
     joint_actuators: bool = True
     """Every policy actuator drives a joint (not a tendon, site or body)."""
+    geared: bool = False
+    """Some policy actuator has a gear other than 1 (gymnasium's ant: 150): its joint torques are
+    gear x ctrl, hundreds of N m, too large for the templates' torque penalty weight."""
     integrator: str | None = None
     """The integrator the task YAML sets (sim.integrator), None to keep the model's."""
     lines: list[str] = field(default_factory=list)

@@ -100,6 +100,7 @@ def _plan_actuators(info: ModelInfo) -> RobotPlan:
     kinds = sorted({a.kind for a in info.actuators})
     plan.lines.append(f"actuators: {len(info.actuators)} ({', '.join(kinds)}): {short([a.name or '<unnamed>' for a in info.actuators])}")
     plan.joint_actuators = all(a.joint for a in info.actuators)
+    plan.geared = any(a.gear != 1.0 for a in info.actuators)
     odd = [a.name or "<unnamed>" for a in info.actuators if a.kind == "other" or not a.joint]
     if odd:
         plan.lines.append(f"actuators {short(odd)} are neither a motor nor a position servo on a hinge or slide "

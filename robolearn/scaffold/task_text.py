@@ -95,9 +95,12 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
         return render(TEMPLATES / template / "planar.yaml.tmpl", **values, **_planar_values(plan, pd_gains))
     elif template == "locomotion":
         critic_feet, air_time = _feet_terms(plan, "base_velocity")
-        if plan.joint_actuators:  # actuator forces are computed for joint actuators only (mdp/state.py)
+        energy = "\n  energy_per_meter: {func: mechanical_power, per: meter, units: J/m}"
+        if plan.joint_actuators and not plan.geared:  # actuator forces are computed for joint actuators only (mdp/state.py)
             effort = "torques: {func: joint_torques_l2, weight: -2.0e-4}"
-            energy = "\n  energy_per_meter: {func: mechanical_power, per: meter, units: J/m}"
+        elif plan.joint_actuators:
+            effort = ("effort: {func: action_l2, weight: -0.01}  # on the actions: geared motors' joint torques (gear x "
+                      "ctrl) would make joint_torques_l2 at -2e-4 outweigh the tracking rewards")  # fmt: skip
         else:
             effort, energy = "effort: {func: action_l2, weight: -0.01}  # joint_torques_l2 sees joint actuators only", ""
         values.update(effort_reward=effort, energy_metric=energy)

@@ -793,3 +793,19 @@ def test_a_narrow_joints_resets_spread_over_its_own_range(tmp_path, installed_ta
     assert grip.min() >= 0.0 and 0.009 < grip.max() <= 0.01
     at_limit = ((grip == 0.0) | (grip == 0.04)).float().mean()
     assert at_limit < 0.05 and grip.std() > 0.0025, (at_limit, grip.std())
+
+
+def test_geared_motors_get_an_effort_penalty_on_the_actions_not_on_their_joint_torques(tmp_path):
+    """gymnasium's ant drives its hips and ankles through gear-150 motors: joint_torques_l2 (gear
+    included, as MuJoCo applies it) would reach 150^2 x 8 x 2e-4 = 36 a step against tracking rewards
+    of ~1; the template penalizes the actions instead. Gear-1 servos keep the torque penalty."""
+    import gymnasium
+    import yaml
+
+    ant = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "ant.xml"
+    new_task("geared_ant", "locomotion", robot=ant, out=tmp_path / "ant")
+    rewards = yaml.safe_load((tmp_path / "ant" / "geared_ant" / "geared_ant.yaml").read_text())["rewards"]
+    assert rewards["effort"]["func"] == "action_l2" and "torques" not in rewards, rewards
+    new_task("servo_legs", "locomotion", robot=bare_quadruped(tmp_path / "src"), out=tmp_path / "legs")
+    rewards = yaml.safe_load((tmp_path / "legs" / "servo_legs" / "servo_legs.yaml").read_text())["rewards"]
+    assert rewards["torques"]["func"] == "joint_torques_l2" and "effort" not in rewards, rewards
