@@ -31,6 +31,8 @@ def episode_summary(row: dict) -> str:
 
 WARN_EVERY = 100
 """Iterations between two warnings about diverged environments."""
+INSTANT_END = 2.0
+"""Steps: episodes this short on average end before a policy could act on them (RunLogger's warning)."""
 
 
 def clock(seconds: float) -> str:
@@ -78,6 +80,7 @@ class RunLogger:
         self._diverged = 0.0  # non-finite resets not yet reported ...
         self._diverged_of = 0.0  # ... and the env steps they happened in
         self._warned_at: int | None = None
+        self._warned_instant = False
 
     def log(self, row: dict) -> None:
         self._metrics.write(json.dumps(row) + "\n")
@@ -87,6 +90,7 @@ class RunLogger:
         for sink in self._sinks:
             sink.scalars(values, it)
         self._watch_divergence(row)
+        self._watch_instant_ends(row)
         if self._clips is not None:
             self._hand_out(self._clips.finished(), it)
         summary = f"{row['steps_per_s']:,.0f} steps/s | {episode_summary(row)}"
@@ -142,6 +146,23 @@ class RunLogger:
                      f"see health/nonfinite_resets")  # fmt: skip
         self._diverged = self._diverged_of = 0.0
         self._warned_at = it
+
+    def _watch_instant_ends(self, row: dict) -> None:
+        """One warning line, once, for an iteration whose episodes ended within INSTANT_END steps on
+        average by a termination (not a time-out): nothing is learned from them, and no other number
+        says why (a diverging start is reset by the termination before health/ sees it)."""
+        length, ended = row.get("mean_episode_length"), row.get("episodes", 0.0)
+        if self._warned_instant or not ended or not isinstance(length, (int, float)) or length > INSTANT_END:
+            return
+        fractions = {k.removeprefix("termination/"): v for k, v in row.items() if k.startswith("termination/")}
+        name, fraction = max(fractions.items(), key=lambda kv: kv[1], default=(None, 0.0))
+        if not fraction:
+            return  # time-outs: an episode length the task asked for
+        self._warned_instant = True
+        self.message(f"warning: iteration {row['iteration']}: episodes end after {length:.1f} steps on average, "
+                     f"{100 * fraction:.0f}% of them by termination '{name}': a start state that trips it at once "
+                     "(the reset pose, the term's threshold, a contact the robot rests on), or a policy that ends "
+                     "its episodes on purpose (rewards below zero and no termination penalty)")  # fmt: skip
 
     def message(self, text: str) -> None:
         self._console.print(text, highlight=False, soft_wrap=True)  # one line stays one line in a log

@@ -32,6 +32,26 @@ def test_diverged_envs_are_reported_once_then_at_most_every_warn_every_iteration
     assert f"iteration {3 + WARN_EVERY}: 2 of 1,000 env steps (0.2%) since iteration {2 + WARN_EVERY}" in last
 
 
+def test_episodes_that_a_termination_ends_at_once_are_a_warning_once(tmp_path, capsys):
+    """A start state that trips a termination (a diverging model, a pose below a height threshold):
+    every episode ends after ~1 step and nothing else says so. Time-outs that short (the task's
+    episode length) are no warning; the warning comes once."""
+    logger = RunLogger(tmp_path, 10, 0, progress=False)
+    ended = {"episodes": 64.0, "mean_episode_return": -1.0}
+    logger.log({**row(1, 0), **ended, "mean_episode_length": 1.0, "termination/too_low": 0.0})  # time-outs
+    logger.log({**row(2, 0), "episodes": 0.0})  # none ended
+    logger.log({**row(3, 0), **ended, "mean_episode_length": 12.0, "termination/too_low": 1.0})
+    assert "warning" not in capsys.readouterr().err
+    logger.log({**row(4, 0), **ended, "mean_episode_length": 1.2, "termination/too_low": 0.25,
+                "termination/joint_limits": 0.75})  # fmt: skip
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: iteration 4: episodes end after 1.2 steps on average, "
+                                                   "75% of them by termination 'joint_limits': "), lines  # fmt: skip
+    logger.log({**row(5, 0), **ended, "mean_episode_length": 1.0, "termination/joint_limits": 1.0})
+    logger.close()
+    assert "warning" not in capsys.readouterr().err
+
+
 class FakeSink:
     def __init__(self):
         self.calls = []
