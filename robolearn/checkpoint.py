@@ -80,6 +80,9 @@ def load(path: Path, named: bool = False) -> dict:
     advice = _advice(named)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
+    except PermissionError:  # the file is fine, this user may not read it
+        raise UserError(f"checkpoint {path}: permission denied; valid: a checkpoint this user may read: check its "
+                        "owner and mode (ls -l)") from None  # fmt: skip
     except Exception as exc:  # torch raises many types for truncated or foreign files
         detail = f"{type(exc).__name__}: {_first_sentence(one_line(exc))}"
         raise UserError(f"checkpoint {path} is unreadable: not a checkpoint robolearn wrote, or damaged or cut short "

@@ -189,10 +189,14 @@ def _runs(args: list[str]) -> int:
     from robolearn.runs import format_runs, list_runs, no_runs_line
 
     opts = key_values(args, {"task": None, "root": None}, "runs")
+    from robolearn.errors import UserError
+
     root = optional_path(opts["root"]) or RUNS
+    if opts["root"] and not root.exists():  # a typo is not "no runs" (the default folder may not exist yet)
+        raise UserError(f"root={opts['root']} does not exist; valid: a folder of runs (robolearn train writes them "
+                        f"under {RUNS}/ unless hydra.run.dir says otherwise)")  # fmt: skip
     runs = list_runs(root, opts["task"] or None)
     if not runs and opts["task"]:
-        from robolearn.errors import UserError
         from robolearn.registry import discover_tasks
 
         tasks = discover_tasks()
@@ -368,6 +372,9 @@ def _error_message(exc: Exception, rest: list[str]) -> str | None:
         longest = max(where.split(os.sep), key=len, default="")
         return (f"a file name is too long for the file system: {longest[:40]}... ({len(longest.encode())} bytes); "
                 "valid: at most 255 bytes per folder or file name on most file systems")  # fmt: skip
+    if isinstance(exc, PermissionError) and exc.filename:  # a file or folder of the user's that this user may not read or write
+        return (f"{exc.filename}: permission denied; valid: a path this user may read (and write, where the command "
+                "writes): check its owner and mode (ls -ld)")  # fmt: skip
     return hydra_error_message(exc, rest, _compose_choices)
 
 

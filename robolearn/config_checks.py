@@ -27,6 +27,8 @@ NETWORKS = ("mlp", "gru", "lstm")
 AMP = ("bf16",)
 LOGGERS = ("tensorboard", "wandb", "both", "none")
 WANDB_MODES = ("online", "offline", "disabled")
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: a config number beyond it is inf in the tensors it scales."""
 
 
 def _positive(v) -> bool:
@@ -146,6 +148,10 @@ def check_known_keys(node: DictConfig, path: str = "") -> None:
         for key in node.keys():
             if key not in known:
                 raise UserError(not_a_setting(f"{path}{key}", kind, " (a + override cannot add one)"))
+        gone = [f.name for f in dataclasses.fields(kind) if f.name not in node] if not path else []
+        if gone:  # `~seed`: Hydra deletes a key of the top level (a nested schema refuses it itself)
+            raise UserError(f"~{gone[0]}: {gone[0]} cannot be removed from the training config; valid: override it "
+                            "instead, or leave it at its default")  # fmt: skip
     for key in node.keys():
         child = node._get_node(key)
         if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():
@@ -250,6 +256,8 @@ def check_finite(node: Any, path: str = "") -> None:
             check_finite(value, f"{path[:-1]}[{k}].")
     elif isinstance(node, float) and not math.isfinite(node):
         raise UserError(f"{path[:-1]}={node} is out of range; valid: a finite number")
+    elif isinstance(node, float) and abs(node) > FLOAT32_MAX:  # inf once on the device, which computes in float32
+        raise UserError(f"{path[:-1]}={node} is out of range; valid: a finite float32 number (magnitude at most 3.4e38)")
 
 
 def _select(cfg: DictConfig, pattern: str):

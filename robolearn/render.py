@@ -17,12 +17,13 @@ the user chose one (MuJoCo reads it when it is first imported).
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
 
-from robolearn.errors import UserError
+from robolearn.errors import UserError, one_line
 from robolearn.scene.floating_base import root_body
 from robolearn.scene.geometry import geom_corners
 from robolearn.scene.ground import is_ground
@@ -121,11 +122,16 @@ class FrameRenderer:
         distance = camera.distance if camera.distance is not None else fit_distance(model)
         set_depth_range(model, distance)  # before the GL context: it sizes an infinite plane's drawing by it
         try:
-            self.renderer = mujoco.Renderer(model, height, width)
+            with warnings.catch_warnings(record=True) as said:  # GLFW warns (no display) before it fails: one line
+                warnings.simplefilter("always")
+                self.renderer = mujoco.Renderer(model, height, width)
         except Exception as exc:  # no EGL/OSMesa, no GL library
             backend = os.environ.get("MUJOCO_GL", "egl")
-            raise UserError(f"cannot render offscreen with MUJOCO_GL={backend} ({type(exc).__name__}: {exc}); "
+            why = "".join(f"{one_line(w.message)}; " for w in said[:1])
+            raise UserError(f"cannot render offscreen with MUJOCO_GL={backend} ({why}{type(exc).__name__}: {exc}); "
                             "install EGL (libegl1) or OSMesa (libosmesa6) and set MUJOCO_GL=egl or osmesa") from None  # fmt: skip
+        for w in said:  # a warning of a renderer that works is still shown
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
         if fast:
             self.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
             self.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False

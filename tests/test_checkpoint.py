@@ -125,3 +125,19 @@ def test_a_named_checkpoint_is_found_as_a_path_or_in_the_runs_checkpoints(tmp_pa
     assert str(err.value) == (f"checkpoint iter_000999.pt does not exist here, in {run / 'checkpoints'} or in {run}; "
                               "valid: a path, or a name in the run's checkpoints/ folder (iter_000100.pt, iter_000150.pt, "
                               "iter_000200.pt and 1 older)")
+
+
+def test_a_checkpoint_this_user_may_not_read_says_so(tmp_path, monkeypatch):
+    """chmod 000 on a checkpoint (root reads it anyway: the read is made to fail as it would): the
+    line names the permission, not damage, and does not advise moving the file away."""
+    path = tmp_path / "iter_000001.pt"
+    torch.save({"iteration": 1}, path)
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(torch, "load", denied)
+    with pytest.raises(UserError) as info:
+        checkpoint.load(path)
+    assert str(info.value) == (f"checkpoint {path}: permission denied; valid: a checkpoint this user may read: check its "
+                               "owner and mode (ls -l)")  # fmt: skip

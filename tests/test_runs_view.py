@@ -172,8 +172,12 @@ def test_a_bundle_older_than_the_newest_checkpoint_is_a_note(tmp_path, capsys, s
 
 
 def test_no_runs_is_one_line_and_success(tmp_path, capsys):
+    (tmp_path / "nothing").mkdir()
     out = rows(capsys, f"root={tmp_path / 'nothing'}")
     assert len(out) == 1 and out[0].startswith("no runs under ") and "robolearn train task=" in out[0]
+    # a root that is not there is a typo, not an empty folder of runs (the default, outputs/, may not exist yet)
+    assert main(["runs", f"root={tmp_path / 'nothign'}"]) == 2
+    assert f"root={tmp_path / 'nothign'} does not exist; valid: a folder of runs" in capsys.readouterr().err
     out = rows(capsys, "task=pendulum", f"root={tmp_path}")
     assert len(out) == 1 and out[0].startswith("no pendulum runs") and out[0].endswith("robolearn train task=pendulum")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,8 +154,14 @@ class Bundle:
 
     @classmethod
     def load(cls, path: str | Path) -> Bundle:
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise DeployError(f"a bundle is the path of the directory export wrote, got {path!r}")
         path = Path(path)
-        meta = read_verified(path)
+        try:
+            meta = read_verified(path)
+        except OSError as exc:  # no permission to read the folder or a file of it, a file that is a FIFO, ...
+            raise DeployError(f"cannot read the bundle {path}: {exc.filename}: {exc.strerror}; valid: a bundle "
+                              "directory whose files this user may read") from None  # fmt: skip
         try:
             return cls._parse(path, meta)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

@@ -21,6 +21,8 @@ from robolearn_deploy.engines import Engine, OnnxRuntimeEngine
 from robolearn_deploy.errors import DeployError
 
 ENGINES = ("auto", "onnxruntime", "tensorrt")
+MAX_THREADS = 1024
+"""ONNX Runtime's threads for one policy: more is a mistake (ONNX Runtime refuses past 2**31)."""
 
 
 class Policy:
@@ -33,8 +35,8 @@ class Policy:
             raise DeployError(f"unknown engine '{engine}'; valid: {', '.join(ENGINES)}")
         if precision not in PRECISIONS:
             raise DeployError(f"unknown precision '{precision}'; valid: {', '.join(PRECISIONS)}")
-        if not isinstance(threads, int) or threads < 1:
-            raise DeployError(f"threads={threads!r} is not valid; valid: an integer >= 1")
+        if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_THREADS:
+            raise DeployError(f"threads={threads!r} is not valid; valid: an integer 1..{MAX_THREADS}")
         self.engine = self._open(engine, precision, threads)
         self._obs = np.zeros((1, self.bundle.obs_size), np.float32)
         self._out = np.zeros((1, self.bundle.num_actions), np.float32)
@@ -70,7 +72,12 @@ class Policy:
             if obs.shape != (self.bundle.obs_size,) or obs.dtype.kind not in "fiu":
                 raise DeployError(f"Policy.act takes one observation of {self.bundle.obs_size} real numbers, "
                                   f"got shape {obs.shape} dtype {obs.dtype}")  # fmt: skip
-            self._obs[0] = obs
+            with np.errstate(over="ignore"):  # a float64 beyond float32 becomes inf: refused below
+                self._obs[0] = obs
+            if not np.isfinite(self._obs[0]).all():  # a NaN action would go to the robot
+                bad = int(np.flatnonzero(~np.isfinite(self._obs[0]))[0])
+                raise DeployError(f"Policy.act: observation {bad} is {obs[bad]}, not a finite float32; valid: finite "
+                                  "numbers (a sensor that failed: stop the robot, or use ControlLoop, which trips on it)")  # fmt: skip
         if isinstance(self.engine, OnnxRuntimeEngine):
             self.engine.run_bound()
         elif self._state:
@@ -90,7 +97,12 @@ class Policy:
         if obs.ndim != 2 or obs.shape[1] != self.bundle.obs_size or obs.dtype.kind not in "fiu":
             raise DeployError(f"a Policy call takes a batch [B, {self.bundle.obs_size}] of real numbers, "
                               f"got shape {obs.shape} dtype {obs.dtype}")  # fmt: skip
-        obs = np.ascontiguousarray(obs, dtype=np.float32)
+        with np.errstate(over="ignore"):
+            obs = np.ascontiguousarray(obs, dtype=np.float32)
+        if not np.isfinite(obs).all():
+            row, col = (int(i[0]) for i in np.nonzero(~np.isfinite(obs)))
+            raise DeployError(f"a Policy call: observation [{row}, {col}] is {obs[row, col]}, not a finite float32; "
+                              "valid: finite numbers")  # fmt: skip
         specs = self.bundle.state
         if not specs:
             if state:

@@ -71,7 +71,11 @@ def _init_warp() -> None:
         sys.stderr.flush()
 
 
-_init_warp()
+try:
+    _init_warp()
+except OSError as exc:  # Warp makes its kernel cache (WARP_CACHE_PATH, else ~/.cache/warp) at init
+    raise UserError(f"physics=warp cannot make its kernel cache {exc.filename} ({exc.strerror}); valid: WARP_CACHE_PATH "
+                    "unset or a folder this user may write") from None  # fmt: skip
 
 # Derived model fields set_const recomputes: batched too, or only world 0 would get new values.
 _DERIVED = ("body_subtreemass", "body_invweight0", "dof_invweight0", "tendon_invweight0", "actuator_acc0")

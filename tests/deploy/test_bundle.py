@@ -60,6 +60,17 @@ def test_missing_file(cartpole_bundle):
     refused(cartpole_bundle, "task.yaml", "missing")
 
 
+def test_a_file_this_user_may_not_read(cartpole_bundle, monkeypatch):
+    """chmod 000 on policy.onnx (root reads it anyway: the read is made to fail as it would)."""
+    import robolearn_deploy.bundle
+
+    def denied(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(robolearn_deploy.bundle, "sha256", denied)
+    refused(cartpole_bundle, "cannot read the bundle", "Permission denied", "valid: a bundle directory whose files this user may read")
+
+
 def test_layout_that_does_not_add_up(cartpole_bundle):
     def drop_last_term(meta):
         meta["observation"]["terms"].pop()

@@ -27,6 +27,8 @@ class Case:
     site: bool = False
     """Run with the workspace's fake plugin distributions on PYTHONPATH."""
     exit_code: int = 2
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables the command line runs with (read after the warm server's imports)."""
 
 
 def train(id: str, *args: str, expect: tuple[str, ...], cls: str = "config", **kw) -> Case:
@@ -526,6 +528,7 @@ CASES: list[Case] = [
     cli("export_empty_out", "export", "run={ws}/run", "out=", expect=("out= is empty",)),
     cli("play_bundle_with_checkpoint", "play", "bundle={ws}/bundle", "checkpoint={ws}/x.pt", expect=("checkpoint= chooses a run's checkpoint and goes with run=",)),
     cli("runs_task_given_twice", "runs", "task=cartpole", "task=pendulum", expect=("task= is given twice",)),
+    cli("runs_root_missing", "runs", "root={ws}/ouputs", expect=("ouputs does not exist", "valid: a folder of runs")),
     cli("eval_checkpoint_is_a_text_file", "eval", "run={ws}/run", "checkpoint={ws}/notes.txt", cls="file",
         expect=("notes.txt is unreadable", "name a checkpoint of the run's checkpoints/ folder")),  # fmt: skip
     cli("export_checkpoint_is_an_onnx", "export", "run={ws}/run", "checkpoint={ws}/bundle/policy.onnx", cls="file",
@@ -617,6 +620,22 @@ CASES: list[Case] = [
         expect=("task=cartpole drives joints", "same robot")),  # fmt: skip
     cli("import_nan_physics_step", "import", "run={ws}/il_nan_dt_run", "robot={ws}/quadruped.xml", cls="file",
         expect=("sim.dt: nan", "valid: a positive finite number of seconds")),  # fmt: skip
+    # found by an audit of files, permissions and the environment (2026-11-29)
+    train("reward_weight_past_float32", "task.rewards.upright.weight=1e40",
+          expect=("task.rewards.upright.weight=1e+40 is out of range", "a finite float32 number")),  # fmt: skip
+    train("obs_noise_past_float32", "task.observations.policy.terms.cart_pos.noise.scale=1e39",
+          expect=("noise.scale=1e+39 is out of range", "a finite float32 number")),  # fmt: skip
+    train("delete_a_top_level_setting", "~seed", expect=("~seed: seed cannot be removed from the training config", "valid: override it")),
+    train("delete_a_top_level_group", "~runner", expect=("~runner: runner cannot be removed",)),
+    train("warp_cache_path_is_a_file", "physics=warp", env=(("WARP_CACHE_PATH", "{ws}/notes.txt"),), cls="file",
+          expect=("physics=warp cannot make its kernel cache", "notes.txt", "valid: WARP_CACHE_PATH unset or a folder")),  # fmt: skip
     cli("import_negative_stiffness", "import", "run={ws}/il_negative_gain_run", "robot={ws}/quadruped.xml", cls="file",
         expect=("stiffness of joint", "is -25.0", "valid: a finite number >= 0")),  # fmt: skip
+    # found by an audit of hand-written third-party robot plugins (2026-11-29)
+    train("terrain_for_a_robot_without_a_free_joint", "task.terrain={num_levels: 2, num_cols: 2}",
+          expect=("task.terrain:", "the model has none (a free joint)", "valid: a robot with a free joint, or no terrain")),
+    train("metric_per_meter_without_a_free_joint", "+task.metrics.effort={func: action_l2, per: meter}",
+          expect=("metric 'effort': per: meter", "valid: per: step or final")),  # fmt: skip
+    train("adaptive_range_setting_misspelt", "task.events.pole_mass.adaptive.stepp=0.1",
+          expect=("task.events.pole_mass.adaptive.stepp is not a setting of task.events.pole_mass.adaptive", "limits")),
 ]

@@ -7,6 +7,7 @@ time (one shared run trains once for all of them); the processes are forked from
 interpreter that has imported robolearn's stack (warm_cli.py), which saves ~2 s of start-up
 per command line."""
 
+import os
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -35,8 +36,9 @@ def run_case(case, template: Path, root: Path, servers: list):
         _local.cli = WarmCli().__enter__()
         servers.append(_local.cli)
     args = [a.replace("{ws}", str(ws)) for a in case.args]
+    env = {**os.environ, **{k: v.replace("{ws}", str(ws)) for k, v in case.env}} if case.env else None
     result = _local.cli.run(args, cwd=ws, drop_env=["DISPLAY", "WAYLAND_DISPLAY"],  # headless, as CI
-                            path=[ws / "site"] if case.site else [])  # fmt: skip
+                            path=[ws / "site"] if case.site else [], env=env)  # fmt: skip
     after = snapshot(ws)
     changed = sorted(str(k) for k in before if after.get(k) != before[k])
     return result, changed
@@ -204,6 +206,12 @@ def _deploy_case(name, bundle, reference, recurrent):
         "tensorrt_without_an_engine": lambda: _raises(recurrent, lambda b: Policy(b, engine="tensorrt")),
         "feed_forward_given_a_state": lambda: _raises(bundle, lambda b: _policy(b)(
             np.zeros((2, size), np.float32), np.zeros((2, 1, 8), np.float32))),
+        "act_not_finite": lambda: _raises(bundle, lambda b: _policy(b).act(np.array([0.0, np.nan, 0.0, 0.0], np.float32))),
+        "act_past_float32": lambda: _raises(bundle, lambda b: _policy(b).act(np.full(size, 1e300))),
+        "call_not_finite": lambda: _raises(bundle, lambda b: _policy(b)(np.array([[0.0] * size, [0.0, 0.0, np.inf, 0.0]]))),
+        "policy_threads_a_flag": lambda: _raises(bundle, lambda b: Policy(b, threads=True)),
+        "policy_threads_huge": lambda: _raises(bundle, lambda b: Policy(b, threads=10**12)),
+        "bundle_none": lambda: _raises(None, Bundle.load),
     }[name]  # fmt: skip
 
 
@@ -221,6 +229,9 @@ DEPLOY_EXPECT = {
     "recurrent_call_without_state": "policy is recurrent: call it as policy(obs, h)",
     "recurrent_state_wrong_shape": "policy state 'h' must be [2, 1, 8]", "tensorrt_without_an_engine": "TensorRT",
     "feed_forward_given_a_state": "feed-forward: call it with the observations only",
+    "act_not_finite": "observation 1 is nan, not a finite float32", "act_past_float32": "observation 0 is 1e+300",
+    "call_not_finite": "observation [1, 2] is inf", "policy_threads_a_flag": "threads=True is not valid; valid: an integer 1..",
+    "policy_threads_huge": "threads=1000000000000 is not valid", "bundle_none": "a bundle is the path of the directory export wrote",
 }  # fmt: skip
 DEPLOY_CASES = list(DEPLOY_EXPECT)
 

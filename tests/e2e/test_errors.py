@@ -141,3 +141,18 @@ def test_a_full_disk_is_one_line_and_leaves_whole_files(tmp_path, size):
         assert named, result.stderr
         kept = copy / "checkpoints" / Path(named.group(1)).name
         assert torch.load(kept, weights_only=False)["iteration"] > 0
+
+
+def test_a_path_this_user_may_not_read_is_one_line(tmp_path, monkeypatch, capsys):
+    """A run folder under chmod 000: the first look inside it fails (root reads anyway: the look is
+    made to fail as it would)."""
+    from robolearn import cli, run_policy
+
+    def denied(run_dir):
+        raise PermissionError(13, "Permission denied", str(run_dir / "config.yaml"))
+
+    monkeypatch.setattr(run_policy, "load_run_config", denied)
+    assert cli.main(["eval", f"run={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "config.yaml: permission denied; valid: a path this user may read" in err, err

@@ -130,9 +130,10 @@ def test_mistakes_around_the_viewers_are_one_line(trained_cartpole, tmp_path):
                             capture_output=True, text=True, env={**no_display, "DISPLAY": f":{number}"}, timeout=120)  # fmt: skip
     one_line_error(result, f"mode=viewer cannot open the display DISPLAY=:{number}", "mode=video")  # no GLFW lines, no log file
     for backend, expected in (("disabled", "cannot render offscreen with MUJOCO_GL=disabled"),  # no GL at all
-                              ("nonsense", "cannot load MuJoCo with MUJOCO_GL=nonsense")):  # fmt: skip
+                              ("nonsense", "cannot load MuJoCo with MUJOCO_GL=nonsense"),
+                              ("glfw", "DISPLAY environment variable is missing")):  # GLFW's warnings in the one line
         result = subprocess.run([sys.executable, "-m", "robolearn.cli", "play", f"run={run_dir}", "out=clip.mp4"], cwd=tmp_path,
-                                capture_output=True, text=True, env={**os.environ, "MUJOCO_GL": backend}, timeout=120)  # fmt: skip
+                                capture_output=True, text=True, env={**no_display, "MUJOCO_GL": backend}, timeout=120)  # fmt: skip
         one_line_error(result, expected, "egl")
     assert not list(tmp_path.iterdir())  # nothing written
 

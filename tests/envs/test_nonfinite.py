@@ -197,3 +197,16 @@ def test_a_run_whose_every_step_diverges_stops_and_names_the_term(make_env):
                                         rf"be learned: reward term '{term.name}' \(always_nan\) returns values that are not finite"):  # fmt: skip
         runner.learn(rows.append)
     assert rows == [] and runner.iteration == 1
+
+
+def test_the_finite_test_neither_warns_nor_overflows():
+    """+inf and -inf in one tensor are not finite without numpy's RuntimeWarning (a sum of them
+    printed one); finite values whose sum passes float32 are finite."""
+    import warnings
+
+    from robolearn.envs.health import _finite
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not _finite(torch.tensor([math.inf, -math.inf]))
+        assert _finite(torch.tensor([3e38, 3e38]))
