@@ -56,14 +56,18 @@ def check_plugins(overrides: list[str]) -> None:
 def sweeper_direction(overrides: list[str]) -> list[str]:
     """The Optuna sweeper's direction and objective.direction (maximize unless overridden) are one:
     either given sets the other; both given must agree."""
-    if "hydra/sweeper=optuna" not in [a.replace(" ", "") for a in overrides]:
+    plain = [a.replace(" ", "") for a in overrides]
+    if "hydra/sweeper=optuna" not in plain:
         return overrides
     ours = [a.split("=", 1)[1] for a in overrides if a.startswith("objective.direction=")]
     theirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.sweeper.direction=")]
+    # beside the user's sweeper choice: Hydra's argument parser takes overrides only as one run of
+    # words (one added after `--cfg job`, or before `--multirun`, it refused)
+    at = plain.index("hydra/sweeper=optuna")
     if not theirs:
-        return [*overrides, f"hydra.sweeper.direction={ours[-1] if ours else 'maximize'}"]
+        return [*overrides[:at], f"hydra.sweeper.direction={ours[-1] if ours else 'maximize'}", *overrides[at:]]
     if not ours:
-        return [*overrides, f"objective.direction={theirs[-1]}"]
+        return [*overrides[:at], f"objective.direction={theirs[-1]}", *overrides[at:]]
     if ours[-1] != theirs[-1]:
         raise UserError(f"hydra.sweeper.direction={theirs[-1]} and objective.direction={ours[-1]} disagree; "
                         f"set objective.direction only (the sweeper follows it)")  # fmt: skip

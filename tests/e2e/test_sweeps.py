@@ -70,10 +70,13 @@ def test_an_optuna_sweep_ranks_its_trials(tmp_path):
 
 
 def test_the_optuna_direction_follows_the_objective_and_a_conflict_is_one_line(tmp_path):
-    assert sweeps.sweeper_direction(["hydra/sweeper=optuna", "objective.direction=minimize"])[-1] == \
-        "hydra.sweeper.direction=minimize"  # fmt: skip
-    assert sweeps.sweeper_direction(["hydra/sweeper=optuna", "hydra.sweeper.direction=minimize"])[-1] == \
-        "objective.direction=minimize"  # fmt: skip
+    assert sweeps.sweeper_direction(["--multirun", "hydra/sweeper=optuna", "objective.direction=minimize"]) == [
+        "--multirun", "hydra.sweeper.direction=minimize", "hydra/sweeper=optuna", "objective.direction=minimize"]
+    assert sweeps.sweeper_direction(["hydra/sweeper=optuna", "hydra.sweeper.direction=minimize", "--cfg", "job"]) == [
+        "objective.direction=minimize", "hydra/sweeper=optuna", "hydra.sweeper.direction=minimize", "--cfg", "job"]
+    # beside the sweeper choice: appended after `--cfg job`, Hydra's argument parser refused it
+    printed = robolearn("train", "hydra/sweeper=optuna", "--cfg", "job", cwd=tmp_path)
+    assert printed.returncode == 0 and "direction: maximize" in printed.stdout, printed.stderr
     result = robolearn("train", "--multirun", "hydra/sweeper=optuna", "hydra.sweeper.direction=minimize",
                        "objective.direction=maximize", "seed=1,2", *SMALL, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2 and not (tmp_path / "runs").exists()
