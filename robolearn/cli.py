@@ -185,26 +185,9 @@ def _list(args: list[str]) -> int:
 
 
 def _runs(args: list[str]) -> int:
-    from robolearn.run_dir import RUNS
-    from robolearn.runs import format_runs, list_runs, no_runs_line
+    from robolearn.runs import runs_verb
 
-    opts = key_values(args, {"task": None, "root": None}, "runs")
-    from robolearn.errors import UserError
-
-    root = optional_path(opts["root"]) or RUNS
-    if opts["root"] and not root.exists():  # a typo is not "no runs" (the default folder may not exist yet)
-        raise UserError(f"root={opts['root']} does not exist; valid: a folder of runs (robolearn train writes them "
-                        f"under {RUNS}/ unless hydra.run.dir says otherwise)")  # fmt: skip
-    runs = list_runs(root, opts["task"] or None)
-    if not runs and opts["task"]:
-        from robolearn.registry import discover_tasks
-
-        tasks = discover_tasks()
-        if opts["task"] not in tasks:  # no run of it here, and no such task to start one with
-            raise UserError(f"no runs of task '{opts['task']}' under {root}/, and no such task is installed; valid: "
-                            f"{', '.join(sorted(tasks))}")  # fmt: skip
-    print(format_runs(runs) if runs else no_runs_line(root, opts["task"] or None), end="")
-    return 0
+    return runs_verb(args)
 
 
 def _terms(args: list[str]) -> int:

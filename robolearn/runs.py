@@ -21,9 +21,10 @@ from pathlib import Path
 import yaml
 
 from robolearn.checkpoint import list_checkpoints
+from robolearn.cli_args import key_values, optional_path
 from robolearn.errors import UserError, one_line
 from robolearn.manifest import latest_start, read_manifest, trainer_pid
-from robolearn.run_dir import holds_run
+from robolearn.run_dir import RUNS, holds_run
 
 _FOLDER = re.compile(r"^(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(?:_\d{6})?(?:_(.+))?$")
 """A run folder's name: its start time (local), microseconds, then the run_name if one was given."""
@@ -263,3 +264,22 @@ def no_runs_line(root: Path, task: str | None) -> str:
     what = f"no {task} runs" if task else "no runs"
     start = f"robolearn train task={task}" if task else "robolearn train task=<name> (robolearn list shows the tasks)"
     return f"{what} under {root}/ (relative to {Path.cwd()}); start one with: {start}\n"
+
+
+def runs_verb(args: list[str]) -> int:
+    """`robolearn runs [task=NAME] [root=DIR]`: the table, or the one line saying there are none."""
+    opts = key_values(args, {"task": None, "root": None}, "runs")
+    root = optional_path(opts["root"]) or RUNS
+    if opts["root"] and not root.exists():  # a typo is not "no runs" (the default folder may not exist yet)
+        raise UserError(f"root={opts['root']} does not exist; valid: a folder of runs (robolearn train writes them "
+                        f"under {RUNS}/ unless hydra.run.dir says otherwise)")  # fmt: skip
+    runs = list_runs(root, opts["task"] or None)
+    if not runs and opts["task"]:
+        from robolearn.registry import discover_tasks
+
+        tasks = discover_tasks()
+        if opts["task"] not in tasks:  # no run of it here, and no such task to start one with
+            raise UserError(f"no runs of task '{opts['task']}' under {root}/, and no such task is installed; valid: "
+                            f"{', '.join(sorted(tasks))}")  # fmt: skip
+    print(format_runs(runs) if runs else no_runs_line(root, opts["task"] or None), end="")
+    return 0
