@@ -148,14 +148,18 @@ def test_the_native_viewer_draws_the_robot_on_a_display(trained_cartpole, tmp_pa
     if shutil.which("Xvfb") is None:
         pytest.fail("the native viewer test needs a virtual display: apt-get install xvfb (.ci/run does)")
     run_dir, _ = trained_cartpole
-    number = next(n for n in range(90, 200) if not os.path.exists(f"/tmp/.X{n}-lock"))
-    display = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    # Xvfb picks a free display itself and writes its number once it accepts clients: two tests (xdist
+    # workers) choosing a number by looking for lock files could both pick the same one, and the first to
+    # finish took the display from under the other.
+    ready, told = os.pipe()
+    display = subprocess.Popen(["Xvfb", "-displayfd", str(told), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(told,))  # fmt: skip
+    os.close(told)
     viewer = None
     try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(f"/tmp/.X11-unix/X{number}") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        with os.fdopen(ready) as reply:
+            number = reply.readline().strip()  # blocks until the display is up ("" if Xvfb failed)
+        assert number.isdigit(), f"Xvfb did not start (exit {display.poll()})"
         env = {**{k: v for k, v in os.environ.items() if k != "MUJOCO_GL"}, "DISPLAY": f":{number}"}
         viewer = subprocess.Popen([sys.executable, "-m", "robolearn.cli", "play", f"run={run_dir}", "mode=viewer"],
                                   cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
