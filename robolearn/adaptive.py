@@ -31,12 +31,25 @@ def _pair(event: str, what: str, value) -> tuple[float, float]:
     return low, high
 
 
+def _require(event: str, cfg, key: str, valid: str) -> None:
+    """A field the schema leaves unset (`???`): one line naming it, not OmegaConf's error."""
+    from omegaconf import OmegaConf
+
+    missing = OmegaConf.is_missing(cfg, key) if OmegaConf.is_config(cfg) else getattr(cfg, key) == "???"
+    if missing:
+        raise UserError(f"event '{event}': adaptive.{key} is not set; valid: {valid}")
+
+
 class AdaptiveRange:
-    def __init__(self, event: str, cfg: AdaptiveRangeCfg, params: dict, env, log_name: str | None = None):
+    def __init__(self, event: str, cfg: AdaptiveRangeCfg, params: dict, env, log_name: str | None = None, held: bool = False):
+        """`held`: only checked, for a preset that keeps the range at its initial value (a reward
+        metric whose weight an ablation set to 0 does not matter then)."""
         if cfg.param not in params:
             raise UserError(f"event '{event}': adaptive param '{cfg.param}' is not one of its params {sorted(params)}")
         self.event, self.param = event, cfg.param
         initial = _pair(event, f"params.{cfg.param}", params[cfg.param])
+        _require(event, cfg, "limits", f"[low, high] around params.{cfg.param}={list(initial)}, the widest it may reach")
+        _require(event, cfg, "step", "> 0, how far each bound moves per update")
         limits = _pair(event, "adaptive.limits", cfg.limits)
         if not limits[0] <= initial[0] <= initial[1] <= limits[1]:
             raise UserError(f"event '{event}': adaptive.limits {list(limits)} must contain the initial range {list(initial)}")
@@ -47,7 +60,7 @@ class AdaptiveRange:
         if cfg.metric not in EPISODE_METRICS and cfg.metric not in env.rewards.names:
             valid = ", ".join([*EPISODE_METRICS, *env.rewards.names])
             raise UserError(f"event '{event}': unknown adaptive metric '{cfg.metric}'; valid: {valid}")
-        if cfg.metric in env.rewards.names and float(env.rewards.weights[env.rewards.names.index(cfg.metric)]) == 0:
+        if not held and cfg.metric in env.rewards.names and float(env.rewards.weights[env.rewards.names.index(cfg.metric)]) == 0:
             raise UserError(f"event '{event}': adaptive metric '{cfg.metric}' is a reward term with weight 0")
         device = env.device
         self.log_name = log_name or f"adr/{event}/{cfg.param}"

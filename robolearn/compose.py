@@ -101,11 +101,14 @@ def _groups_help() -> str:
 
 
 def check_group_choices(overrides: list[str]) -> None:
-    """`task=null`, `task=[cartpole,pendulum]`, `algo=`: a group takes one option's name (a sweep
-    over several is `--multirun task=cartpole,pendulum`); say so, with the valid names, before
-    Hydra fails on it."""
+    """`task=null`, `task=[cartpole,pendulum]`, `algo=`, `~algo`: a group takes one option's name (a
+    sweep over several is `--multirun task=cartpole,pendulum`); say so, with the valid names, before
+    Hydra fails on it or composes without it."""
     for override in overrides:
         group, eq, value = override.partition("=")
+        if group.startswith("~") and group[1:] in GROUPS:  # Hydra would train on the bare schema's defaults
+            options = ", ".join(f"{group[1:]}={name}" for name in group_options(group[1:]))
+            raise UserError(f"{override}: the {group[1:]} group cannot be removed; valid: choose one of its options ({options})")
         if not eq or group not in GROUPS:
             continue
         schema = [v for v in value.split(",") if v.strip().endswith("_schema")] if group != "task" else []

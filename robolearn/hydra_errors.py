@@ -34,6 +34,9 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = (), compose=N
         unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""), overrides, compose)
         if unknown:
             return unknown
+        wrong = _wrong_type(message, one_line(exc.__cause__ or ""))
+        if wrong:
+            return wrong
         cause = exc.__cause__
         if cause is not None and one_line(cause) not in message:
             message += f" ({one_line(cause).split(' full_key:')[0]})"
@@ -59,6 +62,40 @@ def _merged_addition(message: str, cause: str) -> str | None:
     key = missing.group(1)
     path = parts[: parts.index(key) + 1] if key in parts else [*parts, key]
     return not_a_setting(".".join(path), kind)
+
+
+_KINDS = (  # (what OmegaConf's conversion error says, what the value is not, what is valid)
+    ("converted to Integer", "an integer", "a whole number, e.g. 4"),
+    ("converted to Float", "a number", "a number, e.g. 0.5 or 1e-3"),
+    ("not a valid bool", "true or false", "true or false"),
+    ("is not a ListConfig", "a list", "a list in brackets, e.g. [64,64]"),
+    ("is not a DictConfig", "a mapping", "a mapping in braces, e.g. {key: value}"),
+    ("Cannot convert 'list' to string", "a single value", "one word or number, not a list"),
+    ("Cannot convert 'dict' to string", "a single value", "one word or number, not a mapping"),
+)
+
+
+def _wrong_type(message: str, cause: str) -> str | None:
+    """An override whose value does not have its setting's type (`task.decimation=1.5`,
+    `algo.learning_rate=abc`): 'task.decimation=1.5 is not an integer; valid: a whole number, e.g. 4'."""
+    import re
+
+    from robolearn.config_additions import ORIGINAL
+
+    merge = re.match(r"Error merging override (\S+?=.*?)(?: \(|$)", message)
+    if merge is None:
+        return None
+    override = ORIGINAL.get(merge.group(1), merge.group(1)).lstrip("+")  # a `+` addition: as the user wrote it
+    full = re.search(r"full_key: (\S+)", cause)
+    where = override.partition("=")[0]
+    if full and full.group(1) != where and full.group(1).startswith(where + "."):  # a key inside a mapping value
+        where = f"{full.group(1)} (in {override})"
+    else:
+        where = override
+    for said, kind, valid in _KINDS:
+        if said in cause or said in message:
+            return f"{where} is not {kind}; valid: {valid}"
+    return None
 
 
 def _unknown_key_message(message: str, cause: str, overrides: list[str] = (), compose=None) -> str | None:

@@ -116,38 +116,15 @@ def _help(overrides: list[str]) -> str:
     return string.Template(text).safe_substitute(CONFIG=config, FLAGS_HELP="", HYDRA_CONFIG_GROUPS="", APP_CONFIG_GROUPS="")
 
 
-def _lead(overrides: list[str], handover: Handover) -> int:
-    import hydra
+def _train_job(handover: Handover, had_run_dir: bool, failures: list[UserError]):
+    """The function Hydra runs for each job: train into its output folder. A single run's UserError
+    goes into `failures` (raised after Hydra returns); a stopped or failed start leaves no run
+    folder behind (`had_run_dir`: the folder existed before, so only what was added goes)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     from robolearn import app, sweeps
-    from robolearn.compose import check_sweep_jobs, compose_train
-    from robolearn.config_additions import as_merges
     from robolearn.interrupts import Terminated
-    from robolearn.paths import configs_dir
-
-    multirun = _check_command_line(overrides, handover.ranks)
-    if any(a in ("--help", "-h") for a in overrides):
-        print(_help(overrides), flush=True)
-        return 0
-    resume = [a for a in overrides if a.startswith("resume=")]
-    if resume:
-        return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),
-                       [a for a in overrides if not a.startswith("resume=")], handover)  # fmt: skip
-    sweeps.check_plugins(overrides)
-    if multirun:
-        check_sweep_jobs(overrides)  # every job's config, before the first one trains
-    elif _prints_config(overrides):  # --cfg job: the config it prints is one a run would accept
-        settings = [a for a in overrides if "=" in a and not a.startswith("-")]
-        compose_train([a for a in settings if not a.lstrip("+~").startswith("hydra")])
-    overrides = as_merges(sweeps.sweeper_direction(overrides))
-    claimed, had_run_dir = None, False
-    if not multirun:
-        claimed, had_run_dir = _claim_run_dir(overrides)
-    else:
-        _claim_sweep_dir(overrides)
-    failures: list[UserError] = []
 
     def job(cfg) -> float | None:
         hydra_cfg = HydraConfig.get()
@@ -178,6 +155,41 @@ def _lead(overrides: list[str], handover: Handover) -> int:
             sweeps.write_job_result(run_dir, hydra_cfg.job.num, list(hydra_cfg.overrides.task), cfg.objective,
                                     value, None)  # fmt: skip
         return value
+
+    return job
+
+
+def _lead(overrides: list[str], handover: Handover) -> int:
+    import hydra
+
+    from robolearn import sweeps
+    from robolearn.compose import check_sweep_jobs, compose_train
+    from robolearn.config_additions import as_merges
+    from robolearn.interrupts import Terminated
+    from robolearn.paths import configs_dir
+
+    multirun = _check_command_line(overrides, handover.ranks)
+    if any(a in ("--help", "-h") for a in overrides):
+        print(_help(overrides), flush=True)
+        return 0
+    resume = [a for a in overrides if a.startswith("resume=")]
+    if resume:
+        return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),
+                       [a for a in overrides if not a.startswith("resume=")], handover)  # fmt: skip
+    sweeps.check_plugins(overrides)
+    if multirun:
+        check_sweep_jobs(overrides)  # every job's config, before the first one trains
+    elif _prints_config(overrides):  # --cfg job: the config it prints is one a run would accept
+        settings = [a for a in overrides if "=" in a and not a.startswith("-")]
+        compose_train([a for a in settings if not a.lstrip("+~").startswith("hydra")])
+    overrides = as_merges(sweeps.sweeper_direction(overrides))
+    claimed, had_run_dir = None, False
+    if not multirun:
+        claimed, had_run_dir = _claim_run_dir(overrides)
+    else:
+        _claim_sweep_dir(overrides)
+    failures: list[UserError] = []
+    job = _train_job(handover, had_run_dir, failures)
 
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us instead of Hydra's report
     main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)

@@ -108,6 +108,28 @@ def test_a_missing_mesh_or_an_unstripped_package_uri_is_one_line(tmp_path):
     assert 'strippath="true"' in str(unstripped.value) and "\n" not in str(unstripped.value)
 
 
+def test_a_mesh_this_user_may_not_read_is_named_as_unreadable_not_empty(tmp_path, monkeypatch):
+    """MuJoCo reports a mesh it may not open as an empty STL; the line says why. Root reads a chmod
+    000 file anyway, so the file is emptied (what MuJoCo sees) and opening it made to fail as it would."""
+    import builtins
+
+    robot = shutil.copytree(FIXTURE, tmp_path / "robot")
+    mesh = robot / "meshes" / "link_visual.stl"
+    mesh.write_bytes(b"")
+    real_open = builtins.open
+
+    def guarded(file, *args, **kwargs):
+        if Path(file) == mesh:
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded)
+    with pytest.raises(UserError) as unreadable:
+        load_model(robot / "robot.urdf", edit=fixture_plugin().edit_spec)
+    assert str(unreadable.value) == (f"cannot load URDF {robot / 'robot.urdf'}: mesh file 'link_visual.stl' at {mesh} "
+                                     "cannot be read (permission denied); valid: a file this user may read")  # fmt: skip
+
+
 def test_a_missing_mesh_stops_train_with_exit_2_and_one_line(tmp_path):
     env = install_plugin(tmp_path / "site")
     (tmp_path / "site" / "urdf_robot" / "meshes" / "base.stl").unlink()

@@ -32,7 +32,7 @@ from robolearn.envs.commands import CommandManager
 from robolearn.envs.cuda_graph import GraphedStep, use_graphs
 from robolearn.envs.episode_stats import EpisodeStats
 from robolearn.envs.event_manager import EventManager
-from robolearn.envs.health import EnvHealth, divergence_cause
+from robolearn.envs.health import EnvHealth, divergence_cause, update_failure_cause
 from robolearn.envs.observation_manager import ObservationManager
 from robolearn.envs.term_managers import CurriculumManager, MetricManager, RewardManager, TerminationManager
 from robolearn.envs.terrain import TerrainState
@@ -363,6 +363,10 @@ class BatchedEnv:
     def divergence_cause(self) -> str:
         """Why every transition is invalid (health.divergence_cause), for the one line a run stops with."""
         return divergence_cause(self)
+
+    def update_failure_cause(self) -> str:
+        """Why no minibatch of an update had a finite loss (health.update_failure_cause)."""
+        return update_failure_cause(self)
 
     def pop_episode_stats(self) -> dict[str, float]:
         """Means over the last `episode_window` finished episodes (none before the first ends),

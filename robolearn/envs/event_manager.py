@@ -24,6 +24,7 @@ from robolearn.config_task import EventMode, RandomizationLevel
 from robolearn.envs.manager_base import ManagerBase, Term, check_params, plain, resolve_term, resolved
 from robolearn.errors import UserError
 from robolearn.physics.base import INERTIAL_FIELDS
+from robolearn.scene.floating_base import floating_base_joint
 
 LEVELS = list(RandomizationLevel)
 
@@ -41,6 +42,15 @@ class EventManager(ManagerBase):
         allowed = LEVELS.index(preset.level)
         for name, t in terms.items():
             func, params = resolve_term("event", name, t.func, namespace), plain(t.params)  # a typo fails in any preset
+            if getattr(func, "needs_floating_base", False) and floating_base_joint(env.scene.model) is None:
+                raise UserError(f"event '{name}' ({t.func}) moves the floating base, and the model has no free joint; "
+                                f"valid: remove it (~task.events.{name}) or give the robot a free joint")  # fmt: skip
+            if t.adaptive is not None:  # checked in every preset, as its params are (a preset without ADR holds it)
+                if t.mode == EventMode.startup:
+                    raise UserError(f"event '{name}': an adaptive range needs mode reset or interval "
+                                    "(a startup value is drawn once and could never adapt)")  # fmt: skip
+                if not (preset.adaptive and LEVELS.index(t.level) <= allowed):
+                    AdaptiveRange(name, t.adaptive, params, env, held=True)
             if LEVELS.index(t.level) > allowed:  # not built in this preset; its params are checked all the same
                 check_params("event", name, func, env, *(() if inspect.isclass(func) else (None,)), **params)
                 if inspect.isclass(func) and hasattr(func, "check"):  # a class term's own value checks, env-free
@@ -51,9 +61,6 @@ class EventManager(ManagerBase):
                 continue
             build_params = params
             if t.adaptive is not None and preset.adaptive:
-                if t.mode == EventMode.startup:
-                    raise UserError(f"event '{name}': an adaptive range needs mode reset or interval "
-                                    "(a startup value is drawn once and could never adapt)")  # fmt: skip
                 adr = AdaptiveRange(name, t.adaptive, params, env)
                 self.adaptive[name] = adr
                 params = {**params, adr.param: adr.per_env}

@@ -128,6 +128,38 @@ class EnvHealth:
 
 LARGEST_OBSERVATION = 1e18
 """Larger observation values overflow the normalizer: it squares them, and float32 ends at 3.4e38."""
+LARGEST_REWARD = 1e16
+"""Larger step rewards overflow the value loss: it squares a return error, and a discounted return
+sums up to 1 / (1 - gamma) (100 at gamma 0.99) such rewards."""
+
+
+def _observation_too_large(env) -> str:
+    """The first observation term (as the policy got it: scaled, clipped) past LARGEST_OBSERVATION."""
+    for group, buffer in env.observations.buffers.items():
+        for part in (p for p in env.observations.layout[group] if p.stop > p.start):
+            worst = buffer[:, part.start : part.stop].abs().max().item()
+            if worst > LARGEST_OBSERVATION:  # NaN is not: a non-finite row was replaced by zeros
+                return (f"observation term '{part.name}' of group '{group}' reaches {worst:.1e} (scaled and clipped), "
+                        f"which the observation normalizer cannot square in float32; valid: |values| <= "
+                        f"{LARGEST_OBSERVATION:.0e} (lower its scale or give it a clip)")  # fmt: skip
+    return ""
+
+
+def update_failure_cause(env) -> str:
+    """Why no minibatch's loss was finite although the transitions were: an observation term too
+    large for the normalizer, or a reward term whose weighted step value (the last step's) is too
+    large for the value loss; '' where neither shows."""
+    cause = _observation_too_large(env)
+    if cause:
+        return cause
+    rewards = env.rewards
+    for k, term in enumerate(rewards.terms):
+        worst = (rewards.values[k] * rewards.weights[k]).abs().max().item()
+        if worst > LARGEST_REWARD:
+            return (f"reward term '{term.name}' reaches {worst:.1e} per step (weight x value), which the value loss "
+                    f"cannot square in float32 once summed into a return; valid: |weight x value| <= "
+                    f"{LARGEST_REWARD:.0e} (lower its weight)")  # fmt: skip
+    return ""
 
 
 def divergence_cause(env) -> str:
@@ -139,13 +171,9 @@ def divergence_cause(env) -> str:
     physics = env.physics
     if not (torch.isfinite(physics.qpos).all() and torch.isfinite(physics.qvel).all()):
         return "the simulation's state is not finite (a model or an action that makes the physics diverge)"
-    for group, buffer in env.observations.buffers.items():
-        for part in (p for p in env.observations.layout[group] if p.stop > p.start):
-            worst = buffer[:, part.start : part.stop].abs().max().item()
-            if worst > LARGEST_OBSERVATION:  # NaN is not: a non-finite row was replaced by zeros
-                return (f"observation term '{part.name}' of group '{group}' reaches {worst:.1e} (scaled and clipped), "
-                        f"which the observation normalizer cannot square in float32; valid: |values| <= "
-                        f"{LARGEST_OBSERVATION:.0e} (lower its scale or give it a clip)")  # fmt: skip
+    cause = _observation_too_large(env)
+    if cause:
+        return cause
     if not torch.isfinite(env.actions.action).all():
         return "the policy's actions are not finite (its observations or its weights hold NaN or inf)"
     managers = [("reward", env.rewards.terms)] + [("observation", env.observations.terms)]

@@ -18,6 +18,7 @@ import torch
 from robolearn import draws
 from robolearn.errors import UserError
 from robolearn.mdp.constants import constant
+from robolearn.mdp.state import needs_floating_base
 from robolearn.scene.entities import Actuators, FieldRows, Joints
 
 TERM_KIND = "event"
@@ -136,6 +137,7 @@ def randomize_model_field(
     env.physics.set_model_field(field, new, mask)
 
 
+@needs_floating_base
 def reset_root_state(
     env,
     mask: torch.Tensor,
@@ -189,6 +191,7 @@ def randomize_pd_gains(
     env.physics.set_model_field("actuator_biasprm", bias, mask)
 
 
+@needs_floating_base
 def push_by_setting_velocity(
     env,
     mask: torch.Tensor,

@@ -10,6 +10,14 @@ from robolearn.errors import UserError
 from robolearn.mdp.constants import constant
 
 
+def needs_floating_base(term):
+    """Mark a term that reads or moves the floating base (env.scene.root): a model without a free
+    joint is refused when the task is built, not when the term first runs (an interval event's
+    first push may come minutes into training)."""
+    term.needs_floating_base = True
+    return term
+
+
 def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Rotate world vectors v [N, 3] into the frames of unit quaternions q [N, 4] (w, x, y, z)."""
     w, xyz = q[:, :1], q[:, 1:]

@@ -139,8 +139,9 @@ def _model_kind(path: Path) -> str:
 
 def _missing_file(path: Path) -> str | None:
     """Why a model that did not compile cannot find a mesh/texture/heightfield file, in words: a
-    ROS package:// URI, or a path that does not exist where MuJoCo looks (the model's folder + meshdir
-    or texturedir; with strippath only the file name is kept). None when every file is there."""
+    ROS package:// URI, a path that does not exist where MuJoCo looks (the model's folder + meshdir
+    or texturedir; with strippath only the file name is kept), or a file this user may not read.
+    None when every file is there."""
     try:
         spec = mujoco.MjSpec.from_file(str(path))
     except ValueError:
@@ -159,6 +160,11 @@ def _missing_file(path: Path) -> str | None:
             stripped = '; strippath="true" keeps only the file name' if spec.strippath else ""
             return (f"{what} file '{file}' not found at {where}; a relative path is looked up from the {kind}'s "
                     f"folder and {attr}='{folder}' (set by <mujoco><compiler {attr}=.../></mujoco>{inside}{stripped})")
+        try:  # MuJoCo reports a file it may not open as an empty one
+            with open(where, "rb"):
+                pass
+        except OSError as exc:
+            return f"{what} file '{file}' at {where} cannot be read ({(exc.strerror or str(exc)).lower()}); valid: a file this user may read"
     return None
 
 

@@ -146,6 +146,7 @@ class OnPolicyRunner:
             self.wall_time_s += learned - start
             stats = self._episode_stats()
             self._refuse_total_divergence(stats, steps)
+            self._refuse_a_lost_update(losses)
             log({
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,
@@ -176,6 +177,19 @@ class OnPolicyRunner:
         raise UserError(f"iteration {self.iteration}: every one of its {steps:,} env steps diverged and was reset, so "
                         f"nothing can be learned: {cause or 'a non-finite state, reward or observation'}; the run "
                         "keeps its checkpoints up to here")  # fmt: skip
+
+    def _refuse_a_lost_update(self, losses: dict[str, float]) -> None:
+        """Every minibatch of the update skipped (its loss or gradient not finite, ppo.py) although
+        its transitions were valid: an overflow that no iteration will learn past; stop in one line
+        that names it instead of training on unchanged weights. (Every rank skips the same
+        minibatches, so under torchrun all stop together.)"""
+        total = self.alg.cfg.num_learning_epochs * self.alg.cfg.num_mini_batches
+        if losses.get("health/skipped_minibatches", 0) < total:
+            return
+        cause = getattr(self.env, "update_failure_cause", lambda: "")()
+        raise UserError(f"iteration {self.iteration}: the loss of every one of its {total} minibatches was not finite, so "
+                        f"nothing was learned: {cause or 'an overflow in float32 (rewards or observations too large)'}; "
+                        "the run keeps its checkpoints up to here")  # fmt: skip
 
     def _episode_stats(self) -> dict[str, float]:
         """The env's episode statistics; under torchrun, on rank 0, every rank's merged."""

@@ -364,7 +364,12 @@ CASES: list[Case] = [
     train("normalizer_clip_zero", "algo.normalizer_clip=0", expect=("algo.normalizer_clip=0.0 is out of range", "null for no clip")),
     train("compile_not_a_flag", "algo.compile=perhaps", expect=("compile", "perhaps")),
     train("amp_fp16", "algo.amp=fp16", expect=("algo.amp=fp16 is out of range", "bf16, or null for float32")),
-    train("env_compile_not_a_flag", "env.compile=maybe", expect=("env.compile=maybe", "not a valid bool")),
+    train("env_compile_not_a_flag", "env.compile=maybe", expect=("env.compile=maybe is not true or false", "valid: true or false")),
+    train("decimation_fraction", "task.decimation=1.5", expect=("task.decimation=1.5 is not an integer", "a whole number")),
+    train("learning_rate_a_word", "algo.learning_rate=fast", expect=("algo.learning_rate=fast is not a number", "valid: a number")),
+    train("hidden_dims_a_word", "algo.actor_hidden_dims=wide", expect=("algo.actor_hidden_dims=wide is not a list", "[64,64]")),
+    train("added_term_weight_a_word", "+task.rewards.extra={weight:high}",
+          expect=("task.rewards.extra.weight (in task.rewards.extra={weight:high}) is not a number",)),
     train("export_onnx_a_number", "runner.export_onnx=2", expect=("runner.export_onnx=2 is out of range; valid: true or false",)),
     train("stagger_timeouts_negative", "env.stagger_timeouts=-1",
           expect=("env.stagger_timeouts=-1 is out of range; valid: true or false",)),
@@ -550,6 +555,13 @@ CASES: list[Case] = [
     train("train_cfg_without_its_value", "--cfg", cls="cli", expect=("--cfg needs a value: job, hydra or all",)),
     train("train_cfg_with_multirun", "--multirun", "seed=1,2", "--cfg", "job", cls="cli",
           expect=("--cfg and --multirun cannot go together",)),  # fmt: skip
+    train("push_on_a_robot_without_a_free_joint",
+          "+task.events.push={func:push_by_setting_velocity,mode:interval,interval_s:[1,2],params:{velocity_range:[-1,1]}}",
+          expect=("event 'push' (push_by_setting_velocity) moves the floating base", "has no free joint")),  # fmt: skip
+    train("adaptive_range_without_limits", "task.events.hinge_damping.adaptive.step=0.001",
+          expect=("event 'hinge_damping': adaptive.limits is not set", "[low, high] around params.range")),  # fmt: skip
+    train("reward_weight_past_the_value_loss", "task.rewards.alive.weight=1e38",
+          expect=("the loss of every one of its", "reward term 'alive' reaches 1.0e+38 per step", "lower its weight")),  # fmt: skip
     train("observation_scaled_past_float32", "task=cartpole", "task.observations.policy.terms.pole_vel.scale=1e37",
           expect=("iteration 1: every one of its", "observation term 'pole_vel' of group 'policy' reaches",
                   "lower its scale or give it a clip")),  # fmt: skip
@@ -627,6 +639,9 @@ CASES: list[Case] = [
           expect=("noise.scale=1e+39 is out of range", "a finite float32 number")),  # fmt: skip
     train("delete_a_top_level_setting", "~seed", expect=("~seed: seed cannot be removed from the training config", "valid: override it")),
     train("delete_a_top_level_group", "~runner", expect=("~runner: runner cannot be removed",)),
+    train("remove_the_algo_group", "~algo", expect=("~algo: the algo group cannot be removed", "algo=ppo")),
+    train("remove_the_randomization_group", "~randomization=default",
+          expect=("the randomization group cannot be removed", "randomization=none")),
     train("warp_cache_path_is_a_file", "physics=warp", env=(("WARP_CACHE_PATH", "{ws}/notes.txt"),), cls="file",
           expect=("physics=warp cannot make its kernel cache", "notes.txt", "valid: WARP_CACHE_PATH unset or a folder")),  # fmt: skip
     cli("import_negative_stiffness", "import", "run={ws}/il_negative_gain_run", "robot={ws}/quadruped.xml", cls="file",

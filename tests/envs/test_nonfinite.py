@@ -199,6 +199,32 @@ def test_a_run_whose_every_step_diverges_stops_and_names_the_term(make_env):
     assert rows == [] and runner.iteration == 1
 
 
+def test_a_reward_weight_too_large_for_the_value_loss_stops_the_run_and_names_the_term(make_env):
+    """A weight of 1e38 keeps every step's reward finite, but its returns overflow the value loss:
+    every minibatch is skipped, so the run stops after its first update in one line naming the term
+    (it used to train on unchanged weights and report a return of inf). A weight of 1e6 trains."""
+    from robolearn.config import AlgoCfg, RunnerCfg
+    from robolearn.errors import UserError
+    from robolearn.rl.runner import OnPolicyRunner
+
+    env = make_env(num_envs=4)
+    term = env.rewards.terms[0]
+    env.rewards.weights[0] = 1e38
+    runner = OnPolicyRunner(env, AlgoCfg(num_mini_batches=1, num_learning_epochs=2), RunnerCfg(num_steps_per_env=8, max_iterations=3),
+                            env.device)  # fmt: skip
+    rows = []
+    with pytest.raises(UserError, match=rf"iteration 1: the loss of every one of its 2 minibatches was not finite, so nothing "
+                                        rf"was learned: reward term '{term.name}' reaches .*e\+3[78] per step \(weight x value\)"):  # fmt: skip
+        runner.learn(rows.append)
+    assert rows == [] and runner.iteration == 1
+
+    env = make_env(num_envs=4)
+    env.rewards.weights[0] = 1e6
+    runner = OnPolicyRunner(env, AlgoCfg(num_mini_batches=1), RunnerCfg(num_steps_per_env=8, max_iterations=2), env.device)
+    runner.learn(rows.append)
+    assert [r["health/skipped_minibatches"] for r in rows] == [0, 0]
+
+
 def test_the_finite_test_neither_warns_nor_overflows():
     """+inf and -inf in one tensor are not finite without numpy's RuntimeWarning (a sum of them
     printed one); finite values whose sum passes float32 are finite."""

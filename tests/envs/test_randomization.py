@@ -2,6 +2,8 @@
 adaptive ranges (automatic domain randomization)."""
 
 
+import functools
+
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -153,9 +155,30 @@ def test_presets_choose_events_noise_and_adaptivity(make_env):
     assert not torch.equal(noisy, default.observations.compute()["policy"])
 
 
-def test_an_adaptive_startup_event_is_refused(make_env):
+@pytest.mark.parametrize("preset", ["default", "sim2real"])
+def test_an_adaptive_startup_event_is_refused(make_env, preset):
+    """In a preset that holds adaptive ranges too (default), as a term's params are checked there."""
     with pytest.raises(UserError, match="adaptive range needs mode reset or interval"):
-        quadruped(make_env, overrides=["task.events.push.mode=startup"])
+        quadruped(make_env, preset, overrides=["task.events.push.mode=startup"])
+
+
+@pytest.mark.parametrize("preset", ["none", "default", "sim2real"])
+def test_an_adaptive_range_without_its_limits_or_step_is_one_line_in_every_preset(make_env, preset):
+    """An `adaptive:` added from the command line without limits used to pass in silence where the
+    preset holds the range (and fail with OmegaConf's 'Missing mandatory value' under sim2real); a
+    metric reward ablated to weight 0 is refused only where the range adapts."""
+    cartpole = functools.partial(make_env, "cartpole", num_envs=2)
+    with pytest.raises(UserError, match=r"event 'hinge_damping': adaptive.limits is not set; valid: \[low, high\] around "
+                                        r"params.range=\[0.0, 0.002\]"):  # fmt: skip
+        cartpole(overrides=[f"randomization={preset}", "task.events.hinge_damping.adaptive.step=0.001"])
+    with pytest.raises(UserError, match="event 'hinge_damping': adaptive.step is not set"):
+        cartpole(overrides=[f"randomization={preset}", "task.events.hinge_damping.adaptive.limits=[0,0.01]"])
+    ablated = ["task.rewards.track_lin_vel_xy.weight=0"]
+    if preset == "sim2real":
+        with pytest.raises(UserError, match="adaptive metric 'track_lin_vel_xy' is a reward term with weight 0"):
+            quadruped(make_env, preset, overrides=ablated)
+    else:
+        assert not quadruped(make_env, preset, overrides=ablated).events.adaptive
 
 
 def finish_episodes(env, adr, group_value):
@@ -291,3 +314,17 @@ def test_limit_fraction_out_of_range_is_one_line(make_env):
         env = make_env("arm_reach", ["randomization=none", "+task.events.reset_joints.params.limit_fraction=1.5"],
                        num_envs=2)  # fmt: skip
         env.reset()
+
+
+@pytest.mark.parametrize("name, func, added", [
+    ("push", "push_by_setting_velocity", "{func:push_by_setting_velocity,mode:interval,interval_s:[1,2],level:sim2real,"
+                                         "params:{velocity_range:[-0.5,0.5]}}"),
+    ("root", "reset_root_state", "{func:reset_root_state,mode:reset}"),
+])  # fmt: skip
+def test_an_event_that_moves_the_floating_base_is_refused_at_build_on_a_model_without_one(make_env, name, func, added):
+    """cartpole has no free joint: a push (interval) used to fail only when it first fired, minutes
+    into training, a root reset at the first reset. Both now fail when the env is built, in every
+    preset (this push is a sim2real event, not run under default)."""
+    with pytest.raises(UserError, match=rf"event '{name}' \({func}\) moves the floating base, and the model has no free "
+                                        rf"joint; valid: remove it \(~task.events.{name}\)"):  # fmt: skip
+        make_env("cartpole", overrides=["randomization=default", f"+task.events.{name}={added}"], num_envs=2)
