@@ -189,15 +189,14 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     else:
         _claim_sweep_dir(overrides)
     failures: list[UserError] = []
-    job = _train_job(handover, had_run_dir, failures)
-
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us instead of Hydra's report
-    main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)
     if "--hydra-help" in overrides:  # configs/hydra/hydra_help/robolearn.yaml: the flags train takes
         overrides = [*overrides, "hydra/hydra_help=robolearn"]
     saved = sys.argv
-    sys.argv = ["robolearn train", *overrides]
-    try:
+    try:  # from here a signal frees the claimed folder (making the job imports the trainer: ~2 s)
+        job = _train_job(handover, had_run_dir, failures)
+        main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)
+        sys.argv = ["robolearn train", *overrides]
         main()
     except UserError as exc:
         if multirun:

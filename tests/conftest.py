@@ -11,6 +11,15 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+# Ctrl+C reaches the commands tests start even when the suite itself was started where SIGINT is
+# ignored (`nohup pytest &` from a shell without job control): an ignored SIGINT is inherited by
+# every child, and Python installs its KeyboardInterrupt handler only where SIGINT was not ignored,
+# so each Ctrl+C test would time out. A handled signal is reset to the default in a child.
+import signal  # noqa: E402
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
