@@ -45,12 +45,11 @@ class EventManager(ManagerBase):
             if getattr(func, "needs_floating_base", False) and floating_base_joint(env.scene.model) is None:
                 raise UserError(f"event '{name}' ({t.func}) moves the floating base, and the model has no free joint; "
                                 f"valid: remove it (~task.events.{name}) or give the robot a free joint")  # fmt: skip
-            if t.adaptive is not None:  # checked in every preset, as its params are (a preset without ADR holds it)
-                if t.mode == EventMode.startup:
-                    raise UserError(f"event '{name}': an adaptive range needs mode reset or interval "
-                                    "(a startup value is drawn once and could never adapt)")  # fmt: skip
-                if not (preset.adaptive and LEVELS.index(t.level) <= allowed):
-                    AdaptiveRange(name, t.adaptive, params, env, held=True)
+            if t.adaptive is not None and t.mode == EventMode.startup:  # in every preset, as its params are
+                raise UserError(f"event '{name}': an adaptive range needs mode reset or interval "
+                                "(a startup value is drawn once and could never adapt)")  # fmt: skip
+            # an adaptive range the preset holds at its initial value is checked all the same, after the params
+            held = t.adaptive is not None and not (preset.adaptive and LEVELS.index(t.level) <= allowed)
             if LEVELS.index(t.level) > allowed:  # not built in this preset; its params are checked all the same
                 check_params("event", name, func, env, *(() if inspect.isclass(func) else (None,)), **params)
                 if inspect.isclass(func) and hasattr(func, "check"):  # a class term's own value checks, env-free
@@ -58,6 +57,8 @@ class EventManager(ManagerBase):
                         func.check(**params)
                     except UserError as exc:
                         raise UserError(f"event '{name}' (runs from randomization={t.level.value}): {exc}") from None
+                if held:
+                    AdaptiveRange(name, t.adaptive, params, env, held=True)
                 continue
             build_params = params
             if t.adaptive is not None and preset.adaptive:
@@ -73,6 +74,8 @@ class EventManager(ManagerBase):
             else:
                 check_params("event", name, func, env, None, **params)
                 term = Term(name, func, resolved("event", name, func, params, env), t.func)
+            if held:
+                AdaptiveRange(name, t.adaptive, params, env, held=True)
             self.terms.append(term)
             self.modes[t.mode].append(term)
             if t.mode == EventMode.interval:
