@@ -40,28 +40,34 @@ def _require(event: str, cfg, key: str, valid: str) -> None:
         raise UserError(f"event '{event}': adaptive.{key} is not set; valid: {valid}")
 
 
+def check_adaptive_range(event: str, cfg: AdaptiveRangeCfg, params: dict, env, held: bool = False) -> tuple:
+    """(initial, limits) of an event's adaptive range, or a UserError naming what is wrong. `held`:
+    a preset that keeps the range at its initial value checks it too, but allows a metric reward an
+    ablation set to weight 0 (it never drives the range then)."""
+    if cfg.param not in params:
+        raise UserError(f"event '{event}': adaptive param '{cfg.param}' is not one of its params {sorted(params)}")
+    initial = _pair(event, f"params.{cfg.param}", params[cfg.param])
+    _require(event, cfg, "limits", f"[low, high] around params.{cfg.param}={list(initial)}, the widest it may reach")
+    _require(event, cfg, "step", "> 0, how far each bound moves per update")
+    limits = _pair(event, "adaptive.limits", cfg.limits)
+    if not limits[0] <= initial[0] <= initial[1] <= limits[1]:
+        raise UserError(f"event '{event}': adaptive.limits {list(limits)} must contain the initial range {list(initial)}")
+    if cfg.step <= 0 or cfg.num_groups < 1 or cfg.min_episodes < 1:
+        raise UserError(f"event '{event}': adaptive.step must be > 0 and num_groups, min_episodes >= 1")
+    if cfg.narrow_below > cfg.widen_above:
+        raise UserError(f"event '{event}': adaptive.narrow_below must not exceed widen_above")
+    if cfg.metric not in EPISODE_METRICS and cfg.metric not in env.rewards.names:
+        valid = ", ".join([*EPISODE_METRICS, *env.rewards.names])
+        raise UserError(f"event '{event}': unknown adaptive metric '{cfg.metric}'; valid: {valid}")
+    if not held and cfg.metric in env.rewards.names and float(env.rewards.weights[env.rewards.names.index(cfg.metric)]) == 0:
+        raise UserError(f"event '{event}': adaptive metric '{cfg.metric}' is a reward term with weight 0")
+    return initial, limits
+
+
 class AdaptiveRange:
-    def __init__(self, event: str, cfg: AdaptiveRangeCfg, params: dict, env, log_name: str | None = None, held: bool = False):
-        """`held`: only checked, for a preset that keeps the range at its initial value (a reward
-        metric whose weight an ablation set to 0 does not matter then)."""
-        if cfg.param not in params:
-            raise UserError(f"event '{event}': adaptive param '{cfg.param}' is not one of its params {sorted(params)}")
+    def __init__(self, event: str, cfg: AdaptiveRangeCfg, params: dict, env, log_name: str | None = None):
+        initial, limits = check_adaptive_range(event, cfg, params, env)
         self.event, self.param = event, cfg.param
-        initial = _pair(event, f"params.{cfg.param}", params[cfg.param])
-        _require(event, cfg, "limits", f"[low, high] around params.{cfg.param}={list(initial)}, the widest it may reach")
-        _require(event, cfg, "step", "> 0, how far each bound moves per update")
-        limits = _pair(event, "adaptive.limits", cfg.limits)
-        if not limits[0] <= initial[0] <= initial[1] <= limits[1]:
-            raise UserError(f"event '{event}': adaptive.limits {list(limits)} must contain the initial range {list(initial)}")
-        if cfg.step <= 0 or cfg.num_groups < 1 or cfg.min_episodes < 1:
-            raise UserError(f"event '{event}': adaptive.step must be > 0 and num_groups, min_episodes >= 1")
-        if cfg.narrow_below > cfg.widen_above:
-            raise UserError(f"event '{event}': adaptive.narrow_below must not exceed widen_above")
-        if cfg.metric not in EPISODE_METRICS and cfg.metric not in env.rewards.names:
-            valid = ", ".join([*EPISODE_METRICS, *env.rewards.names])
-            raise UserError(f"event '{event}': unknown adaptive metric '{cfg.metric}'; valid: {valid}")
-        if not held and cfg.metric in env.rewards.names and float(env.rewards.weights[env.rewards.names.index(cfg.metric)]) == 0:
-            raise UserError(f"event '{event}': adaptive metric '{cfg.metric}' is a reward term with weight 0")
         device = env.device
         self.log_name = log_name or f"adr/{event}/{cfg.param}"
         self.cfg = cfg

@@ -87,11 +87,8 @@ def _wrong_type(message: str, cause: str) -> str | None:
         return None
     override = ORIGINAL.get(merge.group(1), merge.group(1)).lstrip("+")  # a `+` addition: as the user wrote it
     full = re.search(r"full_key: (\S+)", cause)
-    where = override.partition("=")[0]
-    if full and full.group(1) != where and full.group(1).startswith(where + "."):  # a key inside a mapping value
-        where = f"{full.group(1)} (in {override})"
-    else:
-        where = override
+    inside = full is not None and full.group(1).startswith(override.partition("=")[0] + ".")  # a key of a mapping value
+    where = f"{full.group(1)} (in {override})" if inside else override
     for said, kind, valid in _KINDS:
         if said in cause or said in message:
             return f"{where} is not {kind}; valid: {valid}"

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from robolearn import draws
-from robolearn.adaptive import AdaptiveRange
+from robolearn.adaptive import AdaptiveRange, check_adaptive_range
 from robolearn.config import RandomizationCfg
 from robolearn.config_task import EventMode, RandomizationLevel
 from robolearn.envs.manager_base import ManagerBase, Term, check_params, plain, resolve_term, resolved
@@ -58,7 +58,7 @@ class EventManager(ManagerBase):
                     except UserError as exc:
                         raise UserError(f"event '{name}' (runs from randomization={t.level.value}): {exc}") from None
                 if held:
-                    AdaptiveRange(name, t.adaptive, params, env, held=True)
+                    check_adaptive_range(name, t.adaptive, params, env, held=True)
                 continue
             build_params = params
             if t.adaptive is not None and preset.adaptive:
@@ -75,7 +75,7 @@ class EventManager(ManagerBase):
                 check_params("event", name, func, env, None, **params)
                 term = Term(name, func, resolved("event", name, func, params, env), t.func)
             if held:
-                AdaptiveRange(name, t.adaptive, params, env, held=True)
+                check_adaptive_range(name, t.adaptive, params, env, held=True)
             self.terms.append(term)
             self.modes[t.mode].append(term)
             if t.mode == EventMode.interval:

@@ -11,9 +11,9 @@ from robolearn.mdp.constants import constant
 
 
 def needs_floating_base(term):
-    """Mark a term that reads or moves the floating base (env.scene.root): a model without a free
-    joint is refused when the task is built, not when the term first runs (an interval event's
-    first push may come minutes into training)."""
+    """Mark an event that reads or moves the floating base (env.scene.root): a model without a free
+    joint is refused when the task is built, not when the event first runs (an interval push may
+    come minutes into training). Other terms need no mark: each runs once when the task is built."""
     term.needs_floating_base = True
     return term
 
