@@ -77,7 +77,8 @@ _KINDS = (  # (what OmegaConf's conversion error says, what the value is not, wh
 
 def _wrong_type(message: str, cause: str) -> str | None:
     """An override whose value does not have its setting's type (`task.decimation=1.5`,
-    `algo.learning_rate=abc`): 'task.decimation=1.5 is not an integer; valid: a whole number, e.g. 4'."""
+    `algo.learning_rate=abc`): 'task.decimation=1.5 is not an integer; valid: a whole number, e.g. 4'.
+    A key or element inside the value is named in full: 'algo.actor_hidden_dims[1] (in ...=[64,abc])'."""
     import re
 
     from robolearn.config_additions import ORIGINAL
@@ -87,7 +88,8 @@ def _wrong_type(message: str, cause: str) -> str | None:
         return None
     override = ORIGINAL.get(merge.group(1), merge.group(1)).lstrip("+")  # a `+` addition: as the user wrote it
     full = re.search(r"full_key: (\S+)", cause)
-    inside = full is not None and full.group(1).startswith(override.partition("=")[0] + ".")  # a key of a mapping value
+    key = override.partition("=")[0]
+    inside = full is not None and full.group(1).startswith((key + ".", key + "["))  # a key or element of the value
     where = f"{full.group(1)} (in {override})" if inside else override
     for said, kind, valid in _KINDS:
         if said in cause or said in message:

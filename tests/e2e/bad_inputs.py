@@ -368,6 +368,8 @@ CASES: list[Case] = [
     train("decimation_fraction", "task.decimation=1.5", expect=("task.decimation=1.5 is not an integer", "a whole number")),
     train("learning_rate_a_word", "algo.learning_rate=fast", expect=("algo.learning_rate=fast is not a number", "valid: a number")),
     train("hidden_dims_a_word", "algo.actor_hidden_dims=wide", expect=("algo.actor_hidden_dims=wide is not a list", "[64,64]")),
+    train("hidden_dims_a_word_inside", "algo.actor_hidden_dims=[64,abc]",
+          expect=("algo.actor_hidden_dims[1] (in algo.actor_hidden_dims=[64,abc]) is not an integer",)),
     train("added_term_weight_a_word", "+task.rewards.extra={weight:high}",
           expect=("task.rewards.extra.weight (in task.rewards.extra={weight:high}) is not a number",)),
     train("export_onnx_a_number", "runner.export_onnx=2", expect=("runner.export_onnx=2 is out of range; valid: true or false",)),
