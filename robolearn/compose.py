@@ -11,16 +11,14 @@ its own values.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 
-from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
-from robolearn.config import AlgoCfg, EnvCfg, PhysicsCfg, RunnerCfg, register_schemas
+from robolearn.config import SCHEMAS, AlgoCfg, EnvCfg, PhysicsCfg, RunnerCfg
 from robolearn.config_additions import as_merges
+from robolearn.compose_memo import compose_train_config
 from robolearn.config_checks import check_train_cfg
 from robolearn.errors import UserError
 from robolearn.hydra_errors import hydra_error_message
@@ -65,7 +63,8 @@ def register_configs() -> dict[str, TaskPlugin]:
     checked against the schema when it is composed (`task=<name>`), so one broken task does not
     stop the others from running."""
     cs = ConfigStore.instance()
-    register_schemas(cs)
+    for group, name, schema in SCHEMAS:
+        _store(cs, group, name, schema)
     OmegaConf.register_new_resolver("robolearn.suffix", lambda name: f"_{name}" if name else "", replace=True)
     OmegaConf.register_new_resolver("robolearn.groups", _groups_help, replace=True)
     tasks = discover_tasks()
@@ -80,8 +79,25 @@ def register_configs() -> dict[str, TaskPlugin]:
             BROKEN[name] = str(exc)
             del tasks[name]
             continue
-        cs.store(group="task", name=name, node={"task": task, **recipe}, package="_global_")
+        _store(cs, "task", name, {"task": task, **recipe}, package="_global_")
     return tasks
+
+
+_STORED: dict[tuple, tuple[object, object]] = {}
+"""Each node as last stored, by (group, name), with the ConfigStore entry made of it."""
+
+
+def _store(cs: ConfigStore, group: str | None, name: str, node, package: str | None = None) -> None:
+    """Store a node in Hydra's ConfigStore, unless the store still holds this very node: every
+    composition registers the schemas and tasks again, and OmegaConf's conversion of them was ~40 %
+    of a compose_train; an entry left as it was also lets compose_memo.py know the config is too."""
+    entries = cs.repo.get(group, {}) if group else cs.repo
+    last = _STORED.get((group, name))
+    if last is not None and entries.get(f"{name}.yaml") is last[1] and last[0] == node:
+        return
+    cs.store(group=group, name=name, node=node, package=package)
+    entries = cs.repo.get(group, {}) if group else cs.repo
+    _STORED[(group, name)] = (node, entries[f"{name}.yaml"])
 
 
 GROUPS = ("task", "algo", "physics", "randomization")
@@ -175,8 +191,7 @@ def compose_train(overrides: list[str] | None = None) -> DictConfig:
     check_switches(overrides)
     refuse_broken_task(overrides)
     try:
-        with _own_hydra(), initialize_config_dir(config_dir=str(configs_dir()), version_base="1.3"):
-            cfg = compose(config_name="train", overrides=as_merges(overrides))
+        cfg = compose_train_config(as_merges(overrides), configs_dir())
     except Exception as exc:
         message = hydra_error_message(exc, overrides, compose_train)
         if message is None:
@@ -184,21 +199,6 @@ def compose_train(overrides: list[str] | None = None) -> DictConfig:
         raise UserError(message) from None
     check_train_cfg(cfg)
     return cfg
-
-
-@contextlib.contextmanager
-def _own_hydra():
-    """Compose inside a running Hydra app (`robolearn train` exporting an Isaac Lab task's bundle with
-    its sim-to-sim task): the app's Hydra instance is set aside and put back."""
-    global_hydra = GlobalHydra.instance()
-    running = global_hydra.hydra if global_hydra.is_initialized() else None
-    global_hydra.clear()
-    try:
-        yield
-    finally:
-        global_hydra.clear()
-        if running is not None:
-            global_hydra.initialize(running)
 
 
 MAX_CHECKED_JOBS = 256

@@ -1,7 +1,7 @@
 """Structured config schemas: every YAML value is validated against these dataclasses (this
 module: training, `TrainCfg`; the task's: config_task.py; scale-out: config_scale.py).
 
-They are registered in Hydra's ConfigStore (see `register_schemas`), so a wrong key or a value of
+They are registered in Hydra's ConfigStore (`SCHEMAS`, compose.py), so a wrong key or a value of
 the wrong type fails at composition time, before anything runs, naming the key.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from robolearn.config_scale import DistributedCfg, ObjectiveCfg
@@ -249,9 +248,7 @@ class TrainCfg:
     """torchrun settings (collective timeout)."""
 
 
-def register_schemas(cs: ConfigStore) -> None:
-    """Make the schemas available to the YAML tree (`defaults: [<group>_schema]`)."""
-    cs.store(name="train_schema", node=TrainCfg)
-    cs.store(group="physics", name="physics_schema", node=PhysicsCfg)
-    cs.store(group="algo", name="algo_schema", node=AlgoCfg)
-    cs.store(group="randomization", name="randomization_schema", node=RandomizationCfg)
+SCHEMAS = ((None, "train_schema", TrainCfg), ("physics", "physics_schema", PhysicsCfg), ("algo", "algo_schema", AlgoCfg),
+           ("randomization", "randomization_schema", RandomizationCfg))  # fmt: skip
+"""(group, name, schema) of each schema the YAML tree extends (`defaults: [<group>_schema]`); compose.py
+registers them in Hydra's ConfigStore."""
