@@ -10,6 +10,7 @@ printed why.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -197,7 +198,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         job = _train_job(handover, had_run_dir, failures)
         main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)
         sys.argv = ["robolearn train", *overrides]
-        main()
+        with _mode_without_composing(overrides):
+            main()
     except UserError as exc:
         if multirun:
             _summarize(failed_with=exc)
@@ -214,6 +216,26 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         more = f" (and {len(failures) - 1} more failed jobs)" if len(failures) > 1 else ""
         raise UserError(f"{failures[0]}{more}")
     return 0
+
+
+@contextlib.contextmanager
+def _mode_without_composing(overrides: list[str]):
+    """Hydra (hydra-core 1.3, Hydra.get_mode) composes the whole config once only to read
+    `hydra.mode`, then composes it again to run. In robolearn's configs only a `hydra.mode=`
+    override sets it; without one, get_mode answers what it answers for an unset mode (None: the
+    mode follows --multirun), without composing: ~0.6 s less before every run starts and every
+    mistake is reported (2-core VM)."""
+    from hydra._internal.hydra import Hydra
+
+    if not hasattr(Hydra, "get_mode") or any(a.lstrip("+~").startswith("hydra.mode") for a in overrides):
+        yield
+        return
+    original = Hydra.get_mode
+    Hydra.get_mode = lambda self, config_name, overrides: None
+    try:
+        yield
+    finally:
+        Hydra.get_mode = original
 
 
 def _full_disk_error(exc: BaseException, run_dir: Path) -> UserError | None:
