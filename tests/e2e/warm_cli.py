@@ -111,9 +111,13 @@ def _child(request: dict) -> None:
 
 
 def _serve() -> None:
-    # what the verbs import anyway; having imported it is all the head start a child gets
+    # what the verbs import anyway; having imported it is all the head start a child gets (the last
+    # two lines: what a run imports late, to export its policy (torch.onnx.export: ~3-4 s on the
+    # 2-core VM) and to log it; importing them starts no thread)
     for module in ("torch", "hydra", "mujoco", "onnxruntime", "robolearn.cli", "robolearn.app", "robolearn.run_policy",
-                   "robolearn.compose", "robolearn.export.bundle", "robolearn.sim2sim"):  # fmt: skip
+                   "robolearn.compose", "robolearn.export.bundle", "robolearn.sim2sim",
+                   "torch.onnx._internal.exporter._core", "torch.export._trace", "onnxscript.function_libs.torch_lib.ops",
+                   "torch.utils.tensorboard"):  # fmt: skip
         importlib.import_module(module)
 
     print("ready", flush=True)
