@@ -91,13 +91,12 @@ def _store(cs: ConfigStore, group: str | None, name: str, node, package: str | N
     """Store a node in Hydra's ConfigStore, unless the store still holds this very node: every
     composition registers the schemas and tasks again, and OmegaConf's conversion of them was ~40 %
     of a compose_train; an entry left as it was also lets compose_memo.py know the config is too."""
-    entries = cs.repo.get(group, {}) if group else cs.repo
+    entry = lambda: (cs.repo.get(group, {}) if group else cs.repo).get(f"{name}.yaml")  # noqa: E731
     last = _STORED.get((group, name))
-    if last is not None and entries.get(f"{name}.yaml") is last[1] and last[0] == node:
+    if last is not None and entry() is last[1] and last[0] == node:
         return
     cs.store(group=group, name=name, node=node, package=package)
-    entries = cs.repo.get(group, {}) if group else cs.repo
-    _STORED[(group, name)] = (node, entries[f"{name}.yaml"])
+    _STORED[(group, name)] = (node, entry())
 
 
 GROUPS = ("task", "algo", "physics", "randomization")
