@@ -288,11 +288,11 @@ def _evaluate_or_export(cfg: DictConfig, env, runner: OnPolicyRunner, run_dir: P
     """The trained policy's evaluation: the export's (which also writes the bundle), or one of its own
     where a sweep's objective needs it without an export; None where neither runs."""
     if export:
-        from robolearn.export.bundle import export_bundle
+        from robolearn.export.bundle import TrainedTo, export_bundle
 
         saved = checkpoint.checkpoint_path(run_dir / "checkpoints", runner.iteration)  # learn() saved the last one
         result = export_bundle(runner.actor_critic, env, run_dir / "export", progress=cfg.runner.progress,
-                               checkpoint=saved if saved.is_file() else None, iteration=runner.iteration)  # fmt: skip
+                               trained_to=TrainedTo(runner.iteration, saved if saved.is_file() else None))
         result.print()
         return result.evaluation
     if objective.needs_evaluation:

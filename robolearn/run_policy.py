@@ -90,7 +90,7 @@ def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int |
 def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | None = None, fmt: str = "onnx",
                precision: str = "fp32") -> Path:  # fmt: skip
     """Re-export a run's policy (latest checkpoint unless one is named) as a deploy bundle."""
-    from robolearn.export.bundle import check_options, export_bundle
+    from robolearn.export.bundle import TrainedTo, check_options, export_bundle
 
     check_options(fmt, precision)
     if out is not None and out.name == "export" and (out.parent / "config.yaml").is_file() \
@@ -102,8 +102,8 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
                                        "export run={owner} checkpoint={name}, or give out= for a bundle elsewhere")
     env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, None)
     try:
-        result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision, checkpoint=source,
-                               iteration=payload["iteration"])  # fmt: skip
+        result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision,
+                               trained_to=TrainedTo(payload["iteration"], source))
     finally:
         env.close()
     result.print(f" from {source.name} (iteration {payload['iteration']})")

@@ -46,6 +46,19 @@ FORMATS = ("onnx", "tensorrt")
 PRECISIONS = ("fp32", "fp16")
 
 
+@dataclass(frozen=True)
+class TrainedTo:
+    """Which policy a bundle holds: its training iteration and checkpoint file (None: not saved),
+    recorded in robot.yaml as `trained_to` (`robolearn runs` notes a bundle older than the run's
+    newest checkpoint)."""
+
+    iteration: int
+    checkpoint: Path | None = None
+
+    def as_dict(self) -> dict:
+        return {"iteration": int(self.iteration), "checkpoint": self.checkpoint.name if self.checkpoint else None}
+
+
 @dataclass
 class ArtifactReport:
     file: str
@@ -169,13 +182,12 @@ def require_parity(reports: list[ArtifactReport], out_dir: Path) -> None:
 
 def export_bundle(
     actor_critic: ActorCritic, env: BatchedEnv, out_dir: Path, fmt: str = "onnx", precision: str = "fp32",
-    progress: bool = True, checkpoint: Path | None = None, iteration: int | None = None,
+    progress: bool = True, trained_to: TrainedTo | None = None,
 ) -> ExportResult:
     """Evaluate the deterministic policy in `env` (the bundle's training evaluation, and the
     recorded observations for parity), then write and check the bundle at `out_dir`. `progress`:
-    show the evaluation's progress (and a TensorRT build) on stderr. `checkpoint`, `iteration`: the
-    policy's checkpoint file and training iteration, recorded in robot.yaml (`trained_to`): a bundle
-    then says which policy it holds (`robolearn runs` notes one older than the run's newest checkpoint)."""
+    show the evaluation's progress (and a TensorRT build) on stderr. `trained_to`: the policy's
+    training iteration and checkpoint, recorded in robot.yaml (none for a policy not trained here)."""
     check_options(fmt, precision)
     given, out_dir = out_dir, out_dir.resolve()  # `..` and links as the OS reads them: swapped where it really is
     check_export_target(out_dir, env.cfg.name)
@@ -206,8 +218,8 @@ def export_bundle(
             if conditions:  # sim2sim's referee starts its episodes under them
                 (staging / CONDITIONS_FILE).write_text(yaml.safe_dump(conditions, default_flow_style=None))
         meta.update(policy_state(policy))
-        if iteration is not None:
-            meta["trained_to"] = {"iteration": int(iteration), "checkpoint": checkpoint.name if checkpoint else None}
+        if trained_to is not None:
+            meta["trained_to"] = trained_to.as_dict()
         seal(meta, staging, reports, evaluation)
         gap = runtime_gap([(t["name"], t["source"]) for t in meta["observation"]["terms"]])
     except BaseException:
