@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import atexit
+import datetime
 import os
 import platform
 import re
@@ -28,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from robolearn.errors import UserError
-from robolearn.manifest import alive, busy_line, refuse_if_training
+from robolearn.manifest import alive, busy_line, read_manifest, refuse_if_training
 
 RUN_CONTENTS = ("config.yaml", "manifest.json", "metrics.jsonl", "checkpoints", "export", "tensorboard")
 """What a training run writes; any of it in a directory means a run lives there."""
@@ -247,9 +248,34 @@ RUNS = Path("runs")
 """Where `robolearn train` puts runs by default (hydra.run.dir in configs/train.yaml)."""
 
 
+TIMED_FOLDER = re.compile(r"^(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(?:_\d{6})?(?:_(.+))?$")
+"""A run folder's name as train gives it: its start time (local), microseconds, then the run_name if
+one was given (a folder moved aside by overwrite=true keeps its time: `<name>.replaced-<time>`)."""
+
+
+def started_at(run: Path) -> datetime.datetime:
+    """When a run started: the time its folder is named with (runs/<task>/<time>[_<name>], or the
+    sweep's folder of multirun/<time>/<job>_<task>), else manifest.json's start (a folder named
+    with hydra.run.dir), else the folder's modification time."""
+    match = TIMED_FOLDER.match(run.name) or TIMED_FOLDER.match(run.parent.name)
+    if match:
+        return datetime.datetime.strptime(match.group(1), "%Y-%m-%d_%H-%M-%S")
+    try:
+        started = (read_manifest(run) or {}).get("started")
+        if isinstance(started, str):
+            return datetime.datetime.fromisoformat(started).astimezone().replace(tzinfo=None)
+    except (UserError, ValueError, OSError):
+        pass
+    try:
+        return datetime.datetime.fromtimestamp(run.stat().st_mtime)
+    except OSError:
+        return datetime.datetime.min
+
+
 def resolve_run(value: str, what: str = "run") -> Path:
-    """A run directory as given, or `latest` / `<task>/latest`: the newest run under ./runs (by the
-    start time its folder is named with) that holds a config.yaml; a trailing / changes nothing."""
+    """A run directory as given, or `latest` / `<task>/latest`: the newest run under ./runs (by its
+    start time, `started_at`, as `robolearn runs` orders them) that holds a config.yaml; a trailing /
+    changes nothing."""
     if value.rstrip("/") and value.rstrip("/") != value:  # `cartpole/latest/`, as a shell completes it
         value = value.rstrip("/")
     if value != "latest" and not value.endswith("/latest"):
@@ -257,7 +283,8 @@ def resolve_run(value: str, what: str = "run") -> Path:
     task = value[: -len("latest")].strip("/")
     base = RUNS / task if task else RUNS
     pattern = "*/config.yaml" if task else "*/*/config.yaml"
-    found = sorted((p.parent for p in base.glob(pattern) if p.parent.parent.name != "multirun"), key=lambda p: p.name)
+    found = sorted((p.parent for p in base.glob(pattern) if p.parent.parent.name != "multirun"),
+                   key=lambda p: (started_at(p), str(p)))  # fmt: skip
     if not found:
         where = f"{base}/<time>" if task else f"{RUNS}/<task>/<time>"
         raise UserError(f"{what}={value}: no run in {where} (relative to {Path.cwd()}); give the run directory instead")

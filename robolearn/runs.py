@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +23,7 @@ from robolearn.checkpoint import list_checkpoints
 from robolearn.cli_args import key_values, optional_path
 from robolearn.errors import UserError, one_line
 from robolearn.manifest import latest_start, read_manifest, trainer_pid
-from robolearn.run_dir import RUNS, holds_run
-
-_FOLDER = re.compile(r"^(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(?:_\d{6})?(?:_(.+))?$")
-"""A run folder's name: its start time (local), microseconds, then the run_name if one was given."""
+from robolearn.run_dir import RUNS, TIMED_FOLDER, holds_run, started_at
 _DEPTH = 3
 
 
@@ -91,11 +87,8 @@ def find_runs(root: Path) -> list[Path]:
 
 def summarize(run: Path, root: Path) -> RunSummary:
     """What the files of one run say; whatever cannot be read becomes a note."""
-    summary = RunSummary(run)
-    match = _FOLDER.match(run.name)
-    sweep = None if match else _FOLDER.match(run.parent.name)  # multirun/<time>/<job>_<task>
-    if match or sweep:
-        summary.started = datetime.datetime.strptime((match or sweep).group(1), "%Y-%m-%d_%H-%M-%S")
+    summary = RunSummary(run, started=started_at(run))
+    match = TIMED_FOLDER.match(run.name)
     summary.name = (match.group(2) or "") if match else run.name
     for step in (_read_config, _read_metrics, _read_manifest, _read_outputs):
         try:
@@ -104,11 +97,6 @@ def summarize(run: Path, root: Path) -> RunSummary:
             summary.notes.append(f"cannot read its {step.__name__[6:]}: {type(exc).__name__}: {one_line(exc)[:160]}")
     if summary.task == "?" and run.parent.parent == root and run.parent.name != "multirun":
         summary.task = run.parent.name  # runs/<task>/<time>
-    if summary.started is None:
-        try:
-            summary.started = datetime.datetime.fromtimestamp(run.stat().st_mtime)
-        except OSError:
-            summary.started = datetime.datetime.min
     return summary
 
 
@@ -164,8 +152,8 @@ def _read_metrics(run: Path, s: RunSummary) -> None:
 
 
 def _read_manifest(run: Path, s: RunSummary) -> None:
-    """The start time, and whether the process that last trained the run (its first start or its
-    last resume) still runs here."""
+    """Whether the process that last trained the run (its first start or its last resume) still
+    runs here."""
     try:
         manifest = read_manifest(run)
     except UserError:
@@ -173,11 +161,6 @@ def _read_manifest(run: Path, s: RunSummary) -> None:
         return
     if manifest is None:
         return
-    if s.started is None and isinstance(manifest.get("started"), str):
-        try:
-            s.started = datetime.datetime.fromisoformat(manifest["started"]).astimezone().replace(tzinfo=None)
-        except ValueError:
-            pass
     if isinstance(latest_start(manifest).get("pid"), int):
         s.pid_known = True
         s.pid = trainer_pid(manifest)

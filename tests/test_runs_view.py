@@ -200,3 +200,24 @@ def test_listing_runs_does_not_load_torch(tmp_path, stopped_pid):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "cartpole" in result.stdout
+
+
+def test_latest_is_the_run_that_runs_lists_first(tmp_path, monkeypatch):
+    """`latest` orders runs by start time, as `robolearn runs` does, not by folder name: a folder
+    named with hydra.run.dir (letters sort after digits) and one that overwrite=true moved aside
+    (`<name>.replaced-<time>` sorts after `<name>`) are older than a run started after them."""
+    from robolearn.run_dir import resolve_run
+
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "runs"
+    named = make_run(root / "cartpole" / "baseline")
+    (named / "manifest.json").write_text(json.dumps({"started": "2026-01-01T09:00:00+00:00", "task": "cartpole"}))
+    make_run(root / "cartpole" / "2026-01-02_10-00-00_000001.replaced-20260103-100000")  # started 2026-01-02
+    newest = make_run(root / "cartpole" / "2026-01-03_10-00-00_000001")
+    make_run(root / "pendulum" / "2026-01-02_11-00-00_000001", task="pendulum")
+    assert resolve_run("latest").resolve() == newest.resolve()
+    assert resolve_run("cartpole/latest").resolve() == newest.resolve()
+    assert list_runs(root)[0].path.resolve() == newest.resolve()
+    # the newest run is the named one once it started last
+    (named / "manifest.json").write_text(json.dumps({"started": "2026-01-04T09:00:00+00:00", "task": "cartpole"}))
+    assert resolve_run("cartpole/latest").resolve() == named.resolve() == list_runs(root)[0].path.resolve()
