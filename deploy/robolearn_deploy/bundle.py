@@ -278,6 +278,11 @@ POSITIVE = (lambda v: math.isfinite(v) and v > 0, "a positive finite number")
 NOT_NAN = (lambda v: not math.isnan(v), "a number (.inf and -.inf: unbounded)")
 GAIN = (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0 (a negative gain drives the joint away from its target)")
 """(test, what is valid) for one number of robot.yaml."""
+PERIOD = (lambda v: 1e-4 <= v <= 100, "a number of seconds in 1e-4..100")
+"""A control period (10 kHz to one tick per 100 s): what training can make (a physics step of at
+least 1e-6 s, at most 1000 per control period); beyond it a hand edit would run for ever or never."""
+PHYSICS_DT = (lambda v: 1e-6 <= v <= 100, "a number of seconds in 1e-6..100")
+MAX_DECIMATION = 1000
 
 
 def _number(value: Any, field: str, rule: tuple = FINITE, unit: str = "") -> float:
@@ -313,12 +318,12 @@ def check_timing(meta: dict) -> float:
     """The control period, after checking it and, where present, the physics step and decimation
     (physics steps per control period) export writes: the watchdog's deadline and sim2sim's physics
     come from them."""
-    period = _number(_require(meta, "control_period_s"), "control_period_s", POSITIVE, " of seconds")
-    dt = _number(meta["physics_dt_s"], "physics_dt_s", POSITIVE, " of seconds") if "physics_dt_s" in meta else None
+    period = _number(_require(meta, "control_period_s"), "control_period_s", PERIOD)
+    dt = _number(meta["physics_dt_s"], "physics_dt_s", PHYSICS_DT) if "physics_dt_s" in meta else None
     decimation = meta.get("decimation", 1)
-    if isinstance(decimation, bool) or not isinstance(decimation, int) or decimation < 1:
-        raise DeployError(f"robot.yaml has decimation: {decimation!r}; valid: an integer >= 1 (physics steps per control "
-                          "period; re-export the bundle)")  # fmt: skip
+    if isinstance(decimation, bool) or not isinstance(decimation, int) or not 1 <= decimation <= MAX_DECIMATION:
+        raise DeployError(f"robot.yaml has decimation: {decimation!r}; valid: an integer 1..{MAX_DECIMATION} (physics "
+                          "steps per control period; re-export the bundle)")  # fmt: skip
     if dt is not None and "decimation" in meta and not math.isclose(dt * decimation, period, rel_tol=1e-6):
         raise DeployError(f"robot.yaml has control_period_s: {period} but physics_dt_s x decimation = {dt} x {decimation} "
                           f"= {dt * decimation:.6g} s; valid: equal periods (re-export the bundle)")  # fmt: skip

@@ -207,13 +207,19 @@ NAN, INF = float("nan"), float("inf")
 
 
 @pytest.mark.parametrize("edit,expected", [
-    (lambda m: m.update(control_period_s=-0.02), ["control_period_s: -0.02", "valid: a positive finite number of seconds"]),
-    (lambda m: m.update(control_period_s=NAN), ["control_period_s: nan", "valid: a positive finite number of seconds"]),
-    (lambda m: m.update(control_period_s="fast"), ["control_period_s: 'fast'", "valid: a positive finite number"]),
-    (lambda m: m.update(physics_dt_s=0.0), ["physics_dt_s: 0.0", "valid: a positive finite number of seconds"]),
-    (lambda m: m.update(decimation=0), ["decimation: 0", "valid: an integer >= 1"]),
-    (lambda m: m.update(decimation="two"), ["decimation: 'two'", "valid: an integer >= 1"]),
-    (lambda m: m.update(decimation=2.5), ["decimation: 2.5", "valid: an integer >= 1"]),
+    (lambda m: m.update(control_period_s=-0.02), ["control_period_s: -0.02", "valid: a number of seconds in 1e-4..100"]),
+    (lambda m: m.update(control_period_s=NAN), ["control_period_s: nan", "valid: a number of seconds in 1e-4..100"]),
+    (lambda m: m.update(control_period_s="fast"), ["control_period_s: 'fast'", "valid: a number of seconds"]),
+    # a period that would tick for ever or never, each with a physics step that matches it
+    (lambda m: m.update(control_period_s=1e9, physics_dt_s=5e8), ["control_period_s: 1000000000.0", "in 1e-4..100"]),
+    (lambda m: m.update(control_period_s=1e-9, physics_dt_s=5e-10), ["control_period_s: 1e-09", "in 1e-4..100"]),
+    (lambda m: m.update(physics_dt_s=0.0), ["physics_dt_s: 0.0", "valid: a number of seconds in 1e-6..100"]),
+    (lambda m: m.update(decimation=0), ["decimation: 0", "valid: an integer 1..1000"]),
+    (lambda m: m.update(decimation="two"), ["decimation: 'two'", "valid: an integer 1..1000"]),
+    (lambda m: m.update(decimation=2.5), ["decimation: 2.5", "valid: an integer 1..1000"]),
+    # a billion physics steps per tick (of 2e-11 s each) would never finish one tick
+    (lambda m: m.update(decimation=10**9, physics_dt_s=0.02 / 10**9), ["physics_dt_s: 2.0000000000000002e-11", "in 1e-6..100"]),
+    (lambda m: m.update(decimation=10**9), ["decimation: 1000000000", "valid: an integer 1..1000"]),
     (lambda m: m.update(physics_dt_s=0.005), ["control_period_s: 0.02 but physics_dt_s x decimation = 0.005 x 2",
                                               "valid: equal periods"]),
     (_actuator(ctrl_min=NAN), ["actuator 'slide' ctrl_min: nan", "valid: a number (.inf and -.inf: unbounded)"]),
@@ -255,6 +261,6 @@ def test_sim2sim_refuses_a_re_signed_negative_control_period_in_one_line(cartpol
                             capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, result.stderr
-    assert "robot.yaml has control_period_s: -0.02; valid: a positive finite number of seconds" in lines[0]
+    assert "robot.yaml has control_period_s: -0.02; valid: a number of seconds in 1e-4..100" in lines[0]
     assert files_of(tmp_path) == before
 
