@@ -211,13 +211,32 @@ def rng_state() -> dict:
     return state
 
 
-def set_rng_state(state: dict) -> None:
+RESUME_PARTS = {"algorithm": "optimizer and learner state", "env": "environment state", "rng": "random number streams",
+                "env_steps": "count of env steps", "wall_time_s": "training time", "other_ranks": "other ranks' state"}
+"""What a resume needs beyond the policy, in words (eval and export read only the policy and iteration)."""
+
+
+def resume_part(payload: dict, key: str, source: Path):
+    """payload[key], or a UserError: a checkpoint stripped of it (to save space, by hand) still
+    evaluates and exports, but training cannot continue from it exactly."""
+    if key not in payload:
+        raise UserError(f"checkpoint {source} has no {RESUME_PARTS[key]} ('{key}'): it cannot be resumed exactly; "
+                        "eval and export still read its policy; move it away to resume from the one before it")  # fmt: skip
+    return payload[key]
+
+
+def set_rng_state(state: dict, source: Path) -> None:
     import torch
 
-    torch.set_rng_state(state["torch"])
-    n = state["numpy"]
-    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
-    p = state["python"]
-    random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    try:
+        torch.set_rng_state(state["torch"])
+        n = state["numpy"]
+        np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
+        p = state["python"]
+        random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
+        if "cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
+        raise UserError(f"checkpoint {source} holds random number streams this robolearn cannot restore "
+                        f"({type(exc).__name__}: {one_line(exc)[:120]}); move it away to resume from the one "
+                        "before it") from None  # fmt: skip

@@ -42,14 +42,14 @@ def test_missing_checkpoint_is_a_user_error(tmp_path):
         checkpoint.latest(tmp_path / "nope")
 
 
-def test_rng_state_round_trip():
+def test_rng_state_round_trip(tmp_path):
     import random
 
     import numpy as np
 
     state = checkpoint.rng_state()
     expected = (torch.rand(3), np.random.rand(3), random.random())
-    checkpoint.set_rng_state(state)
+    checkpoint.set_rng_state(state, tmp_path)
     again = (torch.rand(3), np.random.rand(3), random.random())
     assert torch.equal(expected[0], again[0]) and np.array_equal(expected[1], again[1]) and expected[2] == again[2]
 

@@ -247,15 +247,15 @@ class OnPolicyRunner:
         trained = int(payload.get("world_size", 1))
         if trained != self.ranks.world_size:
             raise UserError(resume_ranks_line(source, trained, self.ranks.world_size))
-        own = payload if self.ranks.main else payload["other_ranks"][self.ranks.rank - 1]
+        own = payload if self.ranks.main else checkpoint.resume_part(payload, "other_ranks", source)[self.ranks.rank - 1]
         checkpoint.restore(self.actor_critic, checkpoint.policy_state(payload, source), source)
-        checkpoint.restore(self.alg, own["algorithm"], source)
-        checkpoint.restore(self.env, own["env"], source)
-        checkpoint.set_rng_state(own["rng"])
+        checkpoint.restore(self.alg, checkpoint.resume_part(own, "algorithm", source), source)
+        checkpoint.restore(self.env, checkpoint.resume_part(own, "env", source), source)
+        checkpoint.set_rng_state(checkpoint.resume_part(own, "rng", source), source)
         self.iteration = int(payload["iteration"])
         self.saved_at = self.iteration
-        self.env_steps = int(payload["env_steps"])
-        self.wall_time_s = float(payload["wall_time_s"])
+        self.env_steps = int(checkpoint.resume_part(payload, "env_steps", source))
+        self.wall_time_s = float(checkpoint.resume_part(payload, "wall_time_s", source))
         self._obs = self.env.current_observations()
 
 

@@ -94,6 +94,26 @@ def test_bad_resume_and_corrupt_checkpoint_are_reported_and_nothing_is_lost(tmp_
     before = snapshot(run)
     one_line_error(robolearn("train", f"resume={run}", "algo.actor_hidden_dims=[8]", cwd=tmp_path), "does not fit")
     one_line_error(robolearn("train", f"resume={run}", "runner.max_iteratons=2", cwd=tmp_path), "max_iteratons")
+    # a checkpoint stripped of what a resume needs beyond the policy (by hand, to save space)
+    import torch
+
+    saved = run / "checkpoints" / "iter_000001.pt"
+    whole = saved.read_bytes()
+    for strip, expected in (("algorithm", "has no optimizer and learner state ('algorithm')"),
+                            ("env_steps", "has no count of env steps ('env_steps')"),
+                            ("rng", "has no random number streams ('rng')"),
+                            ("rng.torch", "holds random number streams this robolearn cannot restore")):  # fmt: skip
+        payload = torch.load(saved, weights_only=False)
+        if strip == "rng.torch":
+            payload["rng"]["torch"] = torch.zeros(3)
+        else:
+            del payload[strip]
+        torch.save(payload, saved)
+        before = snapshot(run)
+        line = one_line_error(robolearn("train", f"resume={run}", "runner.max_iterations=2", cwd=tmp_path), expected)
+        assert "move it away to resume from the one before it" in line, line
+        assert snapshot(run) == before
+        saved.write_bytes(whole)
     (run / "checkpoints" / "iter_000001.pt").write_bytes(b"\x00garbage")
     before = snapshot(run)
     one_line_error(robolearn("train", f"resume={run}", "runner.max_iterations=2", cwd=tmp_path), "unreadable")
