@@ -12,6 +12,7 @@ from collections.abc import Callable
 import torch
 
 from robolearn.envs.batched_env import BatchedEnv
+from robolearn.errors import UserError
 from robolearn.progress import EvalProgress
 
 
@@ -46,6 +47,7 @@ def evaluate(
     final_sums = torch.zeros_like(metric_sums)
     distance = torch.zeros(n, device=device)
     recorded = []
+    nonfinite = torch.zeros(n, dtype=torch.bool, device=device)  # where the policy's actions were NaN or inf
     reset = getattr(act, "reset", None)
     env.track_metrics(True)
     shown = EvalProgress("evaluating", env.max_episode_length, n, progress)
@@ -54,7 +56,9 @@ def evaluate(
         for step in range(env.max_episode_length):
             if step < record_steps:
                 recorded.append(obs["policy"][:record_envs].clone())
-            obs, reward, terminated, truncated = env.step(act(obs["policy"]))
+            actions = act(obs["policy"])
+            nonfinite |= ~torch.isfinite(actions).all(-1)  # the env would reset those envs: a silent 1-step episode
+            obs, reward, terminated, truncated = env.step(actions)
             if reset is not None:
                 reset(terminated | truncated)
             running = ~ended
@@ -72,6 +76,10 @@ def evaluate(
                     shown.all_ended(step + 1)
                 break  # nothing accumulates any more (an episode may be set far longer than it lasts)
     env.track_metrics(False)
+    if bool(nonfinite.any()):
+        raise UserError(f"the policy's actions are not finite (NaN or inf) in {int(nonfinite.sum())} of {n} environments: "
+                        "its weights diverged in training (e.g. with too large a learning rate) or the checkpoint is "
+                        "damaged; valid: an earlier checkpoint (checkpoint=<name>)")  # fmt: skip
     metrics = {
         "episodes": n,
         "return_mean": returns.mean().item(),

@@ -136,6 +136,30 @@ def test_eval_with_more_episodes_than_memory_names_episodes(trained_cartpole, mo
     assert ((run_dir / "eval.json").read_bytes() if (run_dir / "eval.json").exists() else None) == before
 
 
+def test_a_policy_with_nan_weights_is_refused_by_eval_and_export(trained_cartpole, tmp_path):
+    """Non-finite actions reset the env after one step (health masking): without a check, eval
+    would write a plausible eval.json (return 0, episodes of one step)."""
+    import shutil
+
+    import torch
+
+    from robolearn.errors import UserError
+    from robolearn.run_policy import eval_run, export_run
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_cartpole[0], run, ignore=shutil.ignore_patterns("eval.json"))
+    saved = sorted((run / "checkpoints").glob("*.pt"))[-1]
+    payload = torch.load(saved, weights_only=False)
+    payload["model"]["actor.0.weight"][:] = float("nan")
+    torch.save(payload, saved)
+    before = snapshot(run)
+    for verb in (lambda: eval_run(run, episodes=4), lambda: export_run(run, out=tmp_path / "bundle")):
+        with pytest.raises(UserError, match=r"^the policy's actions are not finite \(NaN or inf\) in (\d+) of \1 environments: "
+                                            r".*valid: an earlier checkpoint \(checkpoint=<name>\)$"):  # fmt: skip
+            verb()
+    assert snapshot(run) == before and not (tmp_path / "bundle").exists()
+
+
 @pytest.mark.parametrize("size", ["24k", "300k"])
 def test_a_full_disk_is_one_line_and_leaves_whole_files(tmp_path, size):
     """Training onto a small file system (a tmpfs in a mount namespace of its own) that fills up:
