@@ -277,6 +277,8 @@ def _check_flags(overrides: list[str]) -> None:
     """An unknown flag, or one without its value, in one line (argparse would print Hydra's usage)."""
     for i, arg in enumerate(overrides):
         flag, eq, value = arg.partition("=")
+        if arg.lstrip("+~").startswith("="):  # `seed =3` in a script: Hydra's traceback for a number
+            raise UserError(f"override '{arg}' has no key; valid: key=value, e.g. seed=3 (no space around '=')")
         if not arg.startswith("-") or _is_completion_flag(arg):
             continue
         if flag not in HYDRA_FLAGS:
@@ -286,9 +288,25 @@ def _check_flags(overrides: list[str]) -> None:
         following = overrides[i + 1] if i + 1 < len(overrides) else ""
         if takes is not None and not (value if eq else following and not following.startswith("-")):
             raise UserError(f"{flag} needs a value: {takes}")
+        if flag == "--experimental-rerun":
+            _check_rerun_file(Path(value if eq else following))
     modes = sorted({MODES[a.partition("=")[0]] for a in overrides if a.partition("=")[0] in MODES})
     if len(modes) > 1:
         raise UserError(f"{' and '.join(modes)} cannot go together; valid: one of --run, --multirun, --cfg, --info")
+
+
+def _check_rerun_file(path: Path) -> None:
+    """--experimental-rerun's file is a pickle (Hydra unpickles it and fails with a traceback otherwise)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(2)
+    except OSError as exc:
+        head, reason = b"", exc.strerror or type(exc).__name__
+    else:
+        reason = "not a pickle file"
+    if len(head) < 2 or head[0] != 0x80:  # a pickle of protocol 2 or later starts with PROTO
+        raise UserError(f"--experimental-rerun {path}: {reason}; valid: the config.pickle Hydra's PickleJobInfoCallback "
+                        "wrote into a run's .hydra folder")  # fmt: skip
 
 
 def _is_completion_flag(arg: str) -> bool:

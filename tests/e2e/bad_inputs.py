@@ -555,6 +555,11 @@ CASES: list[Case] = [
           expect=("algo.gamma=1.5 is out of range", "valid: 0 <= gamma <= 1")),  # fmt: skip
     train("train_unknown_flag", "--foo", cls="cli", expect=("unexpected argument '--foo'", "--multirun, --cfg")),
     train("train_cfg_without_its_value", "--cfg", cls="cli", expect=("--cfg needs a value: job, hydra or all",)),
+    train("override_without_a_key", "=3", cls="cli", expect=("override '=3' has no key", "valid: key=value")),
+    train("rerun_of_a_text_file", "--experimental-rerun", "{ws}/notes.txt", cls="cli",
+          expect=("notes.txt: not a pickle file", "valid: the config.pickle")),  # fmt: skip
+    train("rerun_of_a_missing_file", "--experimental-rerun={ws}/missing.pickle", cls="cli",
+          expect=("missing.pickle: No such file or directory", "valid: the config.pickle")),  # fmt: skip
     train("train_cfg_with_multirun", "--multirun", "seed=1,2", "--cfg", "job", cls="cli",
           expect=("--cfg and --multirun cannot go together",)),  # fmt: skip
     train("push_on_a_robot_without_a_free_joint",
