@@ -34,6 +34,7 @@ import mujoco  # noqa: E402
 import torch  # noqa: E402
 from mujoco import mjx  # noqa: E402
 
+from robolearn.errors import UserError, one_line  # noqa: E402
 from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr, unsupported_model  # noqa: E402
 
 if jax.config.jax_compilation_cache_dir is None:  # JAX_COMPILATION_CACHE_DIR unset
@@ -52,16 +53,29 @@ def _to_torch(a: jax.Array) -> torch.Tensor:
     return torch.from_dlpack(a)
 
 
+def _jax_device(device: torch.device) -> jax.Device:
+    """JAX's device for torch's; JAX that cannot start there (JAX_PLATFORMS naming a platform this
+    machine or JAX install lacks, or no CUDA plugin) is a UserError, not JAX's assertion."""
+    platform = "gpu" if device.type == "cuda" else "cpu"
+    index = (device.index if device.index is not None else torch.cuda.current_device()) if platform == "gpu" else 0
+    try:
+        return jax.devices(platform)[index]
+    except Exception as exc:  # AssertionError, RuntimeError ("Unable to initialize backend"), IndexError
+        chosen = os.environ.get("JAX_PLATFORMS")
+        setting = f" with JAX_PLATFORMS={chosen}" if chosen is not None else ""
+        valid = f"unset JAX_PLATFORMS or include {'cuda' if platform == 'gpu' else 'cpu'} in it" if chosen is not None \
+            else ("install JAX's CUDA plugin (pip install -e '.[mjx]' on a CUDA machine)" if platform == "gpu" else "reinstall JAX")
+        detail = one_line(exc)[:150] or type(exc).__name__
+        raise UserError(f"physics=mjx cannot start JAX on the {device.type.upper()}{setting} ({detail}); valid: {valid}, "
+                        "or another physics= backend") from None  # fmt: skip
+
+
 class MjxBackend(PhysicsBackend):
     name = "mjx"
 
     def __init__(self, model: mujoco.MjModel, num_envs: int, device: torch.device | str, reset_sensors: str = "exact"):
         super().__init__(model, num_envs, torch.device(device), reset_sensors)
-        if self.device.type == "cuda":
-            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
-            self._jdev = jax.devices("gpu")[index]
-        else:
-            self._jdev = jax.devices("cpu")[0]
+        self._jdev = _jax_device(self.device)
         try:
             mx = mjx.put_model(model, device=self._jdev, impl="jax")
             d0 = mjx.make_data(model, device=self._jdev, impl="jax")

@@ -651,6 +651,8 @@ CASES: list[Case] = [
           expect=("the randomization group cannot be removed", "randomization=none")),
     train("warp_cache_path_is_a_file", "physics=warp", env=(("WARP_CACHE_PATH", "{ws}/notes.txt"),), cls="file",
           expect=("physics=warp cannot make its kernel cache", "notes.txt", "valid: WARP_CACHE_PATH unset or a folder")),  # fmt: skip
+    train("mjx_on_a_jax_platform_this_machine_lacks", "physics=mjx", env=(("JAX_PLATFORMS", "cuda"),), cls="cli",
+          expect=("physics=mjx cannot start JAX on the CPU with JAX_PLATFORMS=cuda", "valid: unset JAX_PLATFORMS")),  # fmt: skip
     cli("import_negative_stiffness", "import", "run={ws}/il_negative_gain_run", "robot={ws}/quadruped.xml", cls="file",
         expect=("stiffness of joint", "is -25.0", "valid: a finite number >= 0")),  # fmt: skip
     # found by an audit of hand-written third-party robot plugins (2026-11-29)
