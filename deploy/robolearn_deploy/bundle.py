@@ -174,8 +174,9 @@ class Bundle:
         actuators = tuple(_actuator(a) for a in _require(meta, "actuators"))
         obs, act = _require(meta, "observation"), _require(meta, "action")
         terms = tuple(
-            ObsTerm(t["name"], int(t["start"]), int(t["stop"]), float(t.get("scale", 1.0)), t.get("clip"),
-                    t.get("units", ""), t["source"], dict(t.get("params") or {}), _history(t))
+            ObsTerm(t["name"], int(t["start"]), int(t["stop"]), _number(t.get("scale", 1.0), f"observation term "
+                    f"{t['name']!r} scale", SCALE), _clip(t), t.get("units", ""), t["source"], dict(t.get("params") or {}),
+                    _history(t))
             for t in _require(obs, "terms", "robot.yaml observation")
         )  # fmt: skip
         bundle = cls(
@@ -188,6 +189,7 @@ class Bundle:
             state=state_tensors(meta),
         )  # fmt: skip
         bundle._check_layout(int(act.get("size", len(actuators))))
+        _check_evaluation(meta.get("evaluation"))
         return bundle
 
     def _check_layout(self, action_size: int) -> None:
@@ -278,6 +280,8 @@ POSITIVE = (lambda v: math.isfinite(v) and v > 0, "a positive finite number")
 NOT_NAN = (lambda v: not math.isnan(v), "a number (.inf and -.inf: unbounded)")
 GAIN = (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0 (a negative gain drives the joint away from its target)")
 """(test, what is valid) for one number of robot.yaml."""
+SCALE = (lambda v: math.isfinite(v) and v != 0, "a finite number other than 0 (0 would hide the term from the policy)")
+CLIP = (lambda v: math.isfinite(v) and v > 0, "a positive finite number, or none for no clip")
 PERIOD = (lambda v: 1e-4 <= v <= 100, "a number of seconds in 1e-4..100")
 """A control period (10 kHz to one tick per 100 s): what training can make (a physics step of at
 least 1e-6 s, at most 1000 per control period); beyond it a hand edit would run for ever or never."""
@@ -328,6 +332,24 @@ def check_timing(meta: dict) -> float:
         raise DeployError(f"robot.yaml has control_period_s: {period} but physics_dt_s x decimation = {dt} x {decimation} "
                           f"= {dt * decimation:.6g} s; valid: equal periods (re-export the bundle)")  # fmt: skip
     return period
+
+
+def _clip(term: dict) -> float | None:
+    """A term's clip: none (unclipped), or a positive bound (np.clip to [c, -c] of a negative one is a constant)."""
+    clip = term.get("clip")
+    return None if clip is None else _number(clip, f"observation term {term['name']!r} clip", CLIP)
+
+
+def _check_evaluation(evaluation: Any) -> None:
+    """The training evaluation sim2sim compares with: none (an imported policy), or a mapping of numbers."""
+    if evaluation is None:
+        return
+    if not isinstance(evaluation, dict):
+        raise DeployError(f"robot.yaml has evaluation: {evaluation!r}; valid: a mapping of the training evaluation's "
+                          "numbers, or none (re-export the bundle)")  # fmt: skip
+    for key in ("return_mean", "return_std", "episode_length_mean"):
+        if evaluation.get(key) is not None:
+            _number(evaluation[key], f"evaluation {key}")
 
 
 def _history(term: dict) -> int:

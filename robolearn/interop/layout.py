@@ -120,9 +120,9 @@ def _clip(value, scale: float, term: str) -> float | None:
     if low > high:
         raise UserError(f"observation {term!r} is clipped to [{low}, {high}] in the run's env.yaml; valid: [low, high] "
                         "with low <= high")  # fmt: skip
-    if low != -high:
+    if low != -high or high == 0:
         raise UserError(f"observation {term!r} is clipped to [{low}, {high}]; robot.yaml clips symmetrically, so only "
-                        "[-c, c] (or none) can be imported")  # fmt: skip
+                        "[-c, c] with c > 0 (or none) can be imported")  # fmt: skip
     return abs(scale) * high
 
 

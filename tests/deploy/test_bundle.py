@@ -203,6 +203,10 @@ def _joint_limit(low, high):
     return lambda m: m["joint_limits"].update(slider=[low, high])
 
 
+def _term(**entry):
+    return lambda m: m["observation"]["terms"][0].update(entry)
+
+
 NAN, INF = float("nan"), float("inf")
 
 
@@ -236,6 +240,14 @@ NAN, INF = float("nan"), float("inf")
     (_joint_limit(1.8, -1.8), ["joint_limits of 'slider': [1.8, -1.8]", "valid: [low, high], finite numbers with low <= high"]),
     (_joint_limit(NAN, 1.8), ["joint_limits of 'slider': [nan, 1.8]", "finite numbers"]),
     (lambda m: m["joint_limits"].update(slider=[-1.8]), ["joint_limits of 'slider': [-1.8]", "valid: [low, high]"]),
+    # an observation term's scale and clip: 0 hides the term, a clip of -1 makes it a constant, text fails later
+    (_term(scale=0), ["observation term 'cart_pos' scale: 0", "valid: a finite number other than 0"]),
+    (_term(scale=NAN), ["observation term 'cart_pos' scale: nan", "valid: a finite number other than 0"]),
+    (_term(clip=-1.0), ["observation term 'cart_pos' clip: -1.0", "valid: a positive finite number, or none"]),
+    (_term(clip=NAN), ["observation term 'cart_pos' clip: nan", "valid: a positive finite number"]),
+    (_term(clip="x"), ["observation term 'cart_pos' clip: 'x'", "valid: a positive finite number"]),
+    (lambda m: m.update(evaluation="good"), ["evaluation: 'good'", "valid: a mapping of the training evaluation's numbers"]),
+    (lambda m: m["evaluation"].update(return_mean="high"), ["evaluation return_mean: 'high'", "valid: a finite number"]),
 ])  # fmt: skip
 def test_a_re_signed_robot_yaml_with_nonsense_numbers_is_refused(cartpole_bundle, edit, expected):
     """A hand edit re-signed with metadata_digest passes the checksums; the numbers the control
