@@ -65,8 +65,9 @@ class Policy:
         return self._obs[0]
 
     def act(self, obs: np.ndarray | None = None) -> np.ndarray:
-        """One observation [D] -> action [A] (a buffer overwritten by the next call). Anything but
-        D real numbers is refused: numpy would broadcast a scalar or a [1] array silently."""
+        """One observation [D] -> action [A], an array of its own (a driver may keep the previous
+        action for a rate limit or a log). Anything but D real numbers is refused: numpy would
+        broadcast a scalar or a [1] array silently."""
         if obs is not None:
             obs = np.asarray(obs)
             if obs.shape != (self.bundle.obs_size,) or obs.dtype.kind not in "fiu":
@@ -88,7 +89,7 @@ class Policy:
             self._out[:] = self.engine.run(self._obs)
         for state, value in zip(self._state, self._next_state):  # the next tick starts from the new state
             state[:] = value
-        return self._out[0]
+        return self._out[0].copy()
 
     def __call__(self, obs: np.ndarray, *state: np.ndarray):
         """A batch [B, D] -> [B, A] (new array). A recurrent policy takes its state too and returns

@@ -70,8 +70,11 @@ def test_the_batched_call_takes_and_returns_the_state(recurrent):
     again, *_ = policy(obs, *state)
     assert actions.shape == (5, 1) and len(state) == (1 if kind == "gru" else 2)
     assert not np.allclose(actions, again)  # the same observation, another state: another action
-    first = policy.act(obs[0])[0]
-    assert first == pytest.approx(float(actions[0, 0]), abs=1e-6)  # act() starts from the reset state too
+    first = policy.act(obs[0])
+    assert first[0] == pytest.approx(float(actions[0, 0]), abs=1e-6)  # act() starts from the reset state too
+    kept = first.copy()
+    second = policy.act(obs[0])  # another state: another action, in an array of its own
+    assert not np.shares_memory(first, second) and np.array_equal(first, kept) and not np.allclose(first, second)
 
 
 def test_reset_and_the_watchdog_reset_the_state(recurrent):
