@@ -251,7 +251,7 @@ def _tile_size(cfg: PlayCfg) -> tuple[int, int]:
 
 # --- a bundle through the deploy runtime -----------------------------------------------------
 def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
-    from robolearn.sim2sim import open_sim
+    from robolearn.sim2sim import EpisodeScore, open_sim
 
     if cfg.mode == "web":
         raise UserError("mode=web plays a run's policy (run=<dir>); a bundle plays as mode=video or mode=viewer")
@@ -280,37 +280,58 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
             referee.close()
             raise UserError("command=: the bundle's task has no command")
         cfg.command.check_width(len(inputs[name]), name)
-        inputs = {name: np.asarray(cfg.command.at(0.0), dtype=np.float32)}
     renderer = FrameRenderer(model, cfg.camera, cfg.width, cfg.height)  # camera= checked before a folder is made
     out = output_path(cfg, Path.cwd() / f"{bundle_dir.resolve().name}_play.mp4")
     writer = Mp4Writer(out, cfg.width, cfg.height, 1.0 / (every * period))
-    qpos, qvel = referee.initial_state()
-    robot.reset(qpos, qvel)
-    robot.inputs = dict(inputs)
     title = f"{policy.bundle.meta.get('task', bundle_dir.name)} | bundle {bundle_dir.name} (deploy runtime)"
-    tripped: list[str] = []
+    env = referee.env
+    weights = env.rewards.weights.numpy()
 
-    def on_step(step) -> bool:
-        if step.tripped is not None and not tripped:
-            tripped.append(step.tripped)
-        if step.index % every == 0:
-            t = (step.index + 1) * period
-            lines = [title, f"t {t:5.2f} s"]
-            lines += [f"{key} {fmt(value)}" for key, value in robot.inputs.items()]
-            if tripped:
-                lines.append(f"watchdog tripped: {tripped[0]}"[:100])
-            arrows, markers = marks.draw(model, robot.data, robot.inputs)
-            writer.write(renderer.render(robot.data, arrows, lines, markers))
+    def operator(t: float, commands: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The task's commands, the first one scripted by command= (the others as the task draws them)."""
         if cfg.command is None:
-            robot.inputs = referee.advance_commands()
-        else:  # the value for the next tick
-            robot.inputs = {name: np.asarray(cfg.command.at((step.index + 1) * period), dtype=np.float32)}
-        return False
+            return commands
+        return {**commands, name: np.asarray(cfg.command.at(t), dtype=np.float32)}
 
-    loop.reset()
+    done, note = [0], ("", -1.0)  # ticks played; how the last episode ended, and when
+
+    def episode() -> None:
+        """One episode as sim2sim runs it (a start state drawn by the task, scored by its terms), to
+        its end or to the end of the video."""
+        robot.reset(*referee.initial_state())
+        robot.inputs = operator(done[0] * period, referee.commands())
+        loop.reset()
+        score = EpisodeScore(referee, robot)
+
+        def on_step(step) -> bool:
+            nonlocal note
+            ended = score.tick(step)
+            t = (done[0] + 1) * period
+            if ended or score.episode.length >= env.max_episode_length:
+                note = (f"episode ended ({score.ended_by()}), return {score.episode.ret:.1f}", t)
+            if done[0] % every == 0:
+                terms = env.rewards.values[:, 0].numpy() * weights if score.episode.length else weights * 0
+                top = sorted(zip(env.rewards.names, terms), key=lambda nv: -abs(nv[1]))[:3]
+                lines = [title, f"t {t:5.2f} s | return {score.episode.ret:8.2f}",
+                         "reward: " + "  ".join(f"{n} {v:+.2f}" for n, v in top)]  # fmt: skip
+                lines += [f"{key} {fmt(value)}" for key, value in robot.inputs.items()]
+                if note[0] and t - note[1] < END_NOTE_S:
+                    lines.append(note[0][:100])
+                arrows, markers = marks.draw(model, robot.data, robot.inputs)
+                writer.write(renderer.render(robot.data, arrows, lines, markers))
+            done[0] += 1
+            if ended or done[0] >= ticks or score.episode.length >= env.max_episode_length:
+                return True
+            robot.inputs = operator(done[0] * period, referee.advance_commands())  # the value for the next tick
+            return False
+
+        loop.run(ticks - done[0], on_step)
+        referee.end_episode()
+
     started = time.perf_counter()
     try:
-        loop.run(ticks, on_step)
+        while done[0] < ticks:
+            episode()
     except BaseException:
         writer.close()
         out.unlink(missing_ok=True)  # no half-written video left behind

@@ -136,28 +136,53 @@ class Episode:
     tripped: str | None = None
 
 
-def run_episode(loop: ControlLoop, robot: MujocoRobot, referee: Referee, max_length: int) -> tuple[Episode, list[float]]:
-    qpos, qvel = referee.initial_state()
-    robot.reset(qpos, qvel)
-    robot.inputs = referee.commands()
-    loop.reset()
-    episode = Episode()
-    previous: list[tuple | None] = [None]  # (action, the commands it was chosen under)
+class EpisodeScore:
+    """One episode scored tick by tick as the control loop runs it (sim2sim's episodes, play's
+    videos of a bundle): each tick's state is the outcome of the previous tick's action, rewarded
+    under the commands the robot saw when it chose that action."""
 
-    def on_step(step: Step) -> bool:
+    def __init__(self, referee: Referee, robot: MujocoRobot):
+        self.referee, self.robot = referee, robot
+        self.episode = Episode()
+        self._previous: tuple | None = None  # (action, the commands it was chosen under)
+
+    def tick(self, step: Step) -> bool:
+        """Score the state this tick reached; True when the episode ended (a termination or the watchdog)."""
+        episode, robot = self.episode, self.robot
         qpos, qvel = robot.data.qpos.copy(), robot.data.qvel.copy()
-        # this tick's state is the outcome of the previous action; a state the watchdog tripped on
-        # for being non-finite cannot be scored (the episode still counts, ended by the watchdog)
+        # a state the watchdog tripped on for being non-finite cannot be scored (the episode still
+        # counts, ended by the watchdog)
         scorable = step.tripped is None or (np.isfinite(qpos).all() and np.isfinite(qvel).all())
-        if previous[0] is not None and scorable:
-            reward, fired = referee.score(qpos, qvel, *previous[0])
+        if self._previous is not None and scorable:
+            reward, fired = self.referee.score(qpos, qvel, *self._previous)
             episode.ret += reward
             episode.length += 1
             episode.terminations = tuple(fired)
         episode.tripped = step.tripped  # on the same tick as a termination, both are counted
         if episode.terminations or episode.tripped is not None:
             return True
-        previous[0] = (step.action.copy(), robot.inputs)
+        self._previous = (step.action.copy(), robot.inputs)
+        return False
+
+    def ended_by(self) -> str:
+        """How the episode ended, in words: its termination terms, the watchdog's reason, or the time limit."""
+        e = self.episode
+        if e.tripped is not None:
+            return f"watchdog: {e.tripped}"
+        return ", ".join(e.terminations) or "time limit"
+
+
+def run_episode(loop: ControlLoop, robot: MujocoRobot, referee: Referee, max_length: int) -> tuple[Episode, list[float]]:
+    qpos, qvel = referee.initial_state()
+    robot.reset(qpos, qvel)
+    robot.inputs = referee.commands()
+    loop.reset()
+    score = EpisodeScore(referee, robot)
+    episode = score.episode
+
+    def on_step(step: Step) -> bool:
+        if score.tick(step):
+            return True
         robot.inputs = referee.advance_commands()  # what the operator asks for at the next tick
         return episode.length >= max_length
 
