@@ -52,6 +52,9 @@ def check_port(host: str, port: int) -> None:
     if not 1 <= port <= 65535:
         raise UserError(f"port={port} is out of range; valid: 1..65535")
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # as the server binds (asyncio sets it): connections of a viewer just stopped, in TIME_WAIT for
+        # a minute, do not hold the port; a listening socket still does
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError as exc:

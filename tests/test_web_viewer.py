@@ -130,6 +130,21 @@ def test_a_port_in_use_is_one_line():
         check_port("127.0.0.1", 70000)
 
 
+def test_a_port_whose_last_connection_is_closing_is_free():
+    """A viewer stopped while a browser was connected leaves the port's connection in TIME_WAIT
+    (the side that closes first keeps it a minute): a restart on that port is not refused."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the viewer's server (asyncio) binds
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server's side closes first: its end goes to TIME_WAIT
+        client.close()
+    check_port("127.0.0.1", port)
+
+
 def test_target_marks_follow_the_shown_env_in_the_scenes_frame(make_env):
     """The page's reach-target spheres sit where the videos put them, shifted as mjviser's tracking
     camera shifts the scene."""
