@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -155,6 +156,11 @@ class ControlLoop:
         if safety is not None and not isinstance(safety, Safety):
             raise DeployError(f"safety is {type(safety).__name__}; valid: a Safety (e.g. Safety(max_joint_vel=20.0)), or "
                               "None for the defaults")  # fmt: skip
+        missing = [name for name in ("joint_names", "read_state", "write_command", "now", "sleep_until")
+                   if not hasattr(robot, name)]  # fmt: skip
+        if missing:
+            raise DeployError(f"robot is {type(robot).__name__} without {missing[0]}; valid: a RobotInterface (joint_names, "
+                              "read_state, write_command; now and sleep_until have defaults)")  # fmt: skip
         self.policy, self.robot = policy, robot
         self.safety = safety or Safety()
         bundle = policy.bundle
@@ -244,8 +250,9 @@ class ControlLoop:
                 except Exception as exc:  # a source or engine failing: the robot still gets a command
                     action, command, problem = None, None, f"policy step failed: {type(exc).__name__}: {exc}"
             if problem is None:
-                late = self.robot.now() - tick
-                if late > self.max_latency:
+                now, problem = self._clock()
+                late = now - tick
+                if problem is None and late > self.max_latency:
                     problem = f"step {index} finished {late * 1e3:.1f} ms after its tick (limit {self.max_latency * 1e3:.1f} ms)"
             if problem is not None:
                 self.tripped = problem
@@ -254,11 +261,36 @@ class ControlLoop:
         compute = time.perf_counter() - started
         if self.tripped is not None:
             command, action = self._safe, None
-        self.robot.write_command(command)
+        try:
+            self.robot.write_command(command)
+        except Exception as exc:  # the driver could not send it: trip, and send the safe command once more
+            failed = f"writing the command failed: {type(exc).__name__}: {exc}"
+            if self.tripped is None:
+                problem = self.tripped = failed
+                self._safe = self._safe_command(state)
+                self.policy.reset()
+            action, command = None, self._safe
+            try:
+                self.robot.write_command(command)
+            except Exception as again:
+                raise DeployError(f"step {index}: {failed}, and sending the safe command failed too ({type(again).__name__}: "
+                                  f"{again}): the robot may still hold the last command; stop it by other means") from None  # fmt: skip
         record = Step(index, tick, state, action, command, compute, problem)
         if self._log is not None:
             self._write_log(record)
         return record
+
+    def _clock(self) -> tuple[float, str | None]:
+        """The robot's clock (seconds), and why it cannot be used: a driver clock that raises or reads
+        NaN (not yet synced) would switch the latency check off without a word."""
+        try:
+            now = self.robot.now()
+            if isinstance(now, numbers.Real) and not isinstance(now, bool) and math.isfinite(now):
+                return float(now), None
+            problem = f"the robot's clock reads {now!r}, not a finite number of seconds"
+        except Exception as exc:
+            problem = f"reading the robot's clock failed: {type(exc).__name__}: {exc}"
+        return math.nan, problem
 
     def _safe_command(self, state: RobotState) -> JointCommand:
         """The safe command for `state`; a reading too malformed to hold a pose gets damping only."""
@@ -273,7 +305,9 @@ class ControlLoop:
         """Run up to `steps` ticks, one control period apart on the robot's clock. `on_step` sees
         every tick after its command is written and ends the run by returning True."""
         report = LoopReport()
-        start = self.robot.now()
+        start, problem = self._clock()
+        if problem is not None:  # nothing was commanded yet: no tick can be scheduled
+            raise DeployError(f"ControlLoop.run: {problem}; valid: now() returning the robot's time in seconds")
         for k in range(steps):
             tick = start + k * self.period
             self.robot.sleep_until(tick)

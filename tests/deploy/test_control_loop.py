@@ -414,3 +414,79 @@ def test_a_source_is_registered_by_name_and_a_built_in_one_only_replaced_on_purp
         register_source("joint_pos", observations._joint_pos, replace=True)
     finally:
         observations.SOURCES.pop("foot_forces", None)
+
+
+def same(a, b) -> bool:
+    return all(np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True) for k in ("position", "velocity", "kp", "kd", "effort"))
+
+
+class Clock(ScriptedRobot):
+    """A driver clock that reads `reading` from tick `at` on (a value, or an exception to raise)."""
+
+    def __init__(self, reading, at=2):
+        super().__init__()
+        self.reading, self.at = reading, at
+
+    def now(self):
+        if self.reads > self.at:
+            if isinstance(self.reading, Exception):
+                raise self.reading
+            return self.reading
+        return self.t
+
+
+@pytest.mark.parametrize("reading, message", [
+    (float("nan"), "the robot's clock reads nan, not a finite number of seconds"),
+    ("soon", "the robot's clock reads 'soon', not a finite number of seconds"),
+    (OSError("clock"), "reading the robot's clock failed: OSError: clock"),
+])  # fmt: skip
+def test_a_clock_that_cannot_be_read_trips_instead_of_switching_the_latency_check_off(cartpole_bundle, reading, message):
+    robot = Clock(reading)
+    report = ControlLoop(Policy(cartpole_bundle), robot).run(6)
+    assert report.tripped == message and report.trip_step == 2
+    assert len(robot.commands) == report.steps == 6  # every tick, the trip's included, wrote a command
+    assert all(same(c, robot.commands[2]) for c in robot.commands[2:])  # from the trip on: the safe command
+    robot = Clock(reading, at=-1)  # unusable from the start: no tick can be scheduled
+    with pytest.raises(DeployError, match=re.escape(f"ControlLoop.run: {message}; valid: now() returning")):
+        ControlLoop(Policy(cartpole_bundle), robot).run(3)
+    assert robot.commands == []
+
+
+class Bus(ScriptedRobot):
+    """A driver whose write fails `failures` times from the 3rd command on."""
+
+    def __init__(self, failures):
+        super().__init__()
+        self.failures = failures
+
+    def write_command(self, command):
+        if len(self.commands) >= 2 and self.failures:
+            self.failures -= 1
+            raise OSError("bus off")
+        super().write_command(command)
+
+
+def test_a_failed_write_trips_and_sends_the_safe_command_or_says_the_robot_may_hold_the_last_one(cartpole_bundle):
+    robot = Bus(failures=1)
+    loop = ControlLoop(Policy(cartpole_bundle), robot)
+    report = loop.run(5)
+    assert report.tripped == "writing the command failed: OSError: bus off" and report.trip_step == 2
+    assert len(robot.commands) == 5 and all(same(c, robot.commands[2]) for c in robot.commands[2:])  # the safe command
+    assert not same(robot.commands[1], robot.commands[2])
+    robot = Bus(failures=2)
+    with pytest.raises(DeployError, match=r"^step 2: writing the command failed: OSError: bus off, and sending the safe "
+                                          r"command failed too \(OSError: bus off\): .*stop it by other means$"):  # fmt: skip
+        ControlLoop(Policy(cartpole_bundle), robot).run(5)
+
+
+def test_a_robot_that_is_not_a_driver_is_refused_when_the_loop_is_built(cartpole_bundle):
+    class NoNames:
+        def read_state(self):
+            return RobotState(np.zeros(2), np.zeros(2))
+
+        def write_command(self, command):
+            pass
+
+    for robot, message in ((NoNames(), "robot is NoNames without joint_names"), (None, "robot is NoneType without joint_names")):
+        with pytest.raises(DeployError, match=re.escape(message) + ".*valid: a RobotInterface"):
+            ControlLoop(Policy(cartpole_bundle), robot)
