@@ -197,7 +197,17 @@ def _scheduler(settings: dict, cfg, space: dict, fixed: list[str]):
         raise UserError(f"tune.perturbation_interval={interval} is not a multiple of runner.save_interval="
                         f"{cfg.runner.save_interval}: PBT copies the checkpoint written at each perturbation; "
                         f"set runner.save_interval={interval} or a divisor of it")  # fmt: skip
-    scheduler = PopulationBasedTraining(
+    class FinalResultsStay(PopulationBasedTraining):
+        """PBT that leaves a trial's last iteration alone: exploiting there would replace the trial's
+        finished policy with another's before its export, and pair its objective with a perturbed
+        config that never trained (a max_iterations that is a multiple of the interval)."""
+
+        def on_trial_result(self, tune_controller, trial, result: dict) -> str:
+            if result.get("iteration", 0) >= iterations:
+                return self.CONTINUE
+            return super().on_trial_result(tune_controller, trial, result)
+
+    scheduler = FinalResultsStay(
         time_attr="iteration", perturbation_interval=interval,
         hyperparam_mutations={key: grid(domain) or categories(domain) or domain for key, domain in space.items()},
         quantile_fraction=settings["quantile_fraction"], resample_probability=settings["resample_probability"],

@@ -76,6 +76,9 @@ def test_pbt_exploits_through_robolearn_checkpoints(tmp_path):
     for run in runs:
         assert [r["iteration"] for r in metrics(run)] == list(range(1, 7))
         assert sorted(p.name for p in (run / "checkpoints").glob("iter_*.pt"))[-1] == "iter_000006.pt"
+        # the last iteration (6, a multiple of the interval) is not exploited: each trial ends with its own policy
+        assert not (run / "checkpoints" / "iter_000006.adopted_from.txt").exists()
+    assert 6 not in {e["resumed_from_iteration"] for e in exploits}
 
 
 @pytest.mark.parametrize(
