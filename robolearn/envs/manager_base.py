@@ -34,9 +34,19 @@ def plain(params: Any) -> dict[str, Any]:
 
 
 def resolve_term(kind: str, term: str, func: str, namespace: Mapping[str, Callable]) -> Callable:
-    if func not in namespace:
-        raise UserError(f"{kind} term '{term}': unknown function '{func}'; valid: {', '.join(sorted(namespace))}")
-    return namespace[func]
+    """The function named `func`; an unknown name is a UserError listing the functions of that kind
+    (generic terms that declare it, and the task's own, which declare none) and the closest name."""
+    if func in namespace:
+        return namespace[func]
+    import difflib
+
+    from robolearn.mdp.kinds import KINDS, kinds_of
+
+    fitting = sorted(name for name, f in namespace.items() if kind in kinds_of(f) or not kinds_of(f)) or sorted(namespace)
+    close = difflib.get_close_matches(func, fitting, n=1, cutoff=0.6)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    params = f" (robolearn terms --kind {kind} shows their params)" if kind in KINDS else ""
+    raise UserError(f"{kind} term '{term}': unknown function '{func}'{hint}; valid: {', '.join(fitting)}{params}")
 
 
 def check_params(kind: str, name: str, func: Callable, /, *args: Any, **params: Any) -> None:

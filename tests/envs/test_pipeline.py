@@ -69,8 +69,17 @@ def test_observation_noise_only_in_noisy_group(make_env):
 
 
 def test_unknown_term_function_lists_valid_ones(make_env):
-    with pytest.raises(UserError, match=r"reward term 'alive': unknown function 'nope'; valid: .*is_alive"):
+    with pytest.raises(UserError, match=r"reward term 'alive': unknown function 'nope'; valid: .*is_alive") as info:
         make_env(overrides=["task.rewards.alive.func=nope"])
+    assert "bad_orientation" not in str(info.value)  # a termination: not offered as a reward
+    # a termination lists terminations only (and the task's own terms), with the closest name
+    with pytest.raises(UserError) as info:
+        make_env(overrides=["task.terminations.pole_fell.func=base_below"])
+    message = str(info.value)
+    assert message.startswith("termination term 'pole_fell': unknown function 'base_below' (did you mean "
+                              "'base_height_below'?); valid: "), message  # fmt: skip
+    assert "bad_orientation" in message and "is_alive" not in message and "action_l2" not in message
+    assert message.endswith("(robolearn terms --kind termination shows their params)")
 
 
 def test_same_seed_same_trajectory_other_seed_another(make_env):
