@@ -155,8 +155,15 @@ def holds_run(path: Path) -> list[str]:
 def refuse_existing_run(path: Path) -> None:
     """One line when `path` already holds a run and nothing asked to continue or replace it."""
     found = holds_run(path)
+    if found and not _has_checkpoint(path):
+        raise UserError(f"{path} already holds a run that has no checkpoint to continue from ({', '.join(found)}); "
+                        "add overwrite=true to move it aside and start anew")  # fmt: skip
     if found:
         raise UserError(f"{path} already holds a run ({', '.join(found)}); continue it with resume={path}")
+
+
+def _has_checkpoint(path: Path) -> bool:
+    return any((path / "checkpoints").glob("iter_*.pt"))
 
 
 def claim_run_dir(path: Path, overwrite: bool = False) -> Path | None:
@@ -173,6 +180,10 @@ def claim_run_dir(path: Path, overwrite: bool = False) -> Path | None:
                             f"{', ...' if len(others) > 3 else ''}); choose a new or empty directory for the run")  # fmt: skip
         return None
     if not overwrite:
+        if not _has_checkpoint(path):  # a run that stopped before its first checkpoint
+            raise UserError(f"hydra.run.dir={path} already holds a run that has no checkpoint to continue from "
+                            f"({', '.join(found)}); add overwrite=true to move it aside and start anew, or choose "
+                            "another directory")  # fmt: skip
         raise UserError(
             f"hydra.run.dir={path} already holds a run ({', '.join(found)}); continue it with resume={path}, "
             f"choose another directory, or add overwrite=true to move the old run aside"

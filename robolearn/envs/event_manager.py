@@ -29,6 +29,19 @@ from robolearn.scene.floating_base import floating_base_joint
 LEVELS = list(RandomizationLevel)
 
 
+def _check_values(name: str, t, func: Callable, env, params: dict) -> None:
+    """A term's own check of its values against the model (`func.check_values(env, **params)`, e.g.
+    randomize_model_field's: no negative mass), with the range an adaptive range widens to."""
+    check = getattr(func, "check_values", None)
+    if check is None:
+        return
+    widest = params if t.adaptive is None else {**params, t.adaptive.param: list(t.adaptive.limits)}
+    try:
+        check(env, **widest)
+    except UserError as exc:
+        raise UserError(f"event '{name}' ({t.func}): {exc}") from None
+
+
 class EventManager(ManagerBase):
     KIND = "event"
     STATE = ("time_left",)
@@ -59,6 +72,7 @@ class EventManager(ManagerBase):
                         raise UserError(f"event '{name}' (runs from randomization={t.level.value}): {exc}") from None
                 if held:
                     check_adaptive_range(name, t.adaptive, params, env, held=True)
+                _check_values(name, t, func, env, params)
                 continue
             build_params = params
             if t.adaptive is not None and preset.adaptive:
@@ -76,6 +90,7 @@ class EventManager(ManagerBase):
                 term = Term(name, func, resolved("event", name, func, params, env), t.func)
             if held:
                 check_adaptive_range(name, t.adaptive, params, env, held=True)
+            _check_values(name, t, func, env, params)
             self.terms.append(term)
             self.modes[t.mode].append(term)
             if t.mode == EventMode.interval:

@@ -137,6 +137,36 @@ def randomize_model_field(
     env.physics.set_model_field(field, new, mask)
 
 
+NONNEGATIVE_FIELDS = ("body_mass", "body_inertia", "geom_friction", "dof_damping", "dof_armature", "dof_frictionloss")
+"""Model fields MuJoCo needs >= 0 (a negative mass or damping makes the simulation diverge at once)."""
+
+
+def _check_model_field_range(env, field: str, range: tuple[float, float], names: FieldRows | None = None,
+                             element: int | None = None, operation: str = "scale", **_) -> None:  # fmt: skip
+    """At build: a range that would make a field MuJoCo needs >= 0 negative anywhere (its extremes
+    applied to the model's own values, ADR's widest range included) is a UserError."""
+    if field not in NONNEGATIVE_FIELDS or operation not in ("scale", "add", "abs"):
+        return
+    low, high = (float(v) for v in range)
+    nominal = env.physics.default_model_field(field)[env.scene.field_rows(field, names).rows]
+    if element is not None:
+        nominal = nominal[..., element]
+    nominal = nominal.double()
+    if operation == "scale":
+        reached = torch.minimum(nominal * low, nominal * high)
+    elif operation == "add":
+        reached = nominal + min(low, high)
+    else:
+        reached = torch.full_like(nominal, min(low, high))
+    worst = float(reached.min()) if reached.numel() else 0.0
+    if worst < 0:
+        raise UserError(f"{field} {operation} range [{low:g}, {high:g}] makes {field} {worst:.3g}; valid: a range that "
+                        f"keeps it >= 0 (MuJoCo diverges on a negative {field.split('_', 1)[1]})")  # fmt: skip
+
+
+randomize_model_field.check_values = _check_model_field_range  # type: ignore[attr-defined]
+
+
 @needs_floating_base
 def reset_root_state(
     env,

@@ -175,8 +175,8 @@ class OnPolicyRunner:
             return
         cause = getattr(self.env, "divergence_cause", lambda: "")()
         raise UserError(f"iteration {self.iteration}: every one of its {steps:,} env steps diverged and was reset, so "
-                        f"nothing can be learned: {cause or 'a non-finite state, reward or observation'}; the run "
-                        "keeps its checkpoints up to here")  # fmt: skip
+                        f"nothing can be learned: {cause or 'a non-finite state, reward or observation'}; "
+                        f"{self._what_is_kept()}")  # fmt: skip
 
     def _refuse_a_lost_update(self, losses: dict[str, float]) -> None:
         """Every minibatch of the update skipped (its loss or gradient not finite, ppo.py) although
@@ -189,7 +189,13 @@ class OnPolicyRunner:
         cause = getattr(self.env, "update_failure_cause", lambda: "")()
         raise UserError(f"iteration {self.iteration}: the loss of every one of its {total} minibatches was not finite, so "
                         f"nothing was learned: {cause or 'an overflow in float32 (rewards or observations too large)'}; "
-                        "the run keeps its checkpoints up to here")  # fmt: skip
+                        f"{self._what_is_kept()}")  # fmt: skip
+
+    def _what_is_kept(self) -> str:
+        """What a stopped run leaves to continue from, for its last line."""
+        if self.saved_at is not None:
+            return "the run keeps its checkpoints up to here"
+        return "no checkpoint was written (overwrite=true trains into this run directory anew)"
 
     def _episode_stats(self) -> dict[str, float]:
         """The env's episode statistics; under torchrun, on rank 0, every rank's merged."""

@@ -651,6 +651,11 @@ CASES: list[Case] = [
           expect=("the randomization group cannot be removed", "randomization=none")),
     train("warp_cache_path_is_a_file", "physics=warp", env=(("WARP_CACHE_PATH", "{ws}/notes.txt"),), cls="file",
           expect=("physics=warp cannot make its kernel cache", "notes.txt", "valid: WARP_CACHE_PATH unset or a folder")),  # fmt: skip
+    train("negative_mass_from_a_scale_range", "task.events.pole_mass.params.range=[-1,-1]",
+          expect=("event 'pole_mass' (randomize_model_field): body_mass scale range [-1, -1] makes body_mass -0.1",
+                  "valid: a range that keeps it >= 0")),  # fmt: skip
+    train("negative_damping_from_an_abs_range", "task.events.hinge_damping.params.range=[-100,-100]",
+          expect=("dof_damping abs range [-100, -100]", "valid: a range that keeps it >= 0")),  # fmt: skip
     train("mjx_on_a_jax_platform_this_machine_lacks", "physics=mjx", env=(("JAX_PLATFORMS", "cuda"),), cls="cli",
           expect=("physics=mjx cannot start JAX on the CPU with JAX_PLATFORMS=cuda", "valid: unset JAX_PLATFORMS")),  # fmt: skip
     cli("import_negative_stiffness", "import", "run={ws}/il_negative_gain_run", "robot={ws}/quadruped.xml", cls="file",

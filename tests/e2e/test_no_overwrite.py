@@ -26,6 +26,21 @@ def test_training_into_a_run_is_refused_and_leaves_it_as_it_was(run):
     assert snapshot(run) == before  # .hydra/ included: refused before Hydra writes anything
 
 
+def test_a_run_that_stopped_before_its_first_checkpoint_points_at_overwrite_not_resume(tmp_path):
+    """Every env step of iteration 1 diverging (a state limit nothing stays within) stops the run
+    before any checkpoint: its line says so, and a second train into the folder is pointed at
+    overwrite=true, since there is nothing to resume."""
+    run = tmp_path / "run"
+    line = one_line_error(robolearn("train", *NO_EXPORT, f"hydra.run.dir={run}", "env.state_limit=1e-9", cwd=tmp_path),
+                          "iteration 1: every one of its", "no checkpoint was written")  # fmt: skip
+    assert "keeps its checkpoints" not in line
+    before = snapshot(run)
+    line = one_line_error(robolearn("train", *NO_EXPORT, f"hydra.run.dir={run}", cwd=tmp_path),
+                          "already holds a run that has no checkpoint to continue from", "overwrite=true")  # fmt: skip
+    assert "resume=" not in line and snapshot(run) == before
+    assert robolearn("train", *NO_EXPORT, f"hydra.run.dir={run}", "overwrite=true", cwd=tmp_path).returncode == 0
+
+
 def test_overwrite_moves_the_old_run_aside_whole(tmp_path):
     run = tmp_path / "run"
     assert robolearn("train", *NO_EXPORT, f"hydra.run.dir={run}", "seed=3", cwd=tmp_path).returncode == 0
