@@ -211,6 +211,18 @@ def rng_state() -> dict:
     return state
 
 
+def other_robot(payload: dict, env, source: Path) -> str | None:
+    """Why the policy of checkpoint `source` met another robot in `env` than it trained on (the
+    robot fingerprint it keeps differs from the env's), in words; None if the same or unknown (a
+    checkpoint from before 2026-11-29, or an env without one, as Isaac Lab's)."""
+    trained, now = payload.get("robot_model"), getattr(env, "robot_model", None)
+    if not isinstance(trained, str) or now is None or trained == now:
+        return None
+    return (f"checkpoint {source} was trained on another robot model than task '{env.cfg.name}' builds now (robot "
+            f"fingerprint {trained}, now {now}: its MJCF, the task's robot edits such as robot.py, or the physics "
+            "options changed since)")  # fmt: skip
+
+
 RESUME_PARTS = {"algorithm": "optimizer and learner state", "env": "environment state", "rng": "random number streams",
                 "env_steps": "count of env steps", "wall_time_s": "training time", "other_ranks": "other ranks' state"}
 """What a resume needs beyond the policy, in words (eval and export read only the policy and iteration)."""

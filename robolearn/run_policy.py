@@ -60,13 +60,15 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
         raise UserError(f"cannot apply {' '.join(overrides)} to {path}: {one_line(exc).split(' full_key:')[0]}") from None
 
 
-def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None,
-                    conditions: str = "trained", seed: int | None = None) -> tuple[BatchedEnv, ActorCritic, dict, Path]:  # fmt: skip
+def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None, conditions: str = "trained",
+                    seed: int | None = None, other_robot: str = "note") -> tuple[BatchedEnv, ActorCritic, dict, Path]:  # fmt: skip
     """A CPU env for a run's task (native MuJoCo; num_envs None: as in training, at most 64) and
     the policy of a checkpoint (the latest unless one is named); `conditions` (CONDITIONS): the
     env's curricula and adaptive ranges as the checkpoint has them, or as the task starts them;
     `seed`: the env's episodes (default: the run's seed). What the checkpoint changed is said in
-    one line on stderr."""
+    one line on stderr. A robot model changed since the checkpoint (checkpoint.other_robot) is a
+    note on stderr (`other_robot="note"`: eval and play run the model as it is now) or a UserError
+    ("refuse": an export would hand the robot gains or joints its policy never saw)."""
     check_conditions(conditions)
     cfg = load_run_config(run_dir)
     if seed is not None:
@@ -77,6 +79,13 @@ def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int |
     state = checkpoint.policy_state(payload, source, named=checkpoint_file is not None)
     seed_everything(cfg.seed)
     env = build_env(cfg, "mujoco", torch.device("cpu"), num_envs=num_envs)
+    changed = checkpoint.other_robot(payload, env, source)
+    if changed and other_robot == "refuse":
+        env.close()
+        raise UserError(f"{changed}; its bundle would give the robot gains or joints its policy never saw; valid: "
+                        "restore the model it trained with, or train a new run on this one")  # fmt: skip
+    if changed:
+        print(f"note: {changed}; running it on the model as it is now", file=sys.stderr, flush=True)
     actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
     checkpoint.restore(actor_critic, state, source)
     if conditions == "trained" and isinstance(payload.get("env"), dict):
@@ -100,7 +109,7 @@ def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | N
     if out is None and checkpoint_file is not None:
         checkpoint.refuse_another_runs(run_dir, checkpoint.named(run_dir, checkpoint_file), "export writes its bundle",
                                        "export run={owner} checkpoint={name}, or give out= for a bundle elsewhere")
-    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, None)
+    env, actor_critic, payload, source = policy_from_run(run_dir, checkpoint_file, None, other_robot="refuse")
     try:
         result = export_bundle(actor_critic, env, out or run_dir / "export", fmt, precision,
                                trained_to=TrainedTo(payload["iteration"], source))

@@ -39,6 +39,7 @@ from robolearn.envs.terrain import TerrainState
 from robolearn.errors import UserError
 from robolearn.physics import make_backend
 from robolearn.registry import TaskPlugin
+from robolearn.robot_fingerprint import robot_fingerprint
 from robolearn.scene.floating_base import floating_base_joint
 from robolearn.scene.scene import Scene
 
@@ -94,6 +95,8 @@ class BatchedEnv:
         self.num_envs = num_envs
         self.scene = Scene.build(cfg, plugin, self.device)
         model = self.model = self.scene.model
+        self.robot_model = robot_fingerprint(model)
+        """The robot's fingerprint (robot_fingerprint.py), kept in checkpoints: which robot a policy learned on."""
         self.asset_path, self.edit_spec = self.scene.asset_path, self.scene.edit_spec
         control_dt = float(model.opt.timestep) * cfg.decimation
         if cfg.episode_length_s < control_dt:

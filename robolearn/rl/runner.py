@@ -229,6 +229,7 @@ class OnPolicyRunner:
             "env_steps": self.env_steps,
             "wall_time_s": self.wall_time_s,
             "model": self.actor_critic.state_dict(),
+            "robot_model": getattr(self.env, "robot_model", None),
             "algorithm": self.alg.state_dict(),
             "env": self.env.state_dict(),
             "rng": checkpoint.rng_state(),
@@ -253,6 +254,10 @@ class OnPolicyRunner:
         trained = int(payload.get("world_size", 1))
         if trained != self.ranks.world_size:
             raise UserError(resume_ranks_line(source, trained, self.ranks.world_size))
+        other = checkpoint.other_robot(payload, self.env, source)
+        if other:
+            raise UserError(f"{other}; a resume would continue on another robot; valid: restore the model it trained "
+                            "with, or start a new run")  # fmt: skip
         own = payload if self.ranks.main else checkpoint.resume_part(payload, "other_ranks", source)[self.ranks.rank - 1]
         checkpoint.restore(self.actor_critic, checkpoint.policy_state(payload, source), source)
         checkpoint.restore(self.alg, checkpoint.resume_part(own, "algorithm", source), source)

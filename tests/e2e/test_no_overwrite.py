@@ -203,3 +203,30 @@ def test_a_lock_of_another_host_is_never_taken_over(tmp_path):
     finally:
         release_run_locks()
     assert not (tmp_path / "own" / "train.lock").exists()
+
+
+def test_a_checkpoint_of_another_robot_is_not_exported_or_resumed_and_eval_says_so(run, tmp_path):
+    """The checkpoint keeps the robot's fingerprint; a robot model edited since (simulated here by
+    the checkpoint's fingerprint) is refused by export and resume, and noted by eval."""
+    import shutil
+
+    import torch
+
+    other = tmp_path / "run"
+    shutil.copytree(run, other)
+    saved = sorted((other / "checkpoints").glob("iter_*.pt"))[-1]
+    payload = torch.load(saved, weights_only=False)
+    assert isinstance(payload["robot_model"], str) and len(payload["robot_model"]) == 16
+    payload["robot_model"] = "0123456789abcdef"
+    torch.save(payload, saved)
+    before = snapshot(other)
+    line = one_line_error(robolearn("export", f"run={other}", f"out={tmp_path / 'bundle'}", cwd=tmp_path),
+                          f"checkpoint {saved} was trained on another robot model than task 'cartpole' builds now",
+                          "fingerprint 0123456789abcdef, now ", "valid: restore the model it trained with")  # fmt: skip
+    assert "gains or joints its policy never saw" in line and not (tmp_path / "bundle").exists()
+    one_line_error(robolearn("train", f"resume={other}", "runner.max_iterations=3", cwd=tmp_path),
+                   "was trained on another robot model", "a resume would continue on another robot")  # fmt: skip
+    assert snapshot(other) == before
+    result = robolearn("eval", f"run={other}", "episodes=2", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "note: checkpoint" in result.stderr and "running it on the model as it is now" in result.stderr
