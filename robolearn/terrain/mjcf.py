@@ -22,6 +22,7 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
+from robolearn.scene.ground import GROUND_BOX_HALF_SIZE
 from robolearn.terrain.generator import Terrain
 
 # Contact and look of a removed floor that the terrain takes over; the material is left out
@@ -54,8 +55,10 @@ def add_terrain(spec: mujoco.MjSpec, terrain: Terrain, name: str = "terrain",
     """Add the hfield assets and worldbody geoms showing `terrain`, centred at (0, 0), named as
     `terrain_blocks` says.
 
-    Geoms named in `remove_geoms` are deleted (missing names are ignored); the first one found
-    lends its contact settings to the terrain geoms so friction and collision filters carry over.
+    Geoms named in `remove_geoms` are deleted (missing names are ignored), and so is every other
+    level ground of the world body, whatever its name (a plane called `ground`, an unnamed one, a
+    wide flat box): left in place it would fill the terrain's dips. The first one found lends its
+    contact settings to the terrain geoms so friction and collision filters carry over.
     """
     blocks = terrain_blocks(terrain, name, block_size)
     for block, _, _ in blocks:
@@ -65,16 +68,27 @@ def add_terrain(spec: mujoco.MjSpec, terrain: Terrain, name: str = "terrain",
     heights = np.asarray(terrain.heights, np.float64)
     geoms = [_add_block(spec, block, heights[rows, cols], terrain, rows, cols) for block, rows, cols in blocks]
     donor = None
-    for old_name in remove_geoms or ():
-        old = spec.geom(old_name)
-        if old is None:
-            continue
+    named = [spec.geom(n) for n in remove_geoms or ()]
+    ours = {block for block, _, _ in blocks}
+    level = [g for g in spec.worldbody.geoms if g.name not in ours and _level_ground(g)]
+    for old in [g for g in named if g is not None] + [g for g in level if g.name not in (remove_geoms or ())]:
         if donor is None:
             for geom in geoms:
                 for attr in _COPIED:
                     setattr(geom, attr, getattr(old, attr))
-            donor = old_name
+            donor = old.name or "unnamed ground"
         spec.delete(old)
+
+
+def _level_ground(geom) -> bool:
+    """A world-body plane or wide box (ground.GROUND_BOX_HALF_SIZE) that is not turned: the ground
+    a terrain replaces (a turned plane is a wall, a small box an obstacle)."""
+    turned = geom.alt.type != mujoco.mjtOrientation.mjORIENTATION_QUAT or not np.allclose(geom.quat, [1, 0, 0, 0])
+    if turned:
+        return False
+    if geom.type == mujoco.mjtGeom.mjGEOM_PLANE:
+        return True
+    return geom.type == mujoco.mjtGeom.mjGEOM_BOX and bool((np.asarray(geom.size[:2]) >= GROUND_BOX_HALF_SIZE).all())
 
 
 def _add_block(spec: mujoco.MjSpec, name: str, heights: np.ndarray, terrain: Terrain, rows: slice, cols: slice):

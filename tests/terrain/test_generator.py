@@ -214,3 +214,27 @@ def test_a_robot_model_with_its_own_terrain_hfield_gets_the_generated_one_beside
     exported = mujoco.MjSpec.from_string(spec.to_xml())
     edit(exported)  # the bundle's model: nothing added twice
     assert exported.compile().nhfield == model.nhfield
+
+
+@pytest.mark.parametrize("ground", [
+    '<geom name="ground" type="plane" size="10 10 .1" friction="0.7 0.01 0.001"/>',
+    '<geom type="plane" size="10 10 .1" friction="0.7 0.01 0.001"/>',  # unnamed
+    '<geom name="slab" type="box" size="5 5 .05" pos="0 0 -.05" friction="0.7 0.01 0.001"/>',
+])  # fmt: skip
+def test_the_models_level_ground_goes_whatever_its_name_and_walls_and_obstacles_stay(terrain, ground):
+    """A ground plane left under the terrain fills its dips; any level world ground is replaced
+    (its contact settings carried over), a turned plane (a wall) and a small box (an obstacle) stay."""
+    spec = mujoco.MjSpec.from_string(f"""<mujoco><worldbody>{ground}
+        <geom name="wall" type="plane" size="1 1 .1" pos="3 0 0" euler="0 90 0"/>
+        <geom name="crate" type="box" size=".2 .2 .2" pos="1 1 .2"/>
+        <body name="probe" pos="0 0 1"><freejoint/><geom type="sphere" size=".05"/></body></worldbody></mujoco>""")
+    add_terrain(spec, terrain)
+    model = spec.compile()
+    names = [model.geom(g).name for g in range(model.ngeom) if model.geom_bodyid[g] == 0]
+    assert "wall" in names and "crate" in names and "ground" not in names and "slab" not in names
+    assert not any(model.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE and not model.geom(g).name
+                   for g in range(model.ngeom))  # fmt: skip
+    assert np.allclose(model.geom("terrain").friction, [0.7, 0.01, 0.001])
+    rng = np.random.default_rng(2)
+    fx, fy = rng.uniform(-2.5, 2.5, 30), rng.uniform(-2.5, 2.5, 30)
+    assert np.allclose(ray_heights(model, fx, fy), terrain.height_at(fx, fy), atol=1e-5)  # the dips are there
