@@ -31,14 +31,20 @@ from robolearn.terrain.mjcf import add_terrain, terrain_blocks
 
 
 def resolve_asset(asset: str, task_folder: Path) -> Path:
-    """An absolute path, else relative to the task's folder, else to robolearn's assets/."""
+    """An absolute path, else relative to the task's folder, else to robolearn's assets/; one that
+    is in neither is a UserError naming both places."""
     path = Path(asset)
     if path.is_absolute():
         return path
     for base in (task_folder, assets_dir()):
         if (base / path).is_file():
             return base / path
-    return assets_dir() / path
+    for base in (task_folder, assets_dir()):
+        if (base / path).exists():  # a folder: load_model says so
+            return base / path
+    kind = "URDF" if path.suffix.lower() == ".urdf" else "MJCF"
+    raise UserError(f"{kind} file not found: {asset}, neither in the task's folder ({task_folder}) nor in robolearn's "
+                    f"assets ({assets_dir()}); valid: a path relative to either, or an absolute one")  # fmt: skip
 
 
 def default_pose(model: mujoco.MjModel) -> np.ndarray:
