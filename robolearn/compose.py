@@ -15,13 +15,14 @@ import dataclasses
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import GrammarParseError, InterpolationResolutionError
 
 from robolearn.config import SCHEMAS, AlgoCfg, EnvCfg, PhysicsCfg, RunnerCfg
 from robolearn.config_additions import as_merges
 from robolearn.compose_memo import compose_train_config
 from robolearn.config_checks import check_train_cfg
 from robolearn.errors import UserError
-from robolearn.hydra_errors import hydra_error_message
+from robolearn.hydra_errors import RANGE_VALID, empty_sweep_message, hydra_error_message, interpolation_message
 from robolearn.isaaclab import isaaclab_task
 from robolearn.paths import configs_dir
 from robolearn.registry import BROKEN, TaskPlugin, discover_tasks, task_configs
@@ -168,6 +169,21 @@ def check_switches(overrides: list[str]) -> None:
                 raise UserError(f"{key}={item} is out of range; valid: true or false{unset}")
 
 
+def check_empty_entries(overrides: list[str]) -> None:
+    """`task.rewards={}`: an override merges into the task's dict of terms (OmegaConf merges an empty
+    mapping as nothing), so every term would stay without a word; say how one goes instead."""
+    from robolearn.config_additions import holds_entries
+
+    for override in overrides:
+        key, eq, value = override.partition("=")
+        path = key.strip().lstrip("+")
+        if not eq or key.startswith("~") or value.replace(" ", "") != "{}" or not holds_entries(path):
+            continue
+        noun = "group" if path.endswith("observations") else "term"
+        raise UserError(f"{override} keeps every {noun} (an override merges into the task's {path.rpartition('.')[2]}); "
+                        f"valid: ~{path}.<name> removes one {noun}")  # fmt: skip
+
+
 def refuse_broken_task(overrides: list[str]) -> None:
     """`task=<name>` of an installed task that failed to load: say why, not "unknown task".
     `task=isaaclab:<id>` is registered here, as it is chosen (robolearn/isaaclab/task_config.py)."""
@@ -188,6 +204,7 @@ def compose_train(overrides: list[str] | None = None) -> DictConfig:
     register_configs()
     check_group_choices(overrides)
     check_switches(overrides)
+    check_empty_entries(overrides)
     refuse_broken_task(overrides)
     try:
         cfg = compose_train_config(as_merges(overrides), configs_dir())
@@ -196,7 +213,10 @@ def compose_train(overrides: list[str] | None = None) -> DictConfig:
         if message is None:
             raise
         raise UserError(message) from None
-    check_train_cfg(cfg)
+    try:
+        check_train_cfg(cfg)  # reads every value: an interpolation (`${algo.gamma}`) resolves here
+    except (InterpolationResolutionError, GrammarParseError) as exc:
+        raise UserError(interpolation_message(exc, overrides)) from None
     return cfg
 
 
@@ -222,7 +242,7 @@ def check_sweep_jobs(overrides: list[str]) -> None:
             continue
         if override.is_sweep_override() and not override.is_discrete_sweep():
             return  # sampled, not listed
-        values = list(override.sweep_string_iterator()) if override.is_sweep_override() else None
+        values = _sweep_values(override)
         axes.append([f"{key}={v}" for v in values] if values is not None else [override.input_line])
     for number, job in enumerate(itertools.islice(itertools.product(*axes), MAX_CHECKED_JOBS)):
         try:
@@ -230,3 +250,21 @@ def check_sweep_jobs(overrides: list[str]) -> None:
         except UserError as exc:
             swept = " ".join(a for a, axis in zip(job, axes) if len(axis) > 1)
             raise UserError(f"job {number} ({swept}): {exc}; no job has run") from None
+
+
+def _sweep_values(override) -> list[str] | None:
+    """The values a listed sweep gives (None: not a sweep); a range() with a step of 0 (a bare
+    ValueError from Python's range) and a sweep of no value in one line."""
+    if not override.is_sweep_override():
+        return None
+    try:
+        values = list(override.sweep_string_iterator())
+    except ValueError as exc:
+        if "must not be zero" not in str(exc):
+            raise
+        key = override.input_line.partition("=")[0]
+        raise UserError(f"{override.input_line}: a range() step of 0 sweeps nothing; valid: {RANGE_VALID}, e.g. "
+                        f"{key}=range(0,3)") from None  # fmt: skip
+    if not values:  # `range(3,0)`: Hydra would launch no job and succeed
+        raise UserError(empty_sweep_message(override.input_line))
+    return values

@@ -58,6 +58,23 @@ def takes_new_entries(path: str) -> bool:
     return _schema_dict([*parts, "entry", "setting"]) == len(parts) - 1
 
 
+def holds_entries(path: str) -> bool:
+    """Whether `path` is a dict of schema entries anywhere in the config (task.rewards, task.observations,
+    also task.observations.<group>.terms past a group's name), which an override merges into."""
+    parts, node, i = path.split("."), TrainCfg, 0
+    while i < len(parts) and dataclasses.is_dataclass(node):
+        hint = _unwrap(typing.get_type_hints(node).get(parts[i]))
+        i += 1
+        if typing.get_origin(hint) in (dict, typing.Dict):  # noqa: UP006 (the schemas use typing.Dict)
+            value = typing.get_args(hint)[1] if len(typing.get_args(hint)) == 2 else None
+            if i == len(parts):
+                return dataclasses.is_dataclass(value)
+            node, i = value, i + 1  # past the entry's name
+        else:
+            node = hint
+    return False
+
+
 def _is_sweep(value: str) -> bool:
     """A Hydra sweep: a top-level comma (outside brackets and quotes) or a sweep function."""
     if value.strip().startswith(_SWEEP_FUNCTIONS):

@@ -3,6 +3,8 @@ option with the valid ones, a key that is not a setting with the valid keys, a b
 
 from __future__ import annotations
 
+import re
+
 _GROUP_NOUNS = {"task": "task", "physics": "physics backend", "algo": "algorithm config",
                 "randomization": "randomization preset"}
 
@@ -23,6 +25,9 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = (), compose=N
         return f"unknown {noun} '{name}'; valid: {', '.join(options)}"
     if isinstance(exc, (HydraException, OmegaConfBaseException)):
         message = one_line(exc)
+        empty = re.search(r"Error parsing override '([^']*)'.*empty choice is not legal", message)
+        if empty:
+            return empty_sweep_message(empty.group(1))
         if "LexerNoViableAltException" in message or "NoViableAltException" in message:
             text = message.split(": ", 1)[-1].split(" ^")[0].strip()
             key, _, value = text.partition("=")
@@ -147,3 +152,40 @@ def _schema_named(name: str) -> type | None:
 
     kind = next((getattr(m, name) for m in (config, config_task, config_scale) if hasattr(m, name)), None)
     return kind if dataclasses.is_dataclass(kind) else None
+
+
+RANGE_VALID = "range(start, stop[, step]) with start < stop (start > stop with a negative step)"
+
+
+def empty_sweep_message(line: str) -> str:
+    """A sweep that lists no value (`seed=range(3,0)`, `seed=choice()`): Hydra would launch no job."""
+    key, _, value = line.partition("=")
+    if "range(" in value:
+        return f"{line} sweeps no value; valid: {RANGE_VALID}, e.g. {key}=range(0,3)"
+    return f"{line} sweeps no value; valid: one value or more, e.g. {key}=choice(1,2) or {key}=1,2"
+
+
+def interpolation_message(exc: BaseException, overrides: list[str] = ()) -> str:
+    """One line for an interpolation (`${algo.gamma}`) in the config that does not resolve, naming
+    the override that wrote it (`overrides`: as the user wrote them)."""
+    full_key = str(getattr(exc, "full_key", None) or "")
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    shown = next((o for o in reversed(overrides) if "${" in o.partition("=")[2] and _covers(o, full_key)), full_key)
+    example = "${<key path>}, e.g. ${algo.gamma}"
+    if key := re.search(r"Interpolation key '([^']+)' not found", text):
+        return f"{shown}: interpolation key '{key.group(1)}' is not in the config; valid: {example}"
+    if env := re.search(r"Environment variable '([^']+)' not found", text):
+        return (f"{shown}: environment variable {env.group(1)} is not set; valid: set it, or give a default, e.g. "
+                f"${{oc.env:{env.group(1)},0}}")  # fmt: skip
+    if kind := re.search(r"Unsupported interpolation type (\S+)", text):
+        return f"{shown}: '{kind.group(1)}' is not a resolver; valid: {example}, or ${{oc.env:<variable>}}"
+    for said, noun, valid in _KINDS:
+        if said in text:
+            return f"{shown}: what it resolves to is not {noun}; valid: {valid}"
+    return f"{shown}: {text}; valid: {example}"
+
+
+def _covers(override: str, full_key: str) -> bool:
+    """Whether the override sets `full_key` (itself, or a mapping or list that holds it)."""
+    key = override.partition("=")[0].lstrip("+~")
+    return not full_key or full_key == key or full_key.startswith((key + ".", key + "["))

@@ -88,12 +88,27 @@ def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int |
         print(f"note: {changed}; running it on the model as it is now", file=sys.stderr, flush=True)
     actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
     checkpoint.restore(actor_critic, state, source)
+    refuse_nonfinite_policy(actor_critic, env, source)
     if conditions == "trained" and isinstance(payload.get("env"), dict):
         changed = load_conditions(env, payload["env"])
         if changed:
             print(f"under the conditions training had reached by iteration {payload['iteration']}: {'; '.join(changed)}",
                   file=sys.stderr, flush=True)  # fmt: skip
     return env, actor_critic, payload, source
+
+
+def refuse_nonfinite_policy(actor_critic: ActorCritic, env: BatchedEnv, source: Path) -> None:
+    """A checkpoint whose policy acts NaN or inf (weights or normalizer not finite; probed at a zero
+    observation, which draws nothing from the env) is a UserError: every verb would run episodes the
+    env resets after one step, and eval's numbers and play's video would look like a policy's."""
+    obs = torch.zeros(1, env.observation_dims()["policy"], device=env.device)
+    with torch.no_grad():
+        actions, _ = actor_critic.actor_step(obs, actor_critic.initial_actor_state(1, env.device))
+    if not bool(torch.isfinite(actions).all()):
+        env.close()
+        raise UserError(f"the policy of {source} acts NaN or inf (its weights or normalizer are not finite: they "
+                        "diverged in training, or the checkpoint is damaged); valid: an earlier checkpoint "
+                        "(checkpoint=<name>)")  # fmt: skip
 
 
 def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | None = None, fmt: str = "onnx",

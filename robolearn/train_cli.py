@@ -73,7 +73,13 @@ def _follow(ranks: distributed.Ranks) -> int:
 def _check_command_line(overrides: list[str], ranks: distributed.Ranks) -> bool:
     """What the command line alone shows to be wrong, before Hydra makes a folder or composes
     anything; returns whether it is a sweep (--multirun)."""
-    from robolearn.compose import check_group_choices, check_switches, refuse_broken_task, register_configs
+    from robolearn.compose import (
+        check_empty_entries,
+        check_group_choices,
+        check_switches,
+        refuse_broken_task,
+        register_configs,
+    )
     from robolearn.config_checks import RUN_NAME, RUN_NAME_VALID
 
     completion = [a for a in overrides if _is_completion_flag(a)]
@@ -88,12 +94,18 @@ def _check_command_line(overrides: list[str], ranks: distributed.Ranks) -> bool:
     register_configs()
     check_group_choices(overrides)
     check_switches(overrides)
+    check_empty_entries(overrides)
     refuse_broken_task(overrides)
     names = [a.split("=", 1)[1] for a in overrides if a.startswith("run_name=")]
     if names and not RUN_NAME.fullmatch(names[-1]):  # before Hydra makes a folder of it
         shown = names[-1] if len(names[-1]) <= 40 else f"{names[-1][:20]}... ({len(names[-1])} characters)"
         raise UserError(f"run_name={shown} is out of range; valid: {RUN_NAME_VALID}")
     return multirun
+
+
+def _settings(overrides: list[str]) -> list[str]:
+    """The overrides of the training config: no flags (-m, --cfg job) and no hydra.* settings."""
+    return [a for a in overrides if "=" in a and not a.startswith("-") and not a.lstrip("+~").startswith("hydra")]
 
 
 def _prints_config(overrides: list[str]) -> bool:
@@ -123,8 +135,10 @@ def _train_job(handover: Handover, had_run_dir: bool, failures: list[UserError])
     folder behind (`had_run_dir`: the folder existed before, so only what was added goes)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
+    from omegaconf.errors import InterpolationResolutionError
 
     from robolearn import app, sweeps
+    from robolearn.hydra_errors import interpolation_message
     from robolearn.interrupts import Terminated
 
     def job(cfg) -> float | None:
@@ -140,6 +154,8 @@ def _train_job(handover: Handover, had_run_dir: bool, failures: list[UserError])
                                         None, exc)  # fmt: skip
             elif isinstance(exc, (KeyboardInterrupt, Terminated)) and handover.ranks.main:
                 discard_launch(run_dir, keep_dir=had_run_dir)  # stopped while starting: no empty run left behind
+            if isinstance(exc, InterpolationResolutionError):  # one the command line's check did not see
+                exc = UserError(interpolation_message(exc, list(hydra_cfg.overrides.task)))
             exc = exc if isinstance(exc, UserError) else _full_disk_error(exc, run_dir)
             if exc is None:
                 raise
@@ -170,6 +186,7 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     from robolearn.paths import configs_dir
 
     multirun = _check_command_line(overrides, handover.ranks)
+    overrides = _flags_first(overrides)
     if any(a in ("--help", "-h") for a in overrides):
         print(_help(overrides), flush=True)
         return 0
@@ -180,9 +197,10 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     sweeps.check_plugins(overrides)
     if multirun:
         check_sweep_jobs(overrides)  # every job's config, before the first one trains
-    elif _prints_config(overrides):  # --cfg job: the config it prints is one a run would accept
-        settings = [a for a in overrides if "=" in a and not a.startswith("-")]
-        compose_train([a for a in settings if not a.lstrip("+~").startswith("hydra")])
+    elif _prints_config(overrides) or any("${" in a.partition("=")[2] for a in _settings(overrides)):
+        # --cfg job: the config it prints is one a run would accept; an interpolation (`${algo.gamma}`)
+        # that does not resolve is refused before Hydra makes the run's folder
+        compose_train(_settings(overrides))
     overrides = as_merges(sweeps.sweeper_direction(overrides))
     claimed, had_run_dir = None, False
     if not multirun:
@@ -290,9 +308,46 @@ def _check_flags(overrides: list[str]) -> None:
             raise UserError(f"{flag} needs a value: {takes}")
         if flag == "--experimental-rerun":
             _check_rerun_file(Path(value if eq else following))
+        given = value if eq else following
+        if flag in ("--cfg", "-c") and given not in ("job", "hydra", "all"):
+            raise UserError(f"{flag} {given}: not a part of the config to print; valid: {takes}")
+        bare = following and "=" not in following and not following.startswith("-")  # --info's optional value
+        info = value if eq else following if bare else None
+        if flag in ("--info", "-i") and info is not None and info not in INFO_CHOICES:
+            raise UserError(f"{flag} {info}: not something Hydra's --info shows; valid: {', '.join(INFO_CHOICES)}")
     modes = sorted({MODES[a.partition("=")[0]] for a in overrides if a.partition("=")[0] in MODES})
     if len(modes) > 1:
         raise UserError(f"{' and '.join(modes)} cannot go together; valid: one of --run, --multirun, --cfg, --info")
+
+
+INFO_CHOICES = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
+"""What Hydra's --info may be given (without one: all)."""
+
+
+def _flags_first(args: list[str]) -> list[str]:
+    """Hydra's flags, each with its value, in front of the overrides, in their order otherwise:
+    argparse (Python 3.11) takes no override after a flag once it has read overrides before it
+    (`seed=1 --cfg job algo.gamma=0.9`: "unrecognized arguments: algo.gamma=0.9"). A bare --info is
+    written --info=all (what it means), so that it does not take the first override for its value."""
+    flags, rest, i = [], [], 0
+    while i < len(args):
+        arg = args[i]
+        flag, eq, _ = arg.partition("=")
+        if not arg.startswith("-") or flag not in HYDRA_FLAGS:
+            rest.append(arg)
+        elif flag in ("--info", "-i") and not eq:
+            if i + 1 < len(args) and args[i + 1] in INFO_CHOICES:
+                flags.append(f"--info={args[i + 1]}")
+                i += 1
+            else:
+                flags.append("--info=all")
+        elif HYDRA_FLAGS[flag] is not None and not eq and i + 1 < len(args):
+            flags += [arg, args[i + 1]]  # _check_flags has seen that a value follows
+            i += 1
+        else:
+            flags.append(arg)
+        i += 1
+    return [*flags, *rest]
 
 
 def _check_rerun_file(path: Path) -> None:

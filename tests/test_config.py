@@ -294,3 +294,40 @@ def test_integer_command_ranges_are_taken_as_numbers(tmp_path, monkeypatch):
         assert env.commands.ranges["goal"].tolist() == [[0.0, 1.0]] and env.commands.ranges["two"].tolist() == [[-2.0, 3.0]]
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("override,line", [
+    ("task.rewards.alive.weight=${oops}", "task.rewards.alive.weight=${oops}: interpolation key 'oops' is not in the "
+                                          "config; valid: ${<key path>}, e.g. ${algo.gamma}"),
+    ("+task.rewards.new={func: is_alive, weight: ${nope.x}}", "+task.rewards.new={func: is_alive, weight: ${nope.x}}: "
+     "interpolation key 'nope.x' is not in the config; valid: ${<key path>}, e.g. ${algo.gamma}"),
+    ("env.num_envs=${algo.gamma}", "env.num_envs=${algo.gamma}: what it resolves to is not an integer; valid: a whole "
+                                   "number, e.g. 4"),
+    ("algo.gamma=${oc.env:ROBOLEARN_UNSET_VARIABLE}", "algo.gamma=${oc.env:ROBOLEARN_UNSET_VARIABLE}: environment variable "
+     "ROBOLEARN_UNSET_VARIABLE is not set; valid: set it, or give a default, e.g. ${oc.env:ROBOLEARN_UNSET_VARIABLE,0}"),
+])  # fmt: skip
+def test_an_interpolation_that_does_not_resolve_is_one_line_naming_the_override(override, line):
+    """OmegaConf resolves `${...}` when a value is read: composed, the config checks read every one."""
+    with pytest.raises(UserError) as info:
+        compose_train([override])
+    assert str(info.value) == line
+    cfg = compose_train(["task.rewards.alive.weight=${algo.gamma}", "algo.gamma=0.9"])
+    assert cfg.task.rewards.alive.weight == 0.9
+
+
+@pytest.mark.parametrize("override,line", [
+    ("task.rewards={}", "task.rewards={} keeps every term (an override merges into the task's rewards); valid: "
+                        "~task.rewards.<name> removes one term"),
+    ("task.observations.policy.terms={ }", "task.observations.policy.terms={ } keeps every term (an override merges "
+                                           "into the task's terms); valid: ~task.observations.policy.terms.<name> removes one term"),
+    ("++task.events={}", "++task.events={} keeps every term (an override merges into the task's events); valid: "
+                         "~task.events.<name> removes one term"),
+    ("task.observations={}", "task.observations={} keeps every group (an override merges into the task's "
+                             "observations); valid: ~task.observations.<name> removes one group"),
+])  # fmt: skip
+def test_an_empty_mapping_for_a_dict_of_terms_is_refused_not_merged_as_nothing(override, line):
+    with pytest.raises(UserError) as info:
+        compose_train([override])
+    assert str(info.value) == line
+    cfg = compose_train(["~task.rewards.alive", "+task.rewards.new={func: is_alive, weight: 2}"])  # the ways that work
+    assert "alive" not in cfg.task.rewards and cfg.task.rewards.new.weight == 2

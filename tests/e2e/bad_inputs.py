@@ -651,6 +651,23 @@ CASES: list[Case] = [
           expect=("the randomization group cannot be removed", "randomization=none")),
     train("warp_cache_path_is_a_file", "physics=warp", env=(("WARP_CACHE_PATH", "{ws}/notes.txt"),), cls="file",
           expect=("physics=warp cannot make its kernel cache", "notes.txt", "valid: WARP_CACHE_PATH unset or a folder")),  # fmt: skip
+    train("interpolation_to_a_missing_key", "task.rewards.alive.weight=${oops}",
+          expect=("task.rewards.alive.weight=${oops}: interpolation key 'oops' is not in the config", "valid: ${<key path>}, e.g. ${algo.gamma}")),  # fmt: skip
+    train("interpolation_to_an_unset_env_var", "algo.gamma=${oc.env:ROBOLEARN_UNSET_VARIABLE}",
+          expect=("environment variable ROBOLEARN_UNSET_VARIABLE is not set", "valid: set it, or give a default")),  # fmt: skip
+    train("interpolation_of_the_wrong_type", "env.num_envs=${algo.gamma}",
+          expect=("env.num_envs=${algo.gamma}: what it resolves to is not an integer", "valid: a whole number")),  # fmt: skip
+    train("rewards_emptied", "task.rewards={}", expect=("task.rewards={} keeps every term", "valid: ~task.rewards.<name> removes one term")),
+    train("policy_terms_emptied", "task.observations.policy.terms={}",
+          expect=("keeps every term", "valid: ~task.observations.policy.terms.<name> removes one term")),  # fmt: skip
+    cli("sweep_of_an_empty_range", "train", "--multirun", *FAST, "seed=range(3,0)", "hydra.sweep.dir={ws}/sweep",
+        expect=("seed=range(3,0) sweeps no value", "valid: range(start, stop[, step]) with start < stop")),  # fmt: skip
+    cli("sweep_of_an_empty_choice", "train", "--multirun", *FAST, "seed=choice()", "hydra.sweep.dir={ws}/sweep",
+        expect=("seed=choice() sweeps no value", "valid: one value or more")),  # fmt: skip
+    cli("sweep_range_step_zero", "train", "--multirun", *FAST, "seed=range(0,3,0)", "hydra.sweep.dir={ws}/sweep",
+        expect=("a range() step of 0 sweeps nothing", "valid: range(start, stop[, step])")),  # fmt: skip
+    train("train_cfg_of_an_unknown_part", "--cfg", "everything", cls="cli", expect=("--cfg everything", "valid: job, hydra or all")),
+    train("train_info_of_an_unknown_kind", "--info", "bogus", cls="cli", expect=("--info bogus", "valid: all, config, defaults")),
     train("negative_mass_from_a_scale_range", "task.events.pole_mass.params.range=[-1,-1]",
           expect=("event 'pole_mass' (randomize_model_field): body_mass scale range [-1, -1] makes body_mass -0.1",
                   "valid: a range that keeps it >= 0")),  # fmt: skip

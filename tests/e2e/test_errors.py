@@ -36,7 +36,8 @@ def one_line_error(result, *expected):
     (["task.rewards.upright.wieght=1"], ["task.rewards.upright.wieght is not a setting", "valid: func, weight, params"]),
     (["env.num_envs=lots"], ["num_envs", "lots"]),
     (["seed=1,2"], ["seed"]),  # a sweep without --multirun
-    (["task.asset=missing.xml"], ["MJCF file not found", "missing.xml"]),
+    (["task.asset=missing.xml"], ["MJCF file not found: missing.xml, neither in the task's folder (", "tasks/cartpole)",
+                                  "nor in robolearn's assets (", "valid: a path relative to either"]),
     (["algo.gamma=1.5"], ["algo.gamma=1.5 is out of range; valid: 0 <= gamma <= 1"]),
     (["seed=-1"], ["seed=-1 is out of range; valid: an integer 0..4294967295"]),
     (["algo.num_mini_batches=0"], ["algo.num_mini_batches=0 is out of range"]),
@@ -153,11 +154,14 @@ def test_a_policy_with_nan_weights_is_refused_by_eval_and_export(trained_cartpol
     payload["model"]["actor.0.weight"][:] = float("nan")
     torch.save(payload, saved)
     before = snapshot(run)
-    for verb in (lambda: eval_run(run, episodes=4), lambda: export_run(run, out=tmp_path / "bundle")):
-        with pytest.raises(UserError, match=r"^the policy's actions are not finite \(NaN or inf\) in (\d+) of \1 environments: "
-                                            r".*valid: an earlier checkpoint \(checkpoint=<name>\)$"):  # fmt: skip
+    from robolearn.play import PlayCfg, play_run
+
+    for verb in (lambda: eval_run(run, episodes=4), lambda: export_run(run, out=tmp_path / "bundle"),
+                 lambda: play_run(run, None, PlayCfg(duration=1.0, out=tmp_path / "clip.mp4"))):  # fmt: skip
+        with pytest.raises(UserError, match=rf"^the policy of {re.escape(str(saved))} acts NaN or inf \(its weights or "
+                                            r"normalizer are not finite.*valid: an earlier checkpoint \(checkpoint=<name>\)$"):  # fmt: skip
             verb()
-    assert snapshot(run) == before and not (tmp_path / "bundle").exists()
+    assert snapshot(run) == before and not (tmp_path / "bundle").exists() and not (tmp_path / "clip.mp4").exists()
 
 
 @pytest.mark.parametrize("size", ["24k", "300k"])
@@ -200,3 +204,36 @@ def test_a_path_this_user_may_not_read_is_one_line(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert "config.yaml: permission denied; valid: a path this user may read" in err, err
+
+
+def test_hydra_flags_between_overrides_are_taken_where_they_stand(tmp_path):
+    """argparse (Python 3.11) takes no override after a flag once it has read overrides before it:
+    train moves Hydra's flags, with their values, in front of the overrides."""
+    result = robolearn("train", "seed=1", "--cfg", "job", "algo.gamma=0.9", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "\nseed: 1\n" in result.stdout and "  gamma: 0.9\n" in result.stdout
+    result = robolearn("train", "seed=1", "--info", "config", "algo.gamma=0.9", cwd=tmp_path)
+    assert result.returncode == 0 and "gamma: 0.9" in result.stdout, result.stderr
+    one_line_error(robolearn("train", "seed=1", "--cfg", "everything", cwd=tmp_path), "--cfg everything",
+                   "valid: job, hydra or all")  # fmt: skip
+    one_line_error(robolearn("train", "--info", "bogus", "seed=1", cwd=tmp_path), "--info bogus",
+                   "valid: all, config, defaults")  # fmt: skip
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["task.rewards.alive.weight=${oops}"],
+     ["task.rewards.alive.weight=${oops}: interpolation key 'oops' is not in the config; valid: ${<key path>}, e.g. ${algo.gamma}"]),
+    (["task.rewards={}"], ["task.rewards={} keeps every term", "valid: ~task.rewards.<name> removes one term"]),
+    (["task.observations.policy.terms={}"], ["task.observations.policy.terms={} keeps every term",
+                                             "valid: ~task.observations.policy.terms.<name> removes one term"]),
+])  # fmt: skip
+def test_a_config_mistake_the_job_would_meet_is_one_line_before_any_run_folder(tmp_path, args, expected):
+    """An interpolation to a missing key (resolved only when the job read it, after Hydra had made the
+    folder) and an empty mapping that would merge as nothing."""
+    result = robolearn("train", *FAST, *args, cwd=tmp_path)
+    one_line_error(result, *expected)
+    assert result.returncode == 2
+    result = robolearn("train", *FAST, f"hydra.run.dir={tmp_path / 'run'}", *args, cwd=tmp_path)
+    one_line_error(result, *expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "a run folder was left"

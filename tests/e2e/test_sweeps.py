@@ -120,3 +120,30 @@ def test_a_sweeper_or_launcher_without_its_extra_is_one_line(monkeypatch):
                                         r"pip install 'robolearn\[submitit\]'"):  # fmt: skip
         sweeps.check_plugins(["seed=1,2", "hydra/launcher=submitit_slurm"])
     sweeps.check_plugins(["hydra/sweeper=optuna"])  # installed here
+
+
+@pytest.mark.parametrize(("sweep", "line"), [
+    ("seed=range(3,0)", "seed=range(3,0) sweeps no value; valid: range(start, stop[, step]) with start < stop (start > "
+                        "stop with a negative step), e.g. seed=range(0,3)"),
+    ("seed=sort(range(3,0))", "seed=sort(range(3,0)) sweeps no value; valid: range(start, stop[, step])"),
+    ("seed=choice()", "seed=choice() sweeps no value; valid: one value or more, e.g. seed=choice(1,2) or seed=1,2"),
+    ("seed=range(0,3,0)", "seed=range(0,3,0): a range() step of 0 sweeps nothing; valid: range(start, stop[, step])"),
+])  # fmt: skip
+def test_a_sweep_of_no_value_is_one_line_not_a_sweep_of_no_job(tmp_path, sweep, line):
+    """Hydra launches no job for an empty range and succeeds: nothing trained, no summary."""
+    result = robolearn("train", "--multirun", "runner.max_iterations=2", sweep, f"hydra.sweep.dir={tmp_path / 'sweep'}",
+                       *SMALL, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"robolearn train: error: {line}"), result.stderr
+    assert not (tmp_path / "sweep").exists() and not (tmp_path / "runs").exists()
+
+
+def test_multirun_between_overrides_sweeps(tmp_path):
+    """`a=1 -m b=2,3`: argparse (Python 3.11) would call the overrides after -m unrecognized."""
+    result = robolearn("train", "runner.max_iterations=1", "-m", "seed=1,2", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+                       *SMALL, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = list(csv.DictReader(open(tmp_path / "sweep" / "summary.csv")))
+    assert sorted(r["overrides"].split()[1] for r in rows) == ["seed=1", "seed=2"]
+    assert [r["status"] for r in rows] == ["finished", "finished"]

@@ -63,7 +63,7 @@ def test_interval_event_fires_on_schedule(make_env):
     cfg = compose_train(["task=cartpole"])
     assert cfg.task.events.pole_mass.mode.name == "startup"
     env = make_env(overrides=[
-        "task.terminations={}", "task.episode_length_s=100",
+        "~task.terminations.pole_fell", "~task.terminations.cart_out", "task.episode_length_s=100",
         "task.events.pole_mass.mode=interval", "task.events.pole_mass.interval_s=[0.1,0.1]",
     ], num_envs=8)
     env.reset()

@@ -88,3 +88,17 @@ def test_a_class_metric_that_fails_in_evaluation_is_one_line(make_env, installed
         evaluate(env, lambda obs: torch.zeros(2, 1), progress=False)
     assert message in str(err.value) and "\n" not in str(err.value)
 
+
+
+def test_an_evaluation_where_the_policy_acts_nan_in_some_envs_is_refused(make_env):
+    """The env resets an env whose action is not finite after one step: without the check, those
+    episodes would count as one-step episodes of return ~0."""
+    env = make_env(num_envs=4)
+
+    def act(obs):
+        actions = torch.zeros(obs.shape[0], env.num_actions)
+        actions[1] = float("nan")  # one env's policy output broken
+        return actions
+
+    with pytest.raises(UserError, match=r"^the policy's actions are not finite \(NaN or inf\) in 1 of 4 environments"):
+        evaluate(env, act, progress=False)

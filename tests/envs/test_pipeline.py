@@ -10,7 +10,7 @@ from robolearn.errors import UserError
 
 def test_time_out_is_truncated_not_terminated(make_env):
     # No terminations: every episode ends by time-out after episode_length_s / dt steps.
-    env = make_env(overrides=["task.terminations={}", "task.episode_length_s=0.1"], num_envs=4)
+    env = make_env(overrides=["~task.terminations.pole_fell", "~task.terminations.cart_out", "task.episode_length_s=0.1"], num_envs=4)
     assert env.max_episode_length == 5
     env.reset()
     env.episode_length.zero_()

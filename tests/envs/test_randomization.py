@@ -111,7 +111,7 @@ def test_push_adds_the_drawn_velocity_to_the_masked_bases_only(make_env):
 def test_interval_pushes_change_the_base_velocity_on_schedule(make_env, physics):
     """Twin envs, one pushed by exactly +1 m/s in x and y every 0.1 s (5 control steps)."""
     common = ["task.events.push.interval_s=[0.1,0.1]", "task.events.push.adaptive=null", "~task.events.gravity_tilt",
-              "~task.events.action_delay", "task.terminations={}", "randomization.observation_noise=false"]
+              "~task.events.action_delay", "~task.terminations.trunk_contact", "~task.terminations.bad_orientation", "randomization.observation_noise=false"]
     pushed = quadruped(make_env, num_envs=2, physics=physics, overrides=[*common, "task.events.push.params.velocity_range=[1.0,1.0]"])
     calm = quadruped(make_env, num_envs=2, physics=physics, overrides=[*common, "task.events.push.params.velocity_range=[0.0,0.0]"])
     pushed.reset(), calm.reset()
