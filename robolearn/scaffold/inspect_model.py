@@ -42,6 +42,9 @@ class Actuator:
     """Its control range where the model limits it (a muscle's is [0, 1])."""
     gear: float = 1.0
     """Its transmission's gear (the joint's torque is gear x the actuator's force)."""
+    damping: float = 0.0
+    """Its velocity feedback: -biasprm[2] of an affine bias (a position servo's or a velocity servo's
+    kv), 0 where its force does not fall with the joint's velocity."""
 
 
 @dataclass
@@ -50,6 +53,8 @@ class ModelInfo:
     urdf: bool
     joints: list[Joint] = field(default_factory=list)
     """The robot's hinge/slide joints (objects' joints left out: `object_joints`)."""
+    ball_joints: list[str] = field(default_factory=list)
+    """The robot's ball joints (no generic joint term reads one: the templates leave them out)."""
     object_joints: list[str] = field(default_factory=list)
     """Hinge/slide joints of body trees no actuator acts on when the model has actuators (a goal
     marker's slides, an object to push), else of the trees beside the robot's: not the robot's."""
@@ -122,6 +127,13 @@ def _actuator_kind(model: mujoco.MjModel, a: int) -> str:
     return "other"
 
 
+def _actuator_damping(model: mujoco.MjModel, a: int) -> float:
+    """An actuator's velocity feedback (kv: its force's fall per unit of joint velocity), 0 for none."""
+    if int(model.actuator_biastype[a]) != int(mujoco.mjtBias.mjBIAS_AFFINE):
+        return 0.0
+    return max(0.0, -float(model.actuator_biasprm[a, 2]))
+
+
 def _mocap_welds(model: mujoco.MjModel, robot: set[int]) -> list[tuple[str, str, str, str]]:
     """Active weld and connect constraints that tie a body of `robot` to a mocap body (what
     gymnasium-robotics' Fetch and hands are moved by: a controller writes the mocap pose)."""
@@ -173,7 +185,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
             joint = obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, target)
         ctrlrange = tuple(float(v) for v in model.actuator_ctrlrange[a]) if model.actuator_ctrllimited[a] else None
         info.actuators.append(Actuator(obj_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, _actuator_kind(model, a),
-                                       ctrlrange, float(model.actuator_gear[a, 0])))  # fmt: skip
+                                       ctrlrange, float(model.actuator_gear[a, 0]), _actuator_damping(model, a)))  # fmt: skip
 
     children = body_children(model)
     free = floating_base_joint(model)
@@ -274,8 +286,12 @@ def _acted_trees(model: mujoco.MjModel) -> set[int]:
 
 
 def _joints(info: ModelInfo, model: mujoco.MjModel, trees: set[int]) -> None:
-    """info.joints: the hinge/slide joints of the robot's body `trees`; the others' are object joints."""
+    """info.joints: the hinge/slide joints of the robot's body `trees`; the others' are object joints
+    (info.ball_joints: the ball joints of those trees)."""
     for j in range(model.njnt):
+        if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_BALL) and int(model.body_rootid[model.jnt_bodyid[j]]) in trees:
+            body = obj_name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.jnt_bodyid[j])) or f"#{model.jnt_bodyid[j]}"
+            info.ball_joints.append(obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f"<unnamed, of body {body}>")
         if int(model.jnt_type[j]) not in ONE_DOF:
             continue
         name = obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, j)

@@ -32,6 +32,12 @@ class RobotPlan:
     observes."""
     slides: set[str] = field(default_factory=set)
     """The robot's slide joints (their terms are in m, a hinge's in rad)."""
+    unlimited_hinges: dict[str, float] = field(default_factory=dict)
+    """The robot's hinges without limits that no position servo drives (wheels, continuous joints,
+    free-swinging poles) and each one's angle in the
+    default pose [rad]: their angle grows without bound as they turn, so the templates observe its
+    cos and sin (joint_pos_cos_sin), and the minimal template centres their targets on that angle
+    and wraps their target errors to +-pi."""
     object_joints: list[str] = field(default_factory=list)
     """Hinge/slide joints that are not the robot's (a goal marker's, an object's): the templates'
     joint terms name the robot's joints where there are any."""

@@ -31,6 +31,9 @@ SAMPLES = 20000
 """Random joint configurations sampled for the position targets."""
 MIN_NEAR = 50
 """Fewer samples within NEAR than this: the position targets are the reach template's."""
+GIMBAL_MARGIN = 0.3
+"""A default pitch within this [rad] of +-pi/2 gets a warning: there roll and yaw turn the end
+effector about nearly one axis, and the targets' per-angle ranges barely turn it about a third."""
 
 
 def euler_from_matrix(rot: np.ndarray) -> tuple[float, float, float]:
@@ -69,6 +72,7 @@ def plan_orientation(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, to
     shown = ", ".join(f"{name} {round(value, 2) + 0.0:.2f}" for name, value in zip(("roll", "pitch", "yaw"), centre))
     plan.lines.append(f"orientation targets: the end effector's orientation in the default pose ({shown} rad in the "
                       f"frame of {plan.base}) +- {ORIENTATION_SPREAD} rad each")  # fmt: skip
+    _doubt_gimbal(plan, model, tool, site, centre[1], home)
     if near.sum() < MIN_NEAR:
         plan.lines.append(f"position targets: the reach template's (only {int(near.sum())} of {len(angle)} random "
                           f"configurations near the default pose keep the end effector within {NEAR} rad of that "
@@ -78,6 +82,30 @@ def plan_orientation(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, to
                       f"default pose while it stays within {NEAR} rad of that orientation ({int(near.sum())} of "
                       f"{len(angle)} random configurations)")  # fmt: skip
     return positions[near]
+
+
+def _doubt_gimbal(plan: RobotPlan, model: mujoco.MjModel, tool: Tool, site: str, pitch: float, home: np.ndarray) -> None:
+    """A warning where the default pitch is near +-pi/2 (gimbal lock: roll and yaw turn the tool about
+    one axis, so the per-angle ranges spread it over about two axes), with the site turn that fixes
+    it: the site's frame turned so that the default orientation is roll, pitch, yaw 0."""
+    if abs(abs(pitch) - np.pi / 2) > GIMBAL_MARGIN:
+        return
+    home_quat, turn = np.zeros(4), np.zeros(4)
+    mujoco.mju_mat2Quat(home_quat, np.ascontiguousarray(home).reshape(9))
+    mujoco.mju_negQuat(home_quat, home_quat)
+    mujoco.mju_mulQuat(turn, np.asarray(tool.frame, dtype=float), home_quat)
+    turn *= 1.0 if turn[0] >= 0 else -1.0
+    quat = " ".join(f"{round(float(v), 4) + 0.0:g}" for v in turn)
+    body = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, tool.body) or f"#{tool.body}"
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site) >= 0:
+        fix = f'give site {site} quat="{quat}"'
+    else:  # robot.py adds the site: the model gets one of its own, which new-task then takes
+        point = " ".join(f"{round(float(v), 4) + 0.0:g}" for v in tool.point)
+        fix = f'add <site name="{site}" pos="{point}" quat="{quat}"/> to body {body}'
+    plan.lines.append(f"WARNING: the end effector's default pitch ({pitch:.2f} rad) is within {GIMBAL_MARGIN} rad of "
+                      "+-pi/2, where roll and yaw turn it about nearly one axis (gimbal lock): the +- "
+                      f"{ORIENTATION_SPREAD} rad ranges barely turn it about a third axis; {fix} (its frame then has "
+                      "roll, pitch, yaw 0 in the default pose) and run new-task again")  # fmt: skip
 
 
 def _plan_sensor(plan: RobotPlan, model: mujoco.MjModel, tool: Tool, site: str, sensors: set[str]) -> None:

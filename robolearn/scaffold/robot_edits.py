@@ -43,6 +43,12 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     plan.robot_joints = [j.name for j in info.joints if j.name not in info.coupled or j.name in plan.tracked]
     plan.object_joints = list(info.object_joints)
     plan.slides = {j.name for j in info.joints if j.slide}
+    # a position servo's target is an angle: its joint works about a pose even where the MJCF writes no
+    # limits (robolearn's quadruped leaves them to robot.py), so only the other unlimited hinges turn freely
+    servoed = {a.joint for a in info.actuators if a.kind == "position"} if info.actuators else set(plan.joints)
+    stance = {name: float(info.stance_qpos[model.joint(name).qposadr[0]]) for name in plan.robot_joints}
+    plan.unlimited_hinges = {j.name: stance[j.name] for j in info.joints
+                             if not j.slide and j.range is None and j.name in stance and j.name not in servoed}  # fmt: skip
     if info.object_joints:
         plan.lines.append(f"joints of bodies no actuator moves: {short(info.object_joints)} (a target or an object, not "
                           "the robot's: the task's joint observations, penalties and resets leave them out)")  # fmt: skip
@@ -57,13 +63,20 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     what = "slide" if kinds == {True} else "hinge" if kinds == {False} else "hinge/slide"
     plan.lines.insert(0, f"joints: {len(info.joints)} {what}: {short([j.name for j in info.joints])}")
     _doubt_degrees(plan, info)
+    _plan_joint_kinds(plan, info, template)
 
-    if plan.position and int(model.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_EULER):
+    damped = [a.name or "<unnamed>" for a in info.actuators if a.damping > 0]  # velocity servos' kv, servos' kv
+    if (plan.position or damped) and int(model.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_EULER):
         # Euler integrates a servo's damping explicitly: unstable once kd * timestep exceeds about twice
-        # the joint's inertia, which light links (wrists, ankles, fingers) reach with robot-sized gains
+        # the joint's inertia, which light links (wrists, ankles, fingers, wheels) reach with robot-sized gains
         plan.integrator = "implicitfast"
-        plan.lines.append("integrator: euler -> implicitfast in the task's sim: options (MuJoCo's choice for position "
-                          "servos: their damping is integrated implicitly, stable on light links)")  # fmt: skip
+        if plan.position:
+            plan.lines.append("integrator: euler -> implicitfast in the task's sim: options (MuJoCo's choice for "
+                              "position servos: their damping is integrated implicitly, stable on light links)")  # fmt: skip
+        else:
+            plan.lines.append(f"integrator: euler -> implicitfast in the task's sim: options (MuJoCo's choice for "
+                              f"actuators with velocity feedback, here {short(damped)}: a velocity servo's kv is "
+                              "damping, integrated implicitly, stable on light links such as wheels)")  # fmt: skip
     sites = object_names(model, mujoco.mjtObj.mjOBJ_SITE, model.nsite)
     sensors = object_names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
     if legged:
@@ -74,6 +87,22 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
         plan.steps.append("add_light")
         plan.lines.append("light: missing -> added one above the robot (for videos and the viewers)")
     return plan
+
+
+def _plan_joint_kinds(plan: RobotPlan, info: ModelInfo, template: str) -> None:
+    """Report lines on the joints the templates' joint terms cannot read as they read a limited
+    hinge or a slide: unlimited hinges (observed through cos and sin) and ball joints (left out)."""
+    hinges = list(plan.unlimited_hinges)
+    if hinges and not (template == "locomotion" and info.planar):
+        more = ("; their joint targets are centred on the default pose's angle, their target errors wrapped to "
+                "+-pi" if template == "minimal" and set(hinges) & set(plan.tracked) else "")  # fmt: skip
+        plan.lines.append(f"unlimited hinges: {short(hinges)} (no limits and no position servo: their angle grows "
+                          f"without bound as they turn, e.g. wheels) -> observed as the cos and sin of their angle (joint_pos_cos_sin){more}")  # fmt: skip
+    if info.ball_joints:
+        plan.lines.append(f"ball joints: {short(info.ball_joints)} -> left out of the task's joint observations, "
+                          "targets and resets (no generic term reads a ball joint: observe it through an MJCF "
+                          "sensor, e.g. a framequat of its child body in its parent's frame and a gyro, with the "
+                          "`sensor` term)")  # fmt: skip
 
 
 TINY_HINGE_RANGE = 0.0873

@@ -12,10 +12,35 @@ from robolearn.scaffold.plan import TEMPLATES, RobotPlan, num, render
 from robolearn.task_yaml import yaml_string
 
 
-
-
 def _names(names: list[str]) -> str:
     return ", ".join(yaml_string(n) for n in names)
+
+
+UNLIMITED_TARGET_SPREAD = 0.8
+"""The minimal template's targets for a hinge without limits: its default pose's angle +- this [rad]
+(a limited joint's span its range less 10 % at each end)."""
+
+
+def _joint_pos_terms(plan: RobotPlan, joints: list[str] | None, relative: bool, noise: str, units: str | None) -> dict[str, str]:
+    """The policy's and the critic's joint position terms (their YAML lines) over `joints` (None: every
+    joint, the params naming none): joint_pos, and joint_pos_cos_sin for the unlimited hinges among
+    them (plan.unlimited_hinges), whose angle grows without bound as they turn."""
+    every = plan.robot_joints if joints is None else joints
+    turning = [j for j in every if j in plan.unlimited_hinges]
+    plain = [j for j in every if j not in plan.unlimited_hinges]
+    named = joints is not None or bool(turning)
+    policy, critic = [], []
+    if plain:
+        params = ", ".join(filter(None, ["relative: true" if relative else "", f"joints: [{_names(plain)}]" if named else ""]))
+        unit = f", units: {units if units is not None else _units(plan, plain, '')}"
+        policy.append(f"      joint_pos: {{func: joint_pos, params: {{{params}}}{unit}, noise: {{scale: {noise}}}}}")
+        critic.append(f"      joint_pos: {{func: joint_pos, params: {{{params}}}}}")
+    if turning:
+        params = f"params: {{joints: [{_names(turning)}]}}"
+        policy.append(f"      joint_pos_cos_sin: {{func: joint_pos_cos_sin, {params}, noise: {{scale: {noise}}}}}"
+                      "  # unlimited hinges: cos and sin of the angle, bounded however far they turn")  # fmt: skip
+        critic.append(f"      joint_pos_cos_sin: {{func: joint_pos_cos_sin, {params}}}")
+    return dict(joint_pos_policy="\n".join(policy), joint_pos_critic="\n".join(critic))
 
 
 CPU_MODEL_COPIES_BYTES = 8 * 2**30
@@ -78,19 +103,28 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
     values.update(_action_values(plan, 0.25 if template == "locomotion" else 0.5))
     only = f"joints: [{_names(plan.robot_joints)}]" if plan.object_joints and plan.robot_joints else ""
     values.update(joints_param=f", {only}" if only else "", joints_params=f", params: {{{only}}}" if only else "")
+    if template in ("locomotion", "reach", "pose") and not plan.planar:
+        values.update(_joint_pos_terms(plan, plan.robot_joints if only else None, relative=True,
+                                       noise="0.01" if template == "locomotion" else "0.005", units="rad"))  # fmt: skip
     pd_gains = ("\n  pd_gains:\n    func: randomize_pd_gains\n    mode: reset\n    level: default\n"
                 "    params: {kp_range: [0.85, 1.15], kd_range: [0.8, 1.2]}") if plan.position else ""  # fmt: skip
     if template == "minimal":
         ranges = []
         for joint in plan.tracked:
-            low, high = plan.joint_ranges.get(joint, (-1.0, 1.0))
-            margin = 0.1 * (high - low)
-            ranges.append(f"{yaml_string(joint)}: [{num(low + margin)}, {num(high - margin)}]")
+            if joint in plan.unlimited_hinges:  # about the default pose's angle: its error is wrapped to +-pi
+                centre = plan.unlimited_hinges[joint]
+                low, high = centre - UNLIMITED_TARGET_SPREAD, centre + UNLIMITED_TARGET_SPREAD
+            else:
+                low, high = plan.joint_ranges.get(joint, (-1.0, 1.0))
+                low, high = low + 0.1 * (high - low), high - 0.1 * (high - low)
+            ranges.append(f"{yaml_string(joint)}: [{num(low)}, {num(high)}]")
         observed = [*plan.tracked, *(j for j in plan.robot_joints if j not in plan.tracked)]  # a pole no actuator drives too
+        wrapped = [j for j in plan.tracked if j in plan.unlimited_hinges]
         values.update(joints=_names(plan.tracked), joints_text=f"{len(plan.tracked)} joint{'s' * (len(plan.tracked) != 1)}",
-                      command_ranges=", ".join(ranges),
-                      observed=_names(observed), pos_units=_units(plan, observed, ""), vel_units=_units(plan, observed, "/s"),
+                      command_ranges=", ".join(ranges), wrap_param=f", wrap: [{_names(wrapped)}]" if wrapped else "",
+                      observed=_names(observed), vel_units=_units(plan, observed, "/s"),
                       target_units=_units(plan, plan.tracked, ""))  # fmt: skip
+        values.update(_joint_pos_terms(plan, observed, relative=False, noise="0.01", units=None))
     elif template == "locomotion" and plan.planar:
         return render(TEMPLATES / template / "planar.yaml.tmpl", **values, **_planar_values(plan, pd_gains))
     elif template == "locomotion":

@@ -76,7 +76,8 @@ def test_a_goal_markers_joints_are_not_the_robots(tmp_path):
     arm = ["joint0", "joint1"]
     for group in ("policy", "critic"):
         terms = task["observations"][group]["terms"]
-        assert terms["joint_pos"]["params"] == {"relative": True, "joints": arm}
+        assert terms["joint_pos"]["params"] == {"relative": True, "joints": ["joint1"]}
+        assert terms["joint_pos_cos_sin"]["params"] == {"joints": ["joint0"]}  # joint0 turns without limits
         assert terms["joint_vel"]["params"] == {"joints": arm}
     assert task["rewards"]["joint_limits"]["params"]["joints"] == arm
     assert task["rewards"]["joint_vel"]["params"] == {"joints": arm}
@@ -97,12 +98,14 @@ def test_an_end_effector_sensor_on_an_object_is_not_the_arms(tmp_path):
 
 def test_an_underactuated_robot_observes_its_passive_joints(tmp_path):
     """gymnasium's inverted double pendulum under the minimal template: the motor drives the cart's
-    slide alone, but the policy must see both poles to keep them up; units follow each joint's kind."""
+    slide alone, but the policy must see both poles to keep them up (their hinges have no limits: as
+    the cos and sin of their angles); units follow each joint's kind."""
     new_task("idp_minimal", "minimal", robot=gym_asset("inverted_double_pendulum.xml"), out=tmp_path / "pkg")
     task = yaml_task(tmp_path / "pkg", "idp_minimal")
     policy = task["observations"]["policy"]["terms"]
-    assert policy["joint_pos"]["params"]["joints"] == ["slider", "hinge", "hinge2"]
-    assert policy["joint_pos"]["units"] == "rad or m" and policy["joint_vel"]["units"] == "rad/s or m/s"
+    assert policy["joint_pos"]["params"]["joints"] == ["slider"]
+    assert policy["joint_pos_cos_sin"]["params"]["joints"] == ["hinge", "hinge2"]  # the poles turn without limits
+    assert policy["joint_pos"]["units"] == "m" and policy["joint_vel"]["units"] == "rad/s or m/s"
     assert policy["target"]["units"] == "m"  # the command is the cart's position
     assert list(task["commands"]["joint_target"]["ranges"]) == ["slider"]
     assert task["events"]["reset_joints"]["params"]["joints"] == ["slider", "hinge", "hinge2"]
