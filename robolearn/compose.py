@@ -252,11 +252,28 @@ def check_sweep_jobs(overrides: list[str]) -> None:
             raise UserError(f"job {number} ({swept}): {exc}; no job has run") from None
 
 
+def _glob_values(override) -> list[str]:
+    """glob(include[, exclude]) over a config group's options (`task=glob(cart*)`), as Hydra's
+    sweeper expands it; of anything but a group, one line."""
+    key = override.get_key_element().lstrip("+~")
+    if key not in GROUPS:
+        raise UserError(f"{override.input_line}: glob() sweeps the options of a config group ({', '.join(GROUPS)}), "
+                        f"and {key} is not one; valid: {key}=a,b,c or range(start, stop)")  # fmt: skip
+    values = override.value().filter(group_options(key))
+    if not values:
+        raise UserError(f"{override.input_line} matches no {key} option; valid: {', '.join(group_options(key))}")
+    return values
+
+
 def _sweep_values(override) -> list[str] | None:
     """The values a listed sweep gives (None: not a sweep); a range() with a step of 0 (a bare
     ValueError from Python's range) and a sweep of no value in one line."""
     if not override.is_sweep_override():
         return None
+    from hydra.core.override_parser.types import Glob
+
+    if isinstance(override.value(), Glob):  # Hydra expands it against the group's options when it launches
+        return _glob_values(override)
     try:
         values = list(override.sweep_string_iterator())
     except ValueError as exc:

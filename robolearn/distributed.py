@@ -140,14 +140,27 @@ def launched_by_torchrun() -> bool:
     return "TORCHELASTIC_RUN_ID" in os.environ or "LOCAL_RANK" in os.environ
 
 
+def _env_int(name: str, default: str | None, least: int) -> int:
+    """An integer torchrun sets in the environment; one set by hand that is not is a UserError."""
+    text = os.environ.get(name, default)
+    try:
+        value = int(text) if text is not None else None
+    except ValueError:
+        value = None
+    if value is None or value < least:
+        raise UserError(f"{name}={text} in the environment is not valid; valid: an integer >= {least}, as torchrun sets "
+                        "it (or unset it to train in one process)")  # fmt: skip
+    return value
+
+
 def join() -> Ranks:
     """This process's Ranks: joins the job's process group when torchrun started more than one
     process, a single process otherwise."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = _env_int("WORLD_SIZE", "1", 1)
     if world <= 1 or not launched_by_torchrun():
         return Ranks()
-    ranks = Ranks(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")),
-                  int(os.environ.get("LOCAL_WORLD_SIZE", str(world))))  # fmt: skip
+    ranks = Ranks(_env_int("RANK", None, 0), world, _env_int("LOCAL_RANK", "0", 0),
+                  _env_int("LOCAL_WORLD_SIZE", str(world), 1))  # fmt: skip
     ranks._call("starting", dist.init_process_group, backend="gloo",
                 timeout=datetime.timedelta(seconds=SETUP_TIMEOUT_S))  # fmt: skip
     return ranks

@@ -668,6 +668,10 @@ CASES: list[Case] = [
         expect=("a range() step of 0 sweeps nothing", "valid: range(start, stop[, step])")),  # fmt: skip
     train("train_cfg_of_an_unknown_part", "--cfg", "everything", cls="cli", expect=("--cfg everything", "valid: job, hydra or all")),
     train("train_info_of_an_unknown_kind", "--info", "bogus", cls="cli", expect=("--info bogus", "valid: all, config, defaults")),
+    train("world_size_not_a_number", env=(("WORLD_SIZE", "abc"),), cls="cli",
+          expect=("WORLD_SIZE=abc in the environment is not valid", "valid: an integer >= 1")),  # fmt: skip
+    train("local_rank_not_a_number", env=(("WORLD_SIZE", "2"), ("RANK", "0"), ("LOCAL_RANK", "x")), cls="cli",
+          expect=("LOCAL_RANK=x in the environment is not valid", "valid: an integer >= 0")),  # fmt: skip
     train("negative_mass_from_a_scale_range", "task.events.pole_mass.params.range=[-1,-1]",
           expect=("event 'pole_mass' (randomize_model_field): body_mass scale range [-1, -1] makes body_mass -0.1",
                   "valid: a range that keeps it >= 0")),  # fmt: skip

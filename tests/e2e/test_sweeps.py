@@ -128,6 +128,9 @@ def test_a_sweeper_or_launcher_without_its_extra_is_one_line(monkeypatch):
     ("seed=sort(range(3,0))", "seed=sort(range(3,0)) sweeps no value; valid: range(start, stop[, step])"),
     ("seed=choice()", "seed=choice() sweeps no value; valid: one value or more, e.g. seed=choice(1,2) or seed=1,2"),
     ("seed=range(0,3,0)", "seed=range(0,3,0): a range() step of 0 sweeps nothing; valid: range(start, stop[, step])"),
+    ("seed=glob(*)", "seed=glob(*): glob() sweeps the options of a config group (task, algo, physics, randomization), "
+                     "and seed is not one"),
+    ("task=glob(zz*)", "task=glob(zz*) matches no task option; valid: arm_pose, arm_reach, cartpole"),
 ])  # fmt: skip
 def test_a_sweep_of_no_value_is_one_line_not_a_sweep_of_no_job(tmp_path, sweep, line):
     """Hydra launches no job for an empty range and succeeds: nothing trained, no summary."""
@@ -147,3 +150,13 @@ def test_multirun_between_overrides_sweeps(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "sweep" / "summary.csv")))
     assert sorted(r["overrides"].split()[1] for r in rows) == ["seed=1", "seed=2"]
     assert [r["status"] for r in rows] == ["finished", "finished"]
+
+
+def test_a_glob_sweeps_the_options_of_a_group(tmp_path):
+    """`task=glob(cart*)`: Hydra's sweep over a group's options (the check before launch expands it
+    as Hydra's sweeper does; it said "ConfigLoader is not set")."""
+    result = robolearn("train", "--multirun", "runner.max_iterations=1", "task=glob(cart*)",
+                       f"hydra.sweep.dir={tmp_path / 'sweep'}", *SMALL, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = list(csv.DictReader(open(tmp_path / "sweep" / "summary.csv")))
+    assert [r["status"] for r in rows] == ["finished"] and "task=cartpole" in rows[0]["overrides"]
