@@ -19,6 +19,7 @@ exits 130 (143); a second one stops at once.
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import os
 import signal
@@ -221,7 +222,9 @@ def _summary_row(result, cfg) -> dict:
     from robolearn.tune_trial import format_value
 
     metrics = result.metrics or {}
-    iteration = metrics.get("iteration", 0)
+    # the run's own record: Tune's last reported row lags it when a trial is stopped (Ctrl+C, ASHA)
+    iteration = _last_iteration(Path(metrics["run_dir"])) if metrics.get("run_dir") else None
+    iteration = iteration if iteration is not None else metrics.get("iteration", 0)
     if result.error is not None:
         status, error = "failed", trial_error(result.error)
     elif iteration < int((result.config or {}).get("runner.max_iterations", cfg.runner.max_iterations)):
@@ -234,6 +237,21 @@ def _summary_row(result, cfg) -> dict:
             "mode": cfg.objective.mode, "direction": cfg.objective.direction,
             "objective": value if value is not None and math.isfinite(value) else None, "status": status,
             "error": error, "run_dir": metrics.get("run_dir", str(result.path))}  # fmt: skip
+
+
+def _last_iteration(run_dir: Path) -> int | None:
+    """The last iteration in a run's metrics.jsonl (a line cut short when the trial was killed is
+    skipped); None where it has none."""
+    try:
+        lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return int(json.loads(line)["iteration"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return None
 
 
 def _reachable(address: str | None) -> None:

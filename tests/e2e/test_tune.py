@@ -43,6 +43,8 @@ def test_asha_stops_the_trial_that_lags(tmp_path):
         cfg = yaml.safe_load(open(f"{run}/config.yaml"))
         assert f"algo.learning_rate={cfg['algo']['learning_rate']!r}" == row["overrides"]  # the trial's own config
         assert json.load(open(f"{run}/manifest.json"))["task"] == "cartpole"
+        if row["status"] != "finished":  # where it stopped, as the run's own metrics say (Tune's last report lags)
+            assert row["status"] == f"stopped at iteration {metrics(Path(run))[-1]['iteration']}", row["status"]
     finished = folder / rows["algo.learning_rate=0.01"]["run_dir"]
     assert [r["iteration"] for r in metrics(finished)] == list(range(1, 9))
     assert (finished / "checkpoints" / "iter_000008.pt").is_file()
