@@ -171,11 +171,16 @@ def check_switches(overrides: list[str]) -> None:
 
 def check_empty_entries(overrides: list[str]) -> None:
     """`task.rewards={}`: an override merges into the task's dict of terms (OmegaConf merges an empty
-    mapping as nothing), so every term would stay without a word; say how one goes instead."""
+    mapping as nothing), so every term would stay without a word; `~task.rewards` the schema refuses
+    in Hydra's words. Say how one term goes instead."""
     from robolearn.config_additions import holds_entries
 
     for override in overrides:
         key, eq, value = override.partition("=")
+        if key.startswith("~") and holds_entries(key[1:].strip()):  # `~task.rewards`: the schema refuses it
+            noun = "group" if key.endswith("observations") else "term"
+            raise UserError(f"{override}: the task's {key[1:].rpartition('.')[2]} cannot be removed as a whole; valid: "
+                            f"~{key[1:]}.<name> removes one {noun}")  # fmt: skip
         path = key.strip().lstrip("+")
         if not eq or key.startswith("~") or value.replace(" ", "") != "{}" or not holds_entries(path):
             continue

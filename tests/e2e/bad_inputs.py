@@ -672,6 +672,8 @@ CASES: list[Case] = [
           expect=("WORLD_SIZE=abc in the environment is not valid", "valid: an integer >= 1")),  # fmt: skip
     train("local_rank_not_a_number", env=(("WORLD_SIZE", "2"), ("RANK", "0"), ("LOCAL_RANK", "x")), cls="cli",
           expect=("LOCAL_RANK=x in the environment is not valid", "valid: an integer >= 0")),  # fmt: skip
+    train("a_term_group_removed_as_a_whole", "~task.rewards",
+          expect=("~task.rewards: the task's rewards cannot be removed as a whole", "valid: ~task.rewards.<name> removes one term")),  # fmt: skip
     train("negative_mass_from_a_scale_range", "task.events.pole_mass.params.range=[-1,-1]",
           expect=("event 'pole_mass' (randomize_model_field): body_mass scale range [-1, -1] makes body_mass -0.1",
                   "valid: a range that keeps it >= 0")),  # fmt: skip

@@ -103,10 +103,13 @@ def test_bad_resume_and_corrupt_checkpoint_are_reported_and_nothing_is_lost(tmp_
     for strip, expected in (("algorithm", "has no optimizer and learner state ('algorithm')"),
                             ("env_steps", "has no count of env steps ('env_steps')"),
                             ("rng", "has no random number streams ('rng')"),
-                            ("rng.torch", "holds random number streams this robolearn cannot restore")):  # fmt: skip
+                            ("rng.torch", "holds random number streams this robolearn cannot restore"),
+                            ("iteration<0", "says it was saved at iteration -5; valid: an integer >= 0")):  # fmt: skip
         payload = torch.load(saved, weights_only=False)
         if strip == "rng.torch":
             payload["rng"]["torch"] = torch.zeros(3)
+        elif strip == "iteration<0":
+            payload["iteration"] = -5
         else:
             del payload[strip]
         torch.save(payload, saved)
