@@ -53,3 +53,16 @@ def add_floor(spec: mujoco.MjSpec, name: str = "floor") -> mujoco.MjsGeom:
             floor.contype |= geom.conaffinity
             floor.conaffinity |= geom.contype
     return floor
+
+
+def level_ground_geoms(spec: mujoco.MjSpec) -> list[mujoco.MjsGeom]:
+    """The world body's level ground in a spec, whatever its name (a plane called `ground`, an
+    unnamed one, a wide flat box): what a generated terrain replaces, since left in place it would
+    fill the terrain's dips. A turned plane (a wall) and a small box (an obstacle) are not."""
+    found = []
+    for geom in spec.worldbody.geoms:
+        turned = geom.alt.type != mujoco.mjtOrientation.mjORIENTATION_QUAT or not np.allclose(geom.quat, [1, 0, 0, 0])
+        wide_box = geom.type == mujoco.mjtGeom.mjGEOM_BOX and bool((np.asarray(geom.size[:2]) >= GROUND_BOX_HALF_SIZE).all())
+        if not turned and (geom.type == mujoco.mjtGeom.mjGEOM_PLANE or wide_box):
+            found.append(geom)
+    return found

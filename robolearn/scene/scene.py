@@ -24,6 +24,7 @@ from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import TaskPlugin
 from robolearn.scene import lookup
 from robolearn.scene.floating_base import floating_base_joint
+from robolearn.scene.ground import level_ground_geoms
 from robolearn.scene.entities import Actuators, FieldRows, Joints, Root, Sensors, entity_names
 from robolearn.scene.sim_options import with_sim_options
 from robolearn.terrain import Terrain, generate
@@ -89,7 +90,7 @@ def with_terrain(edit: Callable | None, terrain: Terrain) -> Callable:
             return
         # An hfield or geom the robot's model calls 'terrain' (dm_control's quadruped) is its own: a name of ours then.
         taken = whole is not None or spec.geom("terrain") is not None
-        add_terrain(spec, terrain, OWN_TERRAIN if taken else "terrain")
+        add_terrain(spec, terrain, OWN_TERRAIN if taken else "terrain", remove_geoms=("floor", *level_ground_geoms(spec)))
 
     return edit_with_terrain
 

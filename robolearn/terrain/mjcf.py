@@ -22,7 +22,6 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
-from robolearn.scene.ground import GROUND_BOX_HALF_SIZE
 from robolearn.terrain.generator import Terrain
 
 # Contact and look of a removed floor that the terrain takes over; the material is left out
@@ -51,14 +50,13 @@ def terrain_blocks(terrain: Terrain, name: str = "terrain", block_size: float = 
 
 
 def add_terrain(spec: mujoco.MjSpec, terrain: Terrain, name: str = "terrain",
-                remove_geoms: Sequence[str] | None = ("floor",), block_size: float = BLOCK_SIZE) -> None:
+                remove_geoms: Sequence[str | mujoco.MjsGeom] | None = ("floor",), block_size: float = BLOCK_SIZE) -> None:
     """Add the hfield assets and worldbody geoms showing `terrain`, centred at (0, 0), named as
     `terrain_blocks` says.
 
-    Geoms named in `remove_geoms` are deleted (missing names are ignored), and so is every other
-    level ground of the world body, whatever its name (a plane called `ground`, an unnamed one, a
-    wide flat box): left in place it would fill the terrain's dips. The first one found lends its
-    contact settings to the terrain geoms so friction and collision filters carry over.
+    The geoms in `remove_geoms` (names, missing ones ignored, or the geoms themselves: the scene
+    passes every level ground of the world, scene/ground.py) are deleted; the first one found lends
+    its contact settings to the terrain geoms so friction and collision filters carry over.
     """
     blocks = terrain_blocks(terrain, name, block_size)
     for block, _, _ in blocks:
@@ -68,27 +66,14 @@ def add_terrain(spec: mujoco.MjSpec, terrain: Terrain, name: str = "terrain",
     heights = np.asarray(terrain.heights, np.float64)
     geoms = [_add_block(spec, block, heights[rows, cols], terrain, rows, cols) for block, rows, cols in blocks]
     donor = None
-    named = [spec.geom(n) for n in remove_geoms or ()]
-    ours = {block for block, _, _ in blocks}
-    level = [g for g in spec.worldbody.geoms if g.name not in ours and _level_ground(g)]
-    for old in [g for g in named if g is not None] + [g for g in level if g.name not in (remove_geoms or ())]:
+    found = [spec.geom(g) if isinstance(g, str) else g for g in remove_geoms or ()]
+    for old in dict.fromkeys(g for g in found if g is not None):  # each once, in order
         if donor is None:
             for geom in geoms:
                 for attr in _COPIED:
                     setattr(geom, attr, getattr(old, attr))
             donor = old.name or "unnamed ground"
         spec.delete(old)
-
-
-def _level_ground(geom) -> bool:
-    """A world-body plane or wide box (ground.GROUND_BOX_HALF_SIZE) that is not turned: the ground
-    a terrain replaces (a turned plane is a wall, a small box an obstacle)."""
-    turned = geom.alt.type != mujoco.mjtOrientation.mjORIENTATION_QUAT or not np.allclose(geom.quat, [1, 0, 0, 0])
-    if turned:
-        return False
-    if geom.type == mujoco.mjtGeom.mjGEOM_PLANE:
-        return True
-    return geom.type == mujoco.mjtGeom.mjGEOM_BOX and bool((np.asarray(geom.size[:2]) >= GROUND_BOX_HALF_SIZE).all())
 
 
 def _add_block(spec: mujoco.MjSpec, name: str, heights: np.ndarray, terrain: Terrain, rows: slice, cols: slice):

@@ -11,6 +11,7 @@ import pytest
 from robolearn.errors import UserError
 from robolearn.terrain import TerrainCfg, generate
 from robolearn.terrain.generator import column_types
+from robolearn.scene.ground import level_ground_geoms
 from robolearn.terrain.mjcf import BLOCK_SIZE, add_terrain, terrain_blocks
 
 N, NB = 20, 5  # samples per tile, border samples
@@ -228,7 +229,7 @@ def test_the_models_level_ground_goes_whatever_its_name_and_walls_and_obstacles_
         <geom name="wall" type="plane" size="1 1 .1" pos="3 0 0" euler="0 90 0"/>
         <geom name="crate" type="box" size=".2 .2 .2" pos="1 1 .2"/>
         <body name="probe" pos="0 0 1"><freejoint/><geom type="sphere" size=".05"/></body></worldbody></mujoco>""")
-    add_terrain(spec, terrain)
+    add_terrain(spec, terrain, remove_geoms=("floor", *level_ground_geoms(spec)))  # as the scene adds it
     model = spec.compile()
     names = [model.geom(g).name for g in range(model.ngeom) if model.geom_bodyid[g] == 0]
     assert "wall" in names and "crate" in names and "ground" not in names and "slab" not in names
