@@ -37,6 +37,9 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
             raise ValueError("it holds no task: mapping (robolearn train writes one)")
         cfg = OmegaConf.merge(OmegaConf.structured(TrainCfg), saved)
     except Exception as exc:
+        kind, key = getattr(exc, "object_type", None), getattr(exc, "full_key", None)
+        if isinstance(exc, ConfigKeyError) and key and dataclasses.is_dataclass(kind):  # a hand edit of the file
+            raise UserError(f"cannot read {path}: {not_a_setting(key, kind)} (edited since the run wrote it?)") from None
         raise UserError(f"cannot read {path}: {one_line(exc)}") from None
     for override in overrides:
         group, _, value = override.partition("=")

@@ -240,3 +240,15 @@ def test_a_config_mistake_the_job_would_meet_is_one_line_before_any_run_folder(t
     result = robolearn("train", *FAST, f"hydra.run.dir={tmp_path / 'run'}", *args, cwd=tmp_path)
     one_line_error(result, *expected)
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "a run folder was left"
+
+
+def test_a_run_config_edited_with_a_key_no_schema_has_names_the_valid_ones(trained_cartpole, tmp_path):
+    from robolearn.errors import UserError
+    from robolearn.run_policy import load_run_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    text = (trained_cartpole[0] / "config.yaml").read_text()
+    (run / "config.yaml").write_text(text.replace("  gamma:", "  gamam:", 1))
+    with pytest.raises(UserError, match=r"config.yaml: algo.gamam is not a setting of algo; valid: .*gamma.*\(edited since"):
+        load_run_config(run)
