@@ -223,16 +223,32 @@ def _record(env, actor_critic, clip: Clip) -> None:
             for i, renderer in enumerate(clip.renderers):
                 set_state(model, data, env.physics.qpos[i].double().numpy(), env.physics.qvel[i].double().numpy())
                 values = {name: env.commands.get(name)[i].numpy() for name in commands}
-                terms = env.rewards.values[:, i].numpy() * weights
-                top = sorted(zip(env.rewards.names, terms), key=lambda nv: -abs(nv[1]))[:3]
-                lines = [clip.title if i == 0 else f"env {i}", f"t {t:5.2f} s | return {returns[i]:8.2f}",
-                         "reward: " + "  ".join(f"{n} {v:+.2f}" for n, v in top)]  # fmt: skip
-                lines += [f"{name} {fmt(value)}" for name, value in values.items()]
-                if notes[i][0] and t - notes[i][1] < END_NOTE_S:
-                    lines.append(notes[i][0])
+                lines = overlay(clip.title if i == 0 else f"env {i}", t, returns[i], env.rewards.names,
+                                env.rewards.values[:, i].numpy() * weights, values, notes[i])  # fmt: skip
                 arrows, markers = marks.draw(model, data, values)
                 frames.append(renderer.render(data, arrows, lines, markers))
             clip.writer.write(frames[0] if len(frames) == 1 else tile(frames))
+
+
+def overlay(title: str, t: float, ret: float, names: list[str], terms: np.ndarray, commands: dict,
+            note: tuple[str, float]) -> list[str]:  # fmt: skip
+    """What a frame of play shows: the title, the time and the episode's return, the three largest
+    weighted reward terms, each command, and how the last episode ended (`note`: text and time) for
+    END_NOTE_S after it did."""
+    top = sorted(zip(names, terms), key=lambda nv: -abs(nv[1]))[:3]
+    lines = [title, f"t {t:5.2f} s | return {ret:8.2f}", "reward: " + "  ".join(f"{n} {v:+.2f}" for n, v in top)]
+    lines += [f"{name} {fmt(value)}" for name, value in commands.items()]
+    if note[0] and t - note[1] < END_NOTE_S:
+        lines.append(note[0][:100])
+    return lines
+
+
+def scripted(command: CommandScript | None, name: str | None, t: float, commands: dict[str, np.ndarray]) -> dict:
+    """The task's commands at time t, the first one (`name`) scripted by command= where given (the
+    others as the task draws them)."""
+    if command is None:
+        return commands
+    return {**commands, name: np.asarray(command.at(t), dtype=np.float32)}
 
 
 def _tiled(cfg: PlayCfg) -> tuple[int, int]:
@@ -287,19 +303,13 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
     env = referee.env
     weights = env.rewards.weights.numpy()
 
-    def operator(t: float, commands: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The task's commands, the first one scripted by command= (the others as the task draws them)."""
-        if cfg.command is None:
-            return commands
-        return {**commands, name: np.asarray(cfg.command.at(t), dtype=np.float32)}
-
     done, note = [0], ("", -1.0)  # ticks played; how the last episode ended, and when
 
     def episode() -> None:
         """One episode as sim2sim runs it (a start state drawn by the task, scored by its terms), to
         its end or to the end of the video."""
         robot.reset(*referee.initial_state())
-        robot.inputs = operator(done[0] * period, referee.commands())
+        robot.inputs = scripted(cfg.command, name, done[0] * period, referee.commands())
         loop.reset()
         score = EpisodeScore(referee, robot)
 
@@ -311,18 +321,13 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
                 note = (f"episode ended ({score.ended_by()}), return {score.episode.ret:.1f}", t)
             if done[0] % every == 0:
                 terms = env.rewards.values[:, 0].numpy() * weights if score.episode.length else weights * 0
-                top = sorted(zip(env.rewards.names, terms), key=lambda nv: -abs(nv[1]))[:3]
-                lines = [title, f"t {t:5.2f} s | return {score.episode.ret:8.2f}",
-                         "reward: " + "  ".join(f"{n} {v:+.2f}" for n, v in top)]  # fmt: skip
-                lines += [f"{key} {fmt(value)}" for key, value in robot.inputs.items()]
-                if note[0] and t - note[1] < END_NOTE_S:
-                    lines.append(note[0][:100])
+                lines = overlay(title, t, score.episode.ret, env.rewards.names, terms, robot.inputs, note)
                 arrows, markers = marks.draw(model, robot.data, robot.inputs)
                 writer.write(renderer.render(robot.data, arrows, lines, markers))
             done[0] += 1
             if ended or done[0] >= ticks or score.episode.length >= env.max_episode_length:
                 return True
-            robot.inputs = operator(done[0] * period, referee.advance_commands())  # the value for the next tick
+            robot.inputs = scripted(cfg.command, name, done[0] * period, referee.advance_commands())  # the next tick's
             return False
 
         loop.run(ticks - done[0], on_step)

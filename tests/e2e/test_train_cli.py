@@ -164,7 +164,7 @@ def test_hydra_help_lists_the_flags_train_takes(tmp_path):
     assert result.returncode == 0, result.stderr
     flags = result.stdout.split("== Flags ==")[1].split("== Configuration groups ==")[0]
     listed = {f for line in flags.splitlines() if " : " in line for f in line.split(" : ")[0].split()[0].split(",")}
-    from robolearn.train_cli import HYDRA_FLAGS
+    from robolearn.train_flags import HYDRA_FLAGS
 
     assert listed == set(HYDRA_FLAGS) | {"key=value"}
     assert "hydra/sweeper: basic" in result.stdout and not (tmp_path / "runs").exists()
