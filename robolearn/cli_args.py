@@ -53,7 +53,7 @@ def flags(args: list[str], options: dict[str, str | None], choices: dict[str, st
     """(option values, the one positional argument or None) of `--flag value` / `--flag=value`
     arguments; a flag without a value names its `choices` where it has them, anything else is
     refused with what the verb `takes`."""
-    options, positional, rest = dict(options), None, list(args)
+    options, positional, rest, given = dict(options), None, list(args), {}
     while rest:
         arg = rest.pop(0)
         flag, eq, value = arg.partition("=")
@@ -62,7 +62,9 @@ def flags(args: list[str], options: dict[str, str | None], choices: dict[str, st
                 value = rest.pop(0) if rest and not rest[0].startswith("--") else ""
             if not value:
                 raise UserError(f"{flag} needs a value" + (f"; valid: {choices[flag]}" if flag in choices else ""))
-            options[flag] = value
+            if flag in given:
+                raise UserError(f"{flag} is given twice ({given[flag]} and {value}); valid: one {flag}")
+            options[flag] = given[flag] = value
         elif arg.startswith("-") or positional is not None:
             raise UserError(f"unexpected argument '{arg}'; {takes}")
         else:

@@ -35,12 +35,14 @@ class CommandScript:
             raise UserError(f"command={text} is not a list of finite numbers or a schedule; {EXAMPLE}")
         try:
             if not any(isinstance(v, list) for v in raw):
-                return cls((0.0,), (tuple(_number(v) for v in raw),))
+                return cls((0.0,), (_check_size(text, tuple(_number(v) for v in raw)),))
             rows = [[_number(v) for v in row] for row in raw]
         except (TypeError, ValueError):
             raise UserError(f"command={text} is not a list of finite numbers or a schedule; {EXAMPLE}") from None
         if any(len(row) != len(rows[0]) or len(row) < 2 for row in rows):
             raise UserError(f"command={text}: every schedule row is [from_s, values...] of one length; {EXAMPLE}")
+        for row in rows:
+            _check_size(text, row[1:])
         starts = [row[0] for row in rows]
         if starts[0] < 0 or any(b <= a for a, b in zip(starts, starts[1:])):
             raise UserError(f"command={text}: a schedule's times must be >= 0 and rise strictly; {EXAMPLE}")
@@ -80,3 +82,16 @@ def _number(value) -> float:
     if not math.isfinite(value):  # a NaN target turns the policy's output into NaN; a NaN time is never reached
         raise ValueError(value)
     return float(value)
+
+
+MAX_COMMAND = 1e6
+"""The largest command value play takes: past it the observations' float32 arithmetic overflows, and
+no task's command (a speed, a position, an angle) comes near it."""
+
+
+def _check_size(text: str, values: tuple[float, ...]) -> tuple[float, ...]:
+    big = next((v for v in values if abs(v) > MAX_COMMAND), None)
+    if big is not None:
+        raise UserError(f"command={text}: {big:g} is far past any command a policy was trained on; valid: values "
+                        f"of magnitude at most {MAX_COMMAND:g} (the task's command ranges are in its YAML)")  # fmt: skip
+    return values

@@ -12,6 +12,7 @@ its own values.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
@@ -170,9 +171,10 @@ def check_switches(overrides: list[str]) -> None:
 
 
 def check_empty_entries(overrides: list[str]) -> None:
-    """`task.rewards={}`: an override merges into the task's dict of terms (OmegaConf merges an empty
-    mapping as nothing), so every term would stay without a word; `~task.rewards` the schema refuses
-    in Hydra's words. Say how one term goes instead."""
+    """`task.rewards={}` or `task.rewards.alive={}`: an override merges into the task's dict of terms
+    or into one term (OmegaConf merges an empty mapping as nothing), so every term, or that one,
+    would stay without a word; `~task.rewards` the schema refuses in Hydra's words. Say how one
+    term goes instead. A sweep's values are each checked."""
     from robolearn.config_additions import holds_entries
 
     for override in overrides:
@@ -182,11 +184,29 @@ def check_empty_entries(overrides: list[str]) -> None:
             raise UserError(f"{override}: the task's {key[1:].rpartition('.')[2]} cannot be removed as a whole; valid: "
                             f"~{key[1:]}.<name> removes one {noun}")  # fmt: skip
         path = key.strip().lstrip("+")
-        if not eq or key.startswith("~") or value.replace(" ", "") != "{}" or not holds_entries(path):
+        if not eq or key.startswith("~") or "{" not in value or not _merges_nothing(override):
             continue
-        noun = "group" if path.endswith("observations") else "term"
-        raise UserError(f"{override} keeps every {noun} (an override merges into the task's {path.rpartition('.')[2]}); "
-                        f"valid: ~{path}.<name> removes one {noun}")  # fmt: skip
+        parent, _, name = path.rpartition(".")
+        if holds_entries(path):
+            noun = "group" if path.endswith("observations") else "term"
+            raise UserError(f"{override} keeps every {noun} (an override merges into the task's {name}); "
+                            f"valid: ~{path}.<name> removes one {noun}")  # fmt: skip
+        if parent and holds_entries(parent) and not re.match(r"\+[^+]", key):  # `+task.rewards.new={}` adds one
+            noun = "group" if parent.endswith("observations") else "term"
+            raise UserError(f"{override} keeps {noun} '{name}' as it is (an override merges into it); valid: "
+                            f"~{path} removes it")  # fmt: skip
+
+
+def _merges_nothing(override: str) -> bool:
+    """Whether the override's value, or one of its sweep's values, is an empty mapping `{}`."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides([override])[0]
+        values = list(parsed.sweep_iterator()) if parsed.is_sweep_override() else [parsed.value()]
+    except Exception:  # noqa: BLE001 (Hydra says what is wrong with it when it composes)
+        return False
+    return any(isinstance(v, dict) and not v for v in values)
 
 
 def refuse_broken_task(overrides: list[str]) -> None:

@@ -162,6 +162,7 @@ def check_train_cfg(cfg: DictConfig, world_size: int = 1) -> None:
     """Raise a UserError for an undeclared key or the first value outside its valid range;
     `world_size`: the ranks of a torchrun job, which share env.num_envs."""
     check_known_keys(cfg)
+    check_missing(cfg)
     check_finite(cfg)
     for pattern, (ok, valid) in RULES.items():
         for key, value in _select(cfg, pattern):
@@ -242,6 +243,24 @@ def check_action_cfg(action: DictConfig) -> None:
                 raise UserError(f"task.action.{key}: '{pattern}' is not a valid regular expression ({exc})") from None
             if not ok(v):
                 raise UserError(f"task.action.{key}.{pattern}={_show(v)} is out of range; valid: {valid}")
+
+
+def check_missing(node: Any, path: str = "") -> None:
+    """Refuse a setting the schema has no default for and nothing set (`+task.rewards.new={}`: a
+    term without its func), before the run reads it in OmegaConf's words."""
+    if isinstance(node, DictConfig) and not node._is_none() and not node._is_missing():
+        for key in node.keys():
+            child = node._get_node(key)
+            if child._is_missing():
+                where = f"{path}{key}"
+                if key == "func":
+                    raise UserError(f"{path[:-1]} has no func; valid: {{func: <a term function>, ...}} (robolearn terms "
+                                    "lists them)")  # fmt: skip
+                raise UserError(f"{where} is not set and has no default; valid: set it, e.g. {where}=<value>")
+            check_missing(child, f"{path}{key}.")
+    elif isinstance(node, ListConfig) and not node._is_none() and not node._is_missing():
+        for k in range(len(node)):
+            check_missing(node._get_node(k), f"{path[:-1]}[{k}].")
 
 
 def check_finite(node: Any, path: str = "") -> None:

@@ -43,6 +43,10 @@ def check_flags(overrides: list[str]) -> None:
         info = value if eq else following if bare else None
         if flag in ("--info", "-i") and info is not None and info not in INFO_CHOICES:
             raise UserError(f"{flag} {info}: not something Hydra's --info shows; valid: {', '.join(INFO_CHOICES)}")
+    named = {a.partition("=")[0] for a in overrides}
+    if named & {"--package", "-p"} and not named & {"--cfg", "-c"}:  # Hydra would ignore it and train
+        raise UserError("--package chooses the part of the config --cfg prints; valid: with --cfg, e.g. "
+                        "robolearn train --cfg job --package algo")  # fmt: skip
     modes = sorted({MODES[a.partition("=")[0]] for a in overrides if a.partition("=")[0] in MODES})
     if len(modes) > 1:
         raise UserError(f"{' and '.join(modes)} cannot go together; valid: one of --run, --multirun, --cfg, --info")

@@ -93,6 +93,7 @@ def test_cli_kind_filter_and_one_term(capsys):
     (["terms", "joint_poss"], "unknown term 'joint_poss'; did you mean: joint_pos"),
     (["terms", "--kind", "event", "joint_pos"], "unknown term 'joint_pos'"),
     (["terms", "a", "b"], "unexpected argument 'b'"),
+    (["terms", "--kind", "reward", "--kind=metric"], "--kind is given twice (reward and metric); valid: one --kind"),
 ])  # fmt: skip
 def test_cli_bad_input_is_one_line_exit_2(capsys, args, message):
     assert cli.main(args) == 2

@@ -46,6 +46,7 @@ class OnnxRuntimeEngine:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        options.log_severity_level = 4  # fatal only: every error reaches the caller as an exception (DeployError)
         try:
             self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types

@@ -12,6 +12,7 @@ its watchdog trips). Batched calls pass the state explicitly: policy(obs, *state
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +70,7 @@ class Policy:
         action for a rate limit or a log). Anything but D real numbers is refused: numpy would
         broadcast a scalar or a [1] array silently."""
         if obs is not None:
-            obs = np.asarray(obs)
+            obs = _unmasked(obs, "Policy.act")
             if obs.shape != (self.bundle.obs_size,) or obs.dtype.kind not in "fiu":
                 raise DeployError(f"Policy.act takes one observation of {self.bundle.obs_size} real numbers, "
                                   f"got shape {obs.shape} dtype {obs.dtype}")  # fmt: skip
@@ -94,7 +95,7 @@ class Policy:
     def __call__(self, obs: np.ndarray, *state: np.ndarray):
         """A batch [B, D] -> [B, A] (new array). A recurrent policy takes its state too and returns
         (actions, *next state): policy(obs, *policy.initial_state(B)) starts B episodes."""
-        obs = np.asarray(obs)
+        obs = _unmasked(obs, "a Policy call")
         if obs.ndim != 2 or obs.shape[1] != self.bundle.obs_size or obs.dtype.kind not in "fiu":
             raise DeployError(f"a Policy call takes a batch [B, {self.bundle.obs_size}] of real numbers, "
                               f"got shape {obs.shape} dtype {obs.dtype}")  # fmt: skip
@@ -109,7 +110,7 @@ class Policy:
             if state:
                 raise DeployError(f"this bundle's policy is feed-forward: call it with the observations only, got "
                                   f"{len(state)} state array(s) too")  # fmt: skip
-            return self.engine.run(obs)
+            return _batch_run(self.engine.run, obs)
         expected = [(obs.shape[0], *s.shape) for s in specs]
         shown = ", ".join(f"{s.name} {list(e)}" for s, e in zip(specs, expected))
         if len(state) != len(specs):
@@ -123,7 +124,7 @@ class Policy:
                 raise DeployError(f"policy state {spec.name!r} must be {list(shape)} real numbers for this batch, got "
                                   f"shape {list(value.shape)} dtype {value.dtype}")  # fmt: skip
             arrays.append(np.ascontiguousarray(value, dtype=np.float32))
-        actions, next_state = self.engine.step(obs, arrays)
+        actions, next_state = _batch_run(self.engine.step, obs, arrays)
         return (actions, *next_state)
 
     # --- engine choice --------------------------------------------------------------------------
@@ -200,3 +201,28 @@ class Policy:
                 raise DeployError(f"the policy's state {spec.input!r} is shaped {list(shape)} but robot.yaml says "
                                   f"{list(spec.shape)}; re-export the bundle")  # fmt: skip
         return engine
+
+
+def _unmasked(obs, where: str) -> np.ndarray:
+    """The observation as an array; a masked array's masked entries (readings that are missing)
+    are refused: np.asarray would pass whatever lies under the mask to the policy."""
+    if np.ma.isMaskedArray(obs) and np.ma.getmaskarray(obs).any():
+        bad = tuple(int(i[0]) for i in np.nonzero(np.ma.getmaskarray(obs)))
+        raise DeployError(f"{where}: observation {list(bad) if len(bad) > 1 else bad[0]} is masked (a missing reading); "
+                          "valid: an array of finite numbers, every entry read")  # fmt: skip
+    return np.asarray(obs.data if np.ma.isMaskedArray(obs) else obs)
+
+
+def _batch_run(run, obs: np.ndarray, *state):
+    """An engine's run of a batch; its own failure (a batch too large for its memory, ...) as a
+    DeployError that names the batch."""
+    try:
+        return run(obs, *state)
+    except DeployError:
+        raise
+    except Exception as e:  # noqa: BLE001 (ONNX Runtime's and TensorRT's exceptions share no base class)
+        message = " ".join(str(e).split()) or type(e).__name__
+        size = re.search(r"allocate memory for requested buffer of size (\d+)", message)
+        reason = f"it could not allocate {int(size[1]) / 2**30:.1f} GiB" if size else message[:300]
+        raise DeployError(f"a Policy call on a batch of {obs.shape[0]} observations failed in the engine: {reason}; "
+                          "valid: a smaller batch (split it)") from e

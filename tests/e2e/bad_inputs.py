@@ -690,4 +690,15 @@ CASES: list[Case] = [
           expect=("metric 'effort': per: meter", "valid: per: step or final")),  # fmt: skip
     train("adaptive_range_setting_misspelt", "task.events.pole_mass.adaptive.stepp=0.1",
           expect=("task.events.pole_mass.adaptive.stepp is not a setting of task.events.pole_mass.adaptive", "limits")),
+    # left open by the 2026-11-29 audit, fixed in session 39
+    train("one_term_emptied", "task.rewards.alive={}",
+          expect=("task.rewards.alive={} keeps term 'alive' as it is", "valid: ~task.rewards.alive removes it")),
+    train("a_new_term_without_its_func", "+task.rewards.new={weight: 2}",
+          expect=("task.rewards.new has no func", "valid: {func: <a term function>, ...} (robolearn terms lists them)")),
+    train("package_without_cfg", "--package", "algo", cls="cli",
+          expect=("--package chooses the part of the config --cfg prints", "valid: with --cfg")),
+    cli("terms_kind_given_twice", "terms", "--kind", "reward", "--kind", "metric",
+        expect=("--kind is given twice (reward and metric)", "valid: one --kind")),
+    cli("play_command_past_any_trained", "play", "bundle={ws}/bundle", "duration=0.1", "command=[1e30]",
+        expect=("1e+30 is far past any command a policy was trained on", "valid: values of magnitude at most 1e+06")),
 ]

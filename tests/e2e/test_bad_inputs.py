@@ -152,6 +152,18 @@ def _policy(bundle):
     return Policy(bundle)
 
 
+def _out_of_memory(policy):
+    """A policy whose engine fails as ONNX Runtime does on a batch larger than memory (1e8 rows of a
+    256-unit layer, measured: it asks for 25.6 GB)."""
+
+    def run(obs):
+        raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running FusedGemm node. "
+                           "Status Message: bfc_arena.cc:360 Failed to allocate memory for requested buffer of size 25600000000")
+
+    policy.engine.run = run
+    return policy
+
+
 def _with_missing_joint(state):
     from robolearn_deploy import RobotState
 
@@ -209,6 +221,9 @@ def _deploy_case(name, bundle, reference, recurrent):
         "act_not_finite": lambda: _raises(bundle, lambda b: _policy(b).act(np.array([0.0, np.nan, 0.0, 0.0], np.float32))),
         "act_past_float32": lambda: _raises(bundle, lambda b: _policy(b).act(np.full(size, 1e300))),
         "call_not_finite": lambda: _raises(bundle, lambda b: _policy(b)(np.array([[0.0] * size, [0.0, 0.0, np.inf, 0.0]]))),
+        "act_masked": lambda: _raises(bundle, lambda b: _policy(b).act(np.ma.masked_array(np.zeros(size), mask=[0, 0, 1, 0]))),
+        "call_masked": lambda: _raises(bundle, lambda b: _policy(b)(np.ma.masked_array(np.zeros((2, size)), mask=np.eye(2, size)[::-1]))),
+        "call_engine_out_of_memory": lambda: _raises(bundle, lambda b: _out_of_memory(_policy(b))(np.zeros((3, size), np.float32))),
         "policy_threads_a_flag": lambda: _raises(bundle, lambda b: Policy(b, threads=True)),
         "policy_threads_huge": lambda: _raises(bundle, lambda b: Policy(b, threads=10**12)),
         "bundle_none": lambda: _raises(None, Bundle.load),
@@ -231,7 +246,8 @@ DEPLOY_EXPECT = {
     "feed_forward_given_a_state": "feed-forward: call it with the observations only",
     "act_not_finite": "observation 1 is nan, not a finite float32", "act_past_float32": "observation 0 is 1e+300",
     "call_not_finite": "observation [1, 2] is inf", "policy_threads_a_flag": "threads=True is not valid; valid: an integer 1..",
-    "policy_threads_huge": "threads=1000000000000 is not valid", "bundle_none": "a bundle is the path of the directory export wrote",
+    "policy_threads_huge": "threads=1000000000000 is not valid", "act_masked": "observation 2 is masked (a missing reading)",
+    "call_masked": "observation [0, 1] is masked", "call_engine_out_of_memory": "batch of 3 observations failed in the engine: it could not allocate 23.8 GiB; valid: a smaller batch", "bundle_none": "a bundle is the path of the directory export wrote",
 }  # fmt: skip
 DEPLOY_CASES = list(DEPLOY_EXPECT)
 
