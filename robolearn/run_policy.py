@@ -104,14 +104,22 @@ def refuse_nonfinite_policy(actor_critic: ActorCritic, env: BatchedEnv, source: 
     """A checkpoint whose policy acts NaN or inf (weights or normalizer not finite; probed at a zero
     observation, which draws nothing from the env) is a UserError: every verb would run episodes the
     env resets after one step, and eval's numbers and play's video would look like a policy's."""
+    if acts_nonfinite(actor_critic, env):
+        env.close()
+        raise UserError(nonfinite_policy(source))
+
+
+def acts_nonfinite(actor_critic: ActorCritic, env: BatchedEnv) -> bool:
+    """Whether the policy acts NaN or inf at a zero observation."""
     obs = torch.zeros(1, env.observation_dims()["policy"], device=env.device)
     with torch.no_grad():
         actions, _ = actor_critic.actor_step(obs, actor_critic.initial_actor_state(1, env.device))
-    if not bool(torch.isfinite(actions).all()):
-        env.close()
-        raise UserError(f"the policy of {source} acts NaN or inf (its weights or normalizer are not finite: they "
-                        "diverged in training, or the checkpoint is damaged); valid: an earlier checkpoint "
-                        "(checkpoint=<name>)")  # fmt: skip
+    return not bool(torch.isfinite(actions).all())
+
+
+def nonfinite_policy(source: Path) -> str:
+    return (f"the policy of {source} acts NaN or inf (its weights or normalizer are not finite: they diverged in "
+            "training, or the checkpoint is damaged); valid: an earlier checkpoint (checkpoint=<name>)")
 
 
 def export_run(run_dir: Path, checkpoint_file: Path | None = None, out: Path | None = None, fmt: str = "onnx",

@@ -97,10 +97,26 @@ class LivePolicy:
         return list_checkpoints(self.run_dir / "checkpoints")
 
     def load(self, path: Path) -> None:
+        """Act with checkpoint `path` from now on; one whose policy acts NaN is a UserError and
+        leaves the current policy. A robot model changed since it was written is a note."""
+        import copy
+
         from robolearn import checkpoint
+        from robolearn.run_policy import acts_nonfinite, nonfinite_policy
 
         payload = checkpoint.load(path)
-        checkpoint.restore(self.actor_critic, checkpoint.policy_state(payload, path), path)
+        state = checkpoint.policy_state(payload, path)
+        before = copy.deepcopy(self.actor_critic.state_dict())
+        try:
+            checkpoint.restore(self.actor_critic, state, path)  # a mismatch may have copied part of it
+            if acts_nonfinite(self.actor_critic, self.env):
+                raise UserError(nonfinite_policy(path).replace("checkpoint=<name>", "another in the list"))
+        except UserError:
+            self.actor_critic.load_state_dict(before)
+            raise
+        changed = checkpoint.other_robot(payload, self.env, path)
+        if changed:
+            print(f"note: {changed}; running it on the model as it is now", flush=True)
         self.policy.reset()  # another network's memory means nothing to this one
         self.source, self.iteration = path, int(payload["iteration"])
 

@@ -112,6 +112,36 @@ def test_follows_the_newest_checkpoint_and_switches_on_request(tiny_run, tmp_pat
         live.env.close()
 
 
+def test_a_checkpoint_that_acts_nan_or_met_another_robot_is_said_and_nan_leaves_the_policy(tiny_run, tmp_path, capsys):
+    """The picker and "follow newest" go through LivePolicy.load: a checkpoint whose weights are NaN
+    (a run that diverged) would make every episode end after one step; the one playing stays. A
+    checkpoint of another robot model plays, with a note, as `play` does."""
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    live = LivePolicy(run, run / "checkpoints" / "iter_000001.pt", 1)
+    try:
+        weights = {k: v.clone() for k, v in live.actor_critic.state_dict().items()}
+        payload = torch.load(run / "checkpoints" / "iter_000002.pt", weights_only=False)
+        payload["model"]["actor.0.weight"][:] = float("nan")
+        torch.save(payload, run / "checkpoints" / "iter_000003.pt")
+        with pytest.raises(UserError, match=r"iter_000003.pt acts NaN or inf .* valid: an earlier checkpoint \(another in the list\)$"):
+            live.load(run / "checkpoints" / "iter_000003.pt")
+        assert live.source.name == "iter_000001.pt"
+        assert all(torch.equal(v, weights[k]) for k, v in live.actor_critic.state_dict().items())
+        panel, _ = run_loop(live, {}, duration=0.1)  # followed as the newest: refused, the loop plays on
+        assert live.source.name == "iter_000001.pt" and "warning: the policy of" in capsys.readouterr().out
+
+        payload["model"]["actor.0.weight"] = torch.load(run / "checkpoints" / "iter_000002.pt", weights_only=False)["model"]["actor.0.weight"]
+        payload["robot_model"] = "0" * 16
+        torch.save(payload, run / "checkpoints" / "iter_000004.pt")
+        live.load(run / "checkpoints" / "iter_000004.pt")
+        assert live.source.name == "iter_000004.pt" and live.iteration == payload["iteration"]
+        out = capsys.readouterr().out
+        assert "note: checkpoint" in out and "was trained on another robot model" in out and f"now {live.env.robot_model}" in out
+    finally:
+        live.env.close()
+
+
 def test_reward_bars_grow_from_the_middle_by_sign():
     page = reward_bars(["alive", "torque<cost>"], np.array([0.5, -0.25]))
     assert "left:50.0%;width:50.0%" in page and "#2e9e4f" in page  # the largest fills its half
