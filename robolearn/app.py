@@ -164,6 +164,10 @@ class RunObserver(Protocol):
 
     def row(self, row: dict, objective: float) -> None: ...
     def checkpoint(self, path: Path) -> None: ...
+    def stop_requested(self) -> bool:
+        """Stop at the next iteration boundary, with a checkpoint, as a signal does (raised as Interrupted)."""
+    def save_at(self, iteration: int) -> bool:
+        """A checkpoint after this iteration too (ASHA's rungs, where it may stop the trial)."""
 
 
 def train(cfg: DictConfig, run_dir: Path, ranks: Ranks | None = None, observer: RunObserver | None = None,
@@ -258,7 +262,7 @@ def _train_main(cfg: DictConfig, run_dir: Path, env, runner: OnPolicyRunner, bac
             if observer is not None:
                 observer.row(row, objective.value())
 
-        _learn(runner, run_dir, log, clips, observer.checkpoint if observer is not None else None)
+        _learn(runner, run_dir, log, clips, observer)
         logger.end_training()
         with _stops_after_training(runner, run_dir):
             evaluation = _evaluate_or_export(cfg, env, runner, run_dir, export, objective)
@@ -317,16 +321,19 @@ def _exportable(env) -> bool:
     return reason is None
 
 
-def _learn(runner: OnPolicyRunner, run_dir: Path, log, clips=None, saved=None) -> None:
-    """The iterations; a signal stops them at an iteration boundary (every rank at the same one)
-    with a checkpoint, raised as Interrupted."""
+def _learn(runner: OnPolicyRunner, run_dir: Path, log, clips=None, observer: RunObserver | None = None) -> None:
+    """The iterations; a signal (or the observer asking) stops them at an iteration boundary (every
+    rank at the same one) with a checkpoint, raised as Interrupted."""
     with stop_on_signals() as stop:  # outside the iterations a signal stops at once
+        asked = observer.stop_requested if observer is not None else lambda: False
         try:
-            runner.learn(log, run_dir / "checkpoints", should_stop=stop, recorder=clips, saved=saved)
+            runner.learn(log, run_dir / "checkpoints", should_stop=lambda: stop() or asked(), recorder=clips,
+                         saved=observer.checkpoint if observer is not None else None,
+                         save_also=observer.save_at if observer is not None else None)  # fmt: skip
         except UserError:  # e.g. a rank died: torchrun's SIGTERM to this one must not cut the line that says so
             stop.ignore_sigterm_after = runner.ranks.distributed
             raise
-        stopped = runner.iteration < runner.cfg.max_iterations or stop()  # the vote stopped it, or a late signal
+        stopped = runner.iteration < runner.cfg.max_iterations or stop()  # a stop asked for (the vote), or a late signal
     if stopped:
         raise Interrupted(stop.signum or signal.SIGTERM, run_dir, runner.iteration, _checkpoint_on_stop(runner, run_dir),
                           runner.ranks.world_size)  # fmt: skip

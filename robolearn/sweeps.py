@@ -123,7 +123,7 @@ def write_summary(sweep_dir: Path, rows: list[dict] | None = None) -> tuple[Path
         status = r["status"] + (f": {r['error']}" if r["error"] else "")
         shown = " ".join(o for o in r["overrides"].split() if o.split("=", 1)[0] in swept) or "(none)"
         lines.append(f"| {k} | {r['job']} | {shown} | {value} | {status.replace('|', '/')} | "
-                     f"{_relative(Path(r['run_dir']), sweep_dir)} |")  # fmt: skip
+                     f"{_relative(Path(r['run_dir']), sweep_dir) if r['run_dir'] else '-'} |")  # fmt: skip
     common = " ".join(o for o in first["overrides"].split() if o.split("=", 1)[0] not in swept)
     if common:
         lines += ["", f"Every job also had: {common}"]

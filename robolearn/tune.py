@@ -12,14 +12,14 @@ Each trial is a robolearn run in <tune.dir>/<trial name>/ (config.yaml, metrics,
 bundle: tune_trial.py); Ray's own records go to <tune.dir>/ray/. The search ends with the same
 summary.md / summary.csv as a Hydra sweep (sweeps.py). With tune.address (or RAY_ADDRESS) the
 trials run on that Ray cluster, unchanged; tune.dir must then be on storage every node sees.
-Ctrl-C (or SIGTERM) stops every trial where it is, writes the summary of the trials so far and
-exits 130 (143); a second one stops at once.
+Ctrl-C (or SIGTERM) stops every running trial at the end of its iteration with a checkpoint (as
+`robolearn train` stops; `resume=` continues it), starts no other, writes the summary of the trials
+so far and exits 130 (143); a second one stops at once.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
 import math
 import os
 import signal
@@ -29,11 +29,13 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from robolearn.errors import UserError, one_line
-from robolearn.interrupts import Interrupted, stop_on_signals
+from robolearn.interrupts import stop_on_signals
 from robolearn.run_dir import check_writable
 from robolearn.tune_options import split_args
 from robolearn.tune_options import settings as check_settings
 from robolearn.tune_space import categories, check_space, grid, search_space
+from robolearn.tune_stop import SearchStop, Stopped, stopped_line, unstarted_unwarned
+from robolearn.tune_summary import summary_row, trial_error, unstarted_grid
 
 
 def tune_verb(args: list[str]) -> int:
@@ -47,12 +49,12 @@ def tune_verb(args: list[str]) -> int:
     settings = check_settings(options, address)
     fixed, space = search_space(overrides)
     cfg = check_space(fixed, space)
-    scheduler, mode = _scheduler(settings, cfg, space, fixed)
+    scheduler, mode, rungs = _scheduler(settings, cfg, space, fixed)
     _reachable(address)
     folder = _folder(options["dir"])  # the last check: nothing is written before the others pass
 
     from robolearn import sweeps
-    from robolearn.tune_trial import run_trial
+    from robolearn.tune_trial import STOP_FILE, run_trial
 
     # Ctrl-C / SIGTERM end the search through the stopper below (every trial stops, the summary is
     # written), not through Ray's own SIGINT handler (it says to resume with Tuner.restore and exits 0)
@@ -69,37 +71,44 @@ def tune_verb(args: list[str]) -> int:
             raise UserError(f"cannot start {where}: {type(exc).__name__}: {one_line(exc)[:200]}") from None
         with nullcontext(None) if client else stop_on_signals() as stop:
             try:
-                trainable = tune.with_parameters(run_trial, base=fixed, folder=str(folder), cpus=cpus)
+                from ray.tune.search.basic_variant import BasicVariantGenerator
+
+                variants = BasicVariantGenerator(max_concurrent=settings["max_concurrent"] or 0)
+                stopper = None if stop is None else SearchStop(stop, folder / STOP_FILE, variants)
+                trainable = tune.with_parameters(run_trial, base=fixed, folder=str(folder), cpus=cpus,
+                                                 rungs=rungs)  # fmt: skip
                 trainable = tune.with_resources(trainable, {"cpu": cpus, "gpu": gpus})
                 tuner = tune.Tuner(
                     trainable, param_space=space,
                     tune_config=tune.TuneConfig(metric="objective", mode=mode, scheduler=scheduler,
-                                                num_samples=settings["num_samples"],
-                                                max_concurrent_trials=settings["max_concurrent"] or None),
+                                                num_samples=settings["num_samples"], search_alg=variants),
                     # every reported checkpoint is kept: PBT may exploit one reported perturbations ago
                     run_config=tune.RunConfig(name="ray", storage_path=str(folder), verbose=1,
-                                              stop=None if stop is None else _signal_stopper(stop),
+                                              stop=stopper and stopper.stopper(), callbacks=stopper and [stopper.callback()],
                                               failure_config=tune.FailureConfig(max_failures=0)),
                 )  # fmt: skip
                 where = "the Ray cluster" if address else "a local Ray instance"
                 print(f"tuning {cfg.task.name} with {settings['scheduler']} into {folder} on {where} at "
                       f"{ray.get_runtime_context().gcs_address}", flush=True)  # fmt: skip
-                results = _fit(tuner, stop, folder)
+                with unstarted_unwarned(stopper):
+                    results = _fit(tuner, stop, folder)
             finally:
                 _shut_down(ray)  # still under the handlers: a second signal does not cut it short
     except KeyboardInterrupt:  # a second signal, or one while Ray started: stopped at once
         signum = (stop.signum if stop is not None else None) or signal.SIGINT
-        raise _Stopped(signum, f"stopped by {signal.Signals(signum).name} at once; the trials' runs so far "
+        raise Stopped(signum, f"stopped by {signal.Signals(signum).name} at once; the trials' runs so far "
                                f"are in {folder}") from None  # fmt: skip
     finally:
         ray.shutdown()  # after a failed or interrupted start (nothing left to do otherwise)
+        (folder / STOP_FILE).unlink(missing_ok=True)
     signum = stop.signum if stop is not None else None
     if results is None:  # the signal broke the search itself: its runs are still there
-        raise _Stopped(signum, f"stopped by {signal.Signals(signum).name}; the trials' runs so far are in {folder}")
-    rows = [_summary_row(r, cfg) for r in results]
+        raise Stopped(signum, f"stopped by {signal.Signals(signum).name}; the trials' runs so far are in {folder}")
+    rows = [summary_row(r, cfg) for r in results]
+    rows += unstarted_grid(space, settings["num_samples"], rows, cfg)
     written = sweeps.write_summary(folder, rows)
     if signum is not None:
-        raise _Stopped(signum, _stopped_line(signum, folder, rows, written))
+        raise Stopped(signum, stopped_line(signum, folder, rows, written))
     if written is not None:
         print(sweeps.summary_line(*written), flush=True)
     failed = [r for r in results if r.error is not None]
@@ -112,7 +121,7 @@ def _fit(tuner, stop, folder: Path):
     """tuner.fit()'s results; None where a signal (`stop`: interrupts.stop_on_signals, None for a Ray
     client) broke the search on its way to stop it."""
     if stop is not None and stop():  # a signal while the search was being set up
-        raise _Stopped(stop.signum, f"stopped by {signal.Signals(stop.signum).name} before any trial started; "
+        raise Stopped(stop.signum, f"stopped by {signal.Signals(stop.signum).name} before any trial started; "
                                     f"the search's folder: {folder}")  # fmt: skip
     try:
         return tuner.fit()
@@ -136,44 +145,16 @@ def _shut_down(ray) -> None:
             signal.signal(s, handler)
 
 
-class _Stopped(Interrupted):
-    """The search stopped on a signal: one line saying where its results are, exit 128 + the signal."""
-
-    def __init__(self, signum: int, text: str):
-        super().__init__(signum, Path(), 0, None)
-        self.text = text
-
-    def line(self) -> str:
-        return self.text
-
-
-def _signal_stopper(stop):
-    """A Tune stopper that ends the whole search once `stop` (interrupts.stop_on_signals) saw a signal."""
-    from ray.tune import Stopper
-
-    class SignalStopper(Stopper):
-        def __call__(self, trial_id, result) -> bool:
-            return False
-
-        def stop_all(self) -> bool:
-            return stop()
-
-    return SignalStopper()
-
-
-def _stopped_line(signum: int, folder: Path, rows: list[dict], written) -> str:
-    """What a search stopped by a signal leaves: the trials that finished, and where every run is."""
-    name = signal.Signals(signum).name
-    if written is None:
-        return f"stopped by {name} before any trial reported; the search's folder: {folder}"
-    finished = sum(r["status"] == "finished" for r in rows)
-    others = f", {len(rows) - finished} stopped part-way" if finished < len(rows) else ""
-    return (f"stopped by {name}: {finished} of {len(rows)} trials finished{others}; every trial's run so far is in "
-            f"{folder}, ranked in {written[0]}")  # fmt: skip
+def asha_rungs(grace: float, rf: float, max_t: float) -> tuple[int, ...]:
+    """The iterations where ASHA may stop a trial (a trial saves there too): grace * rf**k up to
+    max_t, as Ray's AsyncHyperBand (one bracket) places them (tests/test_tune_rungs.py compares with
+    Ray's own)."""
+    count = int(math.log(max_t / grace) / math.log(rf) + 1)
+    return tuple(sorted({math.ceil(grace * rf**k) for k in range(count)}))
 
 
 def _scheduler(settings: dict, cfg, space: dict, fixed: list[str]):
-    """(Tune scheduler, mode) of the checked tune.* values (_settings); PBT checkpoints at every
+    """(Tune scheduler, mode, ASHA's rungs) of the checked tune.* values (_settings); PBT checkpoints at every
     perturbation: runner.save_interval is set to the perturbation interval (appended to `fixed`)
     unless given."""
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
@@ -181,13 +162,14 @@ def _scheduler(settings: dict, cfg, space: dict, fixed: list[str]):
     name, iterations = settings["scheduler"], int(cfg.runner.max_iterations)
     mode = "max" if cfg.objective.direction == "maximize" else "min"
     if name == "fifo":
-        return FIFOScheduler(), mode
+        return FIFOScheduler(), mode, ()
     if name == "asha":
         grace = settings["grace_period"] or max(1, iterations // 10)
         # max_t one past the run's end: a trial that reaches its last iteration ends itself, after its
         # evaluation and export (ASHA stopping it at max_t would kill it before them)
-        return ASHAScheduler(time_attr="iteration", max_t=iterations + 1, grace_period=min(grace, iterations),
-                             reduction_factor=settings["reduction_factor"]), mode  # fmt: skip
+        grace, rf = min(grace, iterations), settings["reduction_factor"]
+        return ASHAScheduler(time_attr="iteration", max_t=iterations + 1, grace_period=grace, reduction_factor=rf), \
+            mode, asha_rungs(grace, rf, iterations + 1)  # fmt: skip
     interval = settings["perturbation_interval"] or max(1, iterations // 5)
     if "algo.learning_rate" in space and cfg.algo.schedule != "fixed":
         raise UserError(f"PBT searching algo.learning_rate needs algo.schedule=fixed (algo.schedule="
@@ -214,44 +196,7 @@ def _scheduler(settings: dict, cfg, space: dict, fixed: list[str]):
         quantile_fraction=settings["quantile_fraction"], resample_probability=settings["resample_probability"],
         require_attrs=True, synch=settings["synch"],
     )  # fmt: skip
-    return scheduler, mode
-
-
-def _summary_row(result, cfg) -> dict:
-    """A trial's line of the summary table (sweeps.write_summary)."""
-    from robolearn.tune_trial import format_value
-
-    metrics = result.metrics or {}
-    # the run's own record: Tune's last reported row lags it when a trial is stopped (Ctrl+C, ASHA)
-    iteration = _last_iteration(Path(metrics["run_dir"])) if metrics.get("run_dir") else None
-    iteration = iteration if iteration is not None else metrics.get("iteration", 0)
-    if result.error is not None:
-        status, error = "failed", trial_error(result.error)
-    elif iteration < int((result.config or {}).get("runner.max_iterations", cfg.runner.max_iterations)):
-        status, error = f"stopped at iteration {iteration}", ""
-    else:
-        status, error = "finished", ""
-    value = metrics.get("objective_run")
-    swept = " ".join(f"{k}={format_value(v)}" for k, v in (result.config or {}).items())
-    return {"job": metrics.get("trial_index", -1), "overrides": swept, "metric": cfg.objective.metric,
-            "mode": cfg.objective.mode, "direction": cfg.objective.direction,
-            "objective": value if value is not None and math.isfinite(value) else None, "status": status,
-            "error": error, "run_dir": metrics.get("run_dir", str(result.path))}  # fmt: skip
-
-
-def _last_iteration(run_dir: Path) -> int | None:
-    """The last iteration in a run's metrics.jsonl (a line cut short when the trial was killed is
-    skipped); None where it has none."""
-    try:
-        lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            return int(json.loads(line)["iteration"])
-        except (ValueError, KeyError, TypeError):
-            continue
-    return None
+    return scheduler, mode, ()
 
 
 def _reachable(address: str | None) -> None:
@@ -266,13 +211,6 @@ def _reachable(address: str | None) -> None:
     except OSError as exc:
         raise UserError(f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it with ray start "
                         f"--head, or give its address with tune.address= or RAY_ADDRESS") from None  # fmt: skip
-
-
-def trial_error(error: BaseException) -> str:
-    """The cause of a trial's failure in one line (Ray wraps it in its own task error)."""
-    cause = getattr(error, "cause", None) or error
-    text = str(cause) if isinstance(cause, UserError) else f"{type(cause).__name__}: {cause}"
-    return one_line(text)[:300]
 
 
 def _folder(given: str) -> Path:

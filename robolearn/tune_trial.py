@@ -8,6 +8,12 @@ the checkpoint): PBT's exploit restarts a lagging trial from a leader's checkpoi
 optimizer, normalizers, env state), with the leader's hyperparameters perturbed (explore), and the
 trial continues in its own run directory with fresh random streams (app.train's start_from). Its
 own checkpoints from that point on are moved aside first, not overwritten.
+
+A trial also writes a checkpoint at each of ASHA's rungs (the only iterations where ASHA stops a
+trial), so a trial ASHA stops keeps its last iteration. When the search stops (Ctrl-C: tune.py
+writes STOP_FILE into its folder), a running trial stops at its next iteration boundary with a
+checkpoint, as a signal stops `robolearn train`, reports it and ends; one not yet started ends
+without training.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from pathlib import Path
 from robolearn import checkpoint
 
 CHECKPOINT_FILE = "checkpoint.pt"
+STOP_FILE = "stopping"
+"""In the search's folder while the search stops: each trial ends at its next iteration boundary."""
 SOURCE_FILE = "run_dir.txt"
 """Next to the checkpoint in Tune's copy: the run it came from (a trial restored from its own
 checkpoint resumes its run; from another trial's, PBT's exploit, it continues from that one)."""
@@ -53,10 +61,17 @@ def trial_overrides(base: list[str], config: dict, index: int, cpus: float) -> l
 class Reporter:
     """app.RunObserver: every metrics row to Tune; a row whose iteration wrote a checkpoint goes with it."""
 
-    def __init__(self, metric: str, run_dir: Path, index: int):
+    def __init__(self, metric: str, run_dir: Path, index: int, stop_file: Path | None = None, rungs: tuple[int, ...] = ()):
         self.metric, self.run_dir, self.index = metric, run_dir, index
+        self.stop_file, self.rungs = stop_file, frozenset(rungs)
         self.pending: dict | None = None
         self.sent = 0
+
+    def stop_requested(self) -> bool:
+        return self.stop_file is not None and self.stop_file.exists()
+
+    def save_at(self, iteration: int) -> bool:
+        return iteration in self.rungs
 
     def row(self, row: dict, objective: float) -> None:
         self.flush()
@@ -120,20 +135,28 @@ def adopt(run_dir: Path, donor: Path) -> None:
         (folder / f"iter_{iteration:06d}.adopted_from.txt").write_text(source.read_text() + "\n")
 
 
-def run_trial(config: dict, base: list[str], folder: str, cpus: float) -> None:
+def run_trial(config: dict, base: list[str], folder: str, cpus: float, rungs: tuple[int, ...] = ()) -> None:
     """Ray Tune's function trainable: compose the trial's config, train into <folder>/<trial name>
-    (from a checkpoint when Tune restores the trial)."""
+    (from a checkpoint when Tune restores the trial); `rungs`: ASHA's, where it also saves."""
     from ray import tune
 
     from robolearn import app
     from robolearn.compose import compose_train
+    from robolearn.interrupts import Interrupted
 
     context = tune.get_context()
     index = int(context.get_trial_id().rsplit("_", 1)[-1])
+    stopping, donor = (Path(folder) / STOP_FILE).exists(), tune.get_checkpoint()
+    if stopping and donor is None:  # started while the search stops: trains nothing, listed as not started
+        tune.report({"objective": math.nan, "objective_run": math.nan, "iteration": 0, "trial_index": index,
+                     "not_started": True})  # fmt: skip
+        return
     cfg = compose_train(trial_overrides(base, config, index, cpus))
     run_dir = Path(folder) / context.get_trial_name()
-    reporter = Reporter(cfg.objective.metric, run_dir, index)
-    donor = tune.get_checkpoint()
+    reporter = Reporter(cfg.objective.metric, run_dir, index, Path(folder) / STOP_FILE, rungs)
+    if stopping:  # a paused trial resumed (PBT) while the search stops: where its run stands
+        reporter.last(run_objective(cfg, run_dir))
+        return
     with donor.as_directory() if donor is not None else nullcontext(None) as received:
         start_from = None
         if received is not None and (Path(received) / SOURCE_FILE).read_text() == str(run_dir):
@@ -144,7 +167,18 @@ def run_trial(config: dict, base: list[str], folder: str, cpus: float) -> None:
         elif received is not None:
             start_from = Path(received) / CHECKPOINT_FILE
             adopt(run_dir, start_from)
-        value = app.train(cfg, run_dir, observer=reporter, start_from=start_from)
+        try:
+            value = app.train(cfg, run_dir, observer=reporter, start_from=start_from)
+        except Interrupted as stopped:
+            if not reporter.stop_requested():
+                raise
+            if stopped.checkpoint is not None:  # the search stopped: its last iteration goes with its checkpoint
+                reporter.checkpoint(stopped.checkpoint)
+            reporter.flush()
+            if not reporter.sent:  # stopped before its first iteration ended: listed as not started, with its run
+                tune.report({"objective": math.nan, "objective_run": math.nan, "iteration": 0, "trial_index": index,
+                             "run_dir": str(run_dir), "not_started": True})  # fmt: skip
+            return
     reporter.flush()
     reporter.last(value)
 

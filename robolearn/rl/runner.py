@@ -112,10 +112,11 @@ class OnPolicyRunner:
 
     def learn(self, log: Callable[[dict], None], checkpoint_dir: Path | None = None,
               should_stop: Callable[[], bool] = lambda: False, recorder: StepRecorder | None = None,
-              saved: Callable[[Path], None] | None = None) -> None:  # fmt: skip
+              saved: Callable[[Path], None] | None = None, save_also: Callable[[int], bool] | None = None) -> None:  # fmt: skip
         """Run iterations until cfg.max_iterations, or until `should_stop()` is true at an iteration
         boundary; `log` receives one metrics row per iteration; `recorder` sees the env after every
-        step of the iterations it asks for; `saved` each checkpoint written (rank 0)."""
+        step of the iterations it asks for; `saved` each checkpoint written (rank 0); `save_also(it)`:
+        a checkpoint after iteration `it` too, besides every save_interval and the last."""
         env, alg = self.env, self.alg
         obs = self.start()
         clock = IterationClock(self.device)
@@ -159,6 +160,7 @@ class OnPolicyRunner:
             self._obs = obs
             if checkpoint_dir is not None and (
                 self.iteration % self.cfg.save_interval == 0 or self.iteration == self.cfg.max_iterations
+                or (save_also is not None and save_also(self.iteration))
             ):
                 path = checkpoint.checkpoint_path(checkpoint_dir, self.iteration)
                 self.save(path)

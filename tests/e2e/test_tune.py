@@ -44,7 +44,9 @@ def test_asha_stops_the_trial_that_lags(tmp_path):
         assert f"algo.learning_rate={cfg['algo']['learning_rate']!r}" == row["overrides"]  # the trial's own config
         assert json.load(open(f"{run}/manifest.json"))["task"] == "cartpole"
         if row["status"] != "finished":  # where it stopped, as the run's own metrics say (Tune's last report lags)
-            assert row["status"] == f"stopped at iteration {metrics(Path(run))[-1]['iteration']}", row["status"]
+            last = metrics(Path(run))[-1]["iteration"]
+            assert row["status"] == f"stopped at iteration {last}", row["status"]
+            assert last in (2, 4, 8) and (Path(run) / "checkpoints" / f"iter_{last:06d}.pt").is_file()  # a rung: saved
     finished = folder / rows["algo.learning_rate=0.01"]["run_dir"]
     assert [r["iteration"] for r in metrics(finished)] == list(range(1, 9))
     assert (finished / "checkpoints" / "iter_000008.pt").is_file()
@@ -193,12 +195,14 @@ def marked(mark: str) -> list[int]:
 
 def test_ctrl_c_ends_the_search_with_one_line_and_keeps_the_runs(tmp_path):
     """SIGINT while the second trial trains: exit 130, one line saying where the runs are (the summary
-    ranks the trial that finished and the one stopped), and no Ray process left behind."""
+    ranks the trial that finished, the one stopped and the one never started), no Ray process left
+    behind. The stopped trial ends its iteration and saves it, as `robolearn train` stops (its
+    save_interval, 50, is far away), so resume= continues from where it was."""
     folder, token = tmp_path / "search", uuid.uuid4().hex
     mark = f"ROBOLEARN_TUNE_TEST={token}"
     proc = subprocess.Popen([sys.executable, "-m", "robolearn.cli", "tune", *LOCAL, "tune.scheduler=fifo",
                              "tune.num_samples=1", "tune.max_concurrent=1", f"tune.dir={folder}",
-                             "runner.max_iterations=2,100000", *SMALL], cwd=tmp_path, stdout=subprocess.PIPE,
+                             "runner.max_iterations=2,100000,3", *SMALL], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "ROBOLEARN_TUNE_TEST": token})  # fmt: skip
     try:
         deadline = time.time() + 300
@@ -217,13 +221,21 @@ def test_ctrl_c_ends_the_search_with_one_line_and_keeps_the_runs(tmp_path):
         for pid in left:  # none should be left; if some are, not to leave them running
             os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 130, stderr[-3000:]
-    assert not any(text in stderr for text in ("Traceback", "Tuner.restore", "FileNotFoundError")), stderr[-3000:]
+    shown = stderr[-3000:] + ((folder / "summary.md").read_text() if (folder / "summary.md").is_file() else "")
+    assert not any(text in stderr for text in ("Traceback", "Tuner.restore", "FileNotFoundError")), shown
     assert [line for line in stderr.splitlines() if line.startswith("robolearn")] == [stderr.strip().splitlines()[-1]]
     assert stderr.strip().splitlines()[-1] == (
-        f"robolearn tune: stopped by SIGINT: 1 of 2 trials finished, 1 stopped part-way; every trial's run so far "
-        f"is in {folder}, ranked in {folder}/summary.md")  # fmt: skip
+        f"robolearn tune: stopped by SIGINT: 1 of 3 trials finished, 1 stopped part-way, 1 not started; every "
+        f"trial's run so far is in {folder}, ranked in {folder}/summary.md; robolearn train resume=<run_dir> "
+        "continues a stopped one")  # fmt: skip
     assert not left, f"Ray processes left running: {left}"
     rows = {r["overrides"]: r for r in summary(folder)}
     assert rows["runner.max_iterations=2"]["status"] == "finished"
-    assert rows["runner.max_iterations=100000"]["status"].startswith("stopped at iteration")
+    assert rows["runner.max_iterations=3"]["status"] == "not started" and rows["runner.max_iterations=3"]["run_dir"] == ""
+    assert "| runner.max_iterations=3 |  | not started | - |" in (folder / "summary.md").read_text()
+    stopped = rows["runner.max_iterations=100000"]
+    last = metrics(Path(stopped["run_dir"]))[-1]["iteration"]
+    assert stopped["status"] == f"stopped at iteration {last}"
+    assert [p.name for p in (Path(stopped["run_dir"]) / "checkpoints").glob("iter_*.pt")] == [f"iter_{last:06d}.pt"]
+    assert not (folder / "stopping").exists()
     assert (Path(rows["runner.max_iterations=2"]["run_dir"]) / "checkpoints" / "iter_000002.pt").is_file()
