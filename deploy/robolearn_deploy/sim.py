@@ -107,9 +107,13 @@ class MujocoRobot(RobotInterface):
 
     # --- episodes and the clock -----------------------------------------------------------------
     def reset(self, qpos: np.ndarray | None = None, qvel: np.ndarray | None = None) -> None:
-        """Put the robot in a state (full qpos/qvel of the model; default: its initial pose)."""
+        """Put the robot in a state (full qpos/qvel of the model; default: its initial pose), with
+        the activations of its `home` keyframe where it has one (as training starts its episodes)."""
         mj = self._mj
         mj.mj_resetData(self.model, self.data)
+        home = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_KEY, "home")
+        if home >= 0 and self.model.na:
+            self.data.act[:] = self.model.key_act[home]
         if qpos is not None:
             self.data.qpos[:] = qpos
         if qvel is not None:

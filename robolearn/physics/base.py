@@ -67,6 +67,14 @@ exact; the sensors that need the constraint solve (touch, accelerometer, force, 
 the environment's next physics step, which spares MuJoCo Warp the solver at every reset."""
 
 
+def home_act(model: mujoco.MjModel) -> np.ndarray:
+    """The actuator activations an episode starts with [na]: those of the model's keyframe named
+    `home` (where its qpos comes from: scene.default_pose), e.g. an intvelocity actuator's target
+    or a muscle's activation; else 0, as in a fresh MjData."""
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
+    return model.key_act[key].copy() if key >= 0 and model.na else np.zeros(model.na)
+
+
 def solver_sensors(model: mujoco.MjModel) -> list[int]:
     """The sensors whose readings need MuJoCo's acceleration stage (forces, accelerations, contact)."""
     return [i for i in range(model.nsensor) if model.sensor_needstage[i] == mujoco.mjtStage.mjSTAGE_ACC]
@@ -127,8 +135,9 @@ class PhysicsBackend(ABC):
 
     @abstractmethod
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-        """Where mask [N] is True: the state of a fresh MjData (time 0, zero activations, empty
-        actuator-delay history) with the given qpos/qvel ([N, nq], [N, nv])."""
+        """Where mask [N] is True: the state of a fresh MjData (time 0, empty actuator-delay
+        history) with the given qpos/qvel ([N, nq], [N, nv]) and the home keyframe's activations
+        (home_act: zero without one)."""
 
     def write_reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """reset() in two halves for the env's CUDA graphs: the new state here, what is derived from

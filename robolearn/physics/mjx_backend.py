@@ -35,7 +35,7 @@ import torch  # noqa: E402
 from mujoco import mjx  # noqa: E402
 
 from robolearn.errors import UserError, one_line  # noqa: E402
-from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr, unsupported_model  # noqa: E402
+from robolearn.physics.base import RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, home_act, model_attr, unsupported_model  # noqa: E402
 
 if jax.config.jax_compilation_cache_dir is None:  # JAX_COMPILATION_CACHE_DIR unset
     _cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -81,6 +81,8 @@ class MjxBackend(PhysicsBackend):
             d0 = mjx.make_data(model, device=self._jdev, impl="jax")
         except NotImplementedError as exc:
             raise unsupported_model("mjx", exc) from None
+        if model.na:  # an episode starts from the home keyframe's activations
+            d0 = d0.replace(act=jax.device_put(jnp.asarray(home_act(model), d0.act.dtype), self._jdev))
         self._fields = {f: jnp.broadcast_to(model_attr(mx, f), (num_envs, *model_attr(mx, f).shape)) for f in RANDOMIZABLE_FIELDS}
         self._data = jax.vmap(lambda _: d0)(jnp.arange(num_envs))
 

@@ -35,7 +35,7 @@ import torch
 
 from robolearn.errors import one_line
 from robolearn.memory import gib, require
-from robolearn.physics.base import INERTIAL_FIELDS, PhysicsBackend, check_field, model_attr
+from robolearn.physics.base import INERTIAL_FIELDS, PhysicsBackend, check_field, home_act, model_attr
 from robolearn.physics.physics_copy import CopyMaker
 from robolearn.physics.rollout_schedule import RolloutSchedule
 
@@ -88,6 +88,7 @@ class MujocoBackend(PhysicsBackend):
         self._per_env_models = False
 
         data = mujoco.MjData(model)
+        data.act[:] = home_act(model)
         mujoco.mj_forward(model, data)
         row = np.empty(mujoco.mj_stateSize(model, _FULL))
         mujoco.mj_getState(model, data, row, _FULL)

@@ -38,8 +38,8 @@ import torch
 import warp as wp
 
 from robolearn.errors import UserError
-from robolearn.physics.base import (INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, model_attr,
-                                    solver_sensors, unsupported_model)
+from robolearn.physics.base import (INERTIAL_FIELDS, RANDOMIZABLE_FIELDS, PhysicsBackend, check_field, home_act,
+                                    model_attr, solver_sensors, unsupported_model)
 from robolearn.physics.contact_budget import buffer_sizes
 from robolearn.physics.warp_kernels import compile_ahead
 
@@ -146,6 +146,9 @@ class WarpBackend(PhysicsBackend):
         self._wp_reset_mask = wp.from_torch(self._reset_mask)
         view = wp.to_torch
         self.qpos, self.qvel, self.act = view(self.d.qpos), view(self.d.qvel), view(self.d.act)
+        act = home_act(model)
+        self._home_act = torch.as_tensor(act, dtype=self.act.dtype, device=self.device) if act.any() else None
+        """The home keyframe's activations, where they are not all 0 (a fresh Data's)."""
         self._sensordata, self.time = view(self.d.sensordata), view(self.d.time)
         self._stale: torch.Tensor | None = None
         """Worlds reset since the last step whose sensors wait for a read (mark_stale)."""
@@ -267,6 +270,8 @@ class WarpBackend(PhysicsBackend):
         m = mask.unsqueeze(1)
         torch.where(m, qpos, self.qpos, out=self.qpos)
         torch.where(m, qvel, self.qvel, out=self.qvel)
+        if self._home_act is not None:
+            torch.where(m, self._home_act, self.act, out=self.act)
 
     @property
     def sensordata(self) -> torch.Tensor:

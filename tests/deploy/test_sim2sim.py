@@ -305,3 +305,13 @@ def test_sim2sim_counts_an_episode_the_watchdog_ended(cartpole_bundle, monkeypat
     out = capsys.readouterr().out
     assert "episodes ended by the watchdog: 1 of 2 (policy output is not finite (NaN or inf))" in out
     assert " than the training evaluation (" in out or "equal to the training evaluation" in out
+
+
+def test_the_stand_in_robot_starts_from_the_home_keyframes_activations(tmp_path):
+    """As training's backends do (tests/physics/test_engine_backends.py): an intvelocity servo's target."""
+    from tests.physics.test_engine_backends import HOME_ACT
+
+    (tmp_path / "arm.xml").write_text(HOME_ACT)
+    robot = MujocoRobot(tmp_path / "arm.xml")
+    robot.reset(qpos=np.array([0.7]))
+    assert robot.data.act.tolist() == [0.7]
