@@ -37,6 +37,7 @@ from robolearn.paths import assets_dir
 from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import inspect_model
+from robolearn.scaffold.limit_probe import PROBE_S, soft_limits
 from robolearn.scaffold.plan import TEMPLATES, render
 from robolearn.scaffold.robot_edits import plan_robot
 from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, unique_file_names, urdf_meshes
@@ -212,16 +213,16 @@ def _builtin_model(template: str, package: Path) -> Path:
     return target
 
 
-def _verify_edit(robot_py: Path, model: Path) -> None:
+def _verify_edit(robot_py: Path, model: Path) -> mujoco.MjModel:
     """Apply the generated robot.py to the copied model and compile it: a generation bug shows here,
-    not at the user's first `robolearn train`."""
+    not at the user's first `robolearn train`. The edited model."""
     module_spec = importlib.util.spec_from_file_location("_new_task_robot", robot_py)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     spec = load_spec(model)
     try:
         module.apply(spec)
-        spec.compile()
+        return spec.compile()
     except Exception as exc:
         raise UserError(f"the generated model edit (robot.py) does not compile with {model.name}: {one_line(exc)}") from None
 
@@ -255,9 +256,17 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
     result = NewTask(root, name, template, list(found))
 
     robot_py = plan.robot_py(model_path.name)
+    edited = model
     if robot_py is not None:
         (package / "robot.py").write_text(robot_py)
-        _verify_edit(package / "robot.py", model_path)
+        edited = _verify_edit(package / "robot.py", model_path)
+    if template == "locomotion" and not plan.position:  # motors: do the model's joint limits hold against them?
+        plan.soft_limits = soft_limits(edited, plan.joints or plan.limbs)
+        if plan.soft_limits:
+            joint, past = max(plan.soft_limits.items(), key=lambda item: item[1])
+            result.lines.append(f"joint limits: soft for the motors ({joint} goes {past:.2f} rad past its range within "
+                                f"{PROBE_S:g} s at full effort) -> no past_joint_limits termination (it would end nearly "
+                                "every early episode); the joint_limits penalty keeps the policy off them")  # fmt: skip
     asset = model_path.relative_to(package).as_posix()
     copied = physics_copy(load_spec(model_path), model)[0]  # what the CPU backend copies per environment
     model_bytes = mujoco.mj_sizeModel(copied if copied is not None else model)

@@ -70,6 +70,10 @@ class RobotPlan:
     """A planar robot's base joints (locomotion on a planar base: no free joint), else empty."""
     limbs: list[str] = field(default_factory=list)
     """A planar robot's other hinge/slide joints (its legs), driven or not."""
+    soft_limits: dict[str, float] = field(default_factory=dict)
+    """Motor-driven joints whose limits the model lets full effort overshoot past the watchdog's
+    margin, with how far [rad or m] (limit_probe.py): the locomotion task then has no
+    past_joint_limits termination."""
     foot_sensors: list[str] = field(default_factory=list)
     ee_sensor: str | None = None
     """The end effector's position sensor (framepos, base frame), read by the reach terms."""

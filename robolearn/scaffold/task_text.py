@@ -90,6 +90,19 @@ def _action_values(plan: RobotPlan, servo_scale: float) -> dict[str, str]:
     return {"action_scale": f"{{{scale}}}  # the others: 1.0", "action_offset": f"{{{offset}}}  # the others: 0"}
 
 
+def _past_limits(plan: RobotPlan, joints_param: str) -> str:
+    """The locomotion templates' termination where the deploy watchdog stops the robot, or, where the
+    model's limits are soft for its motors (plan.soft_limits), that line commented out with why."""
+    line = (f"past_joint_limits: {{func: joint_pos_past_limits, params: {{margin: 0.1{joints_param}}}}}  # where the "
+            "deploy watchdog stops the robot")  # fmt: skip
+    if not plan.soft_limits:
+        return "  " + line
+    joint, past = max(plan.soft_limits.items(), key=lambda item: item[1])
+    return (f"  # left out: full motor effort takes {joint} {past:.2f} rad past its range within 0.1 s (its limits are soft "
+            "for its motors), so it would end\n  # nearly every early episode; the joint_limits penalty keeps the "
+            "policy off them, and sim2sim's watchdog checks the trained one\n  # " + line)  # fmt: skip
+
+
 def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: float, model_bytes: int) -> str:
     decimation = max(1, round(0.02 / timestep))
     envs, envs_note = num_envs(template, model_bytes)
@@ -103,6 +116,7 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
     values.update(_action_values(plan, 0.25 if template == "locomotion" else 0.5))
     only = f"joints: [{_names(plan.robot_joints)}]" if plan.object_joints and plan.robot_joints else ""
     values.update(joints_param=f", {only}" if only else "", joints_params=f", params: {{{only}}}" if only else "")
+    values.update(past_joint_limits=_past_limits(plan, f", {only}" if only else ""))
     if template in ("locomotion", "reach", "pose") and not plan.planar:
         values.update(_joint_pos_terms(plan, plan.robot_joints if only else None, relative=True,
                                        noise="0.01" if template == "locomotion" else "0.005", units="rad"))  # fmt: skip
@@ -213,8 +227,7 @@ def _planar_values(plan: RobotPlan, pd_gains: str) -> dict[str, str]:
         terminations.append(f"  base_too_low: {{func: joint_pos_out_of_bounds, params: {{joints: [{yaml_string(b.name)}], "
                             f"bounds: {bounds}}}}}  # {plan.base} below {num(0.5 * plan.base_height)} m")  # fmt: skip
     tilt = role("pitch")
-    terminations.append(f"  past_joint_limits: {{func: joint_pos_past_limits, params: {{margin: 0.1, joints: "
-                        f"[{_names(plan.joints or plan.limbs)}]}}}}  # where the deploy watchdog stops the robot")  # fmt: skip
+    terminations.append(_past_limits(plan, f", joints: [{_names(plan.joints or plan.limbs)}]"))
     for b in tilt:
         home = plan.default_pose[b.name]
         terminations.append(f"  {yaml_string(b.name + '_too_far')}: {{func: joint_pos_out_of_bounds, params: {{joints: [{yaml_string(b.name)}], "

@@ -150,3 +150,38 @@ def test_a_warning_mujoco_gives_at_every_compile_is_printed_once(tmp_path):
                        cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stderr.count("compiler attribute 'settotalmass' is deprecated") == 1, result.stderr
+
+
+def test_a_biped_whose_limits_its_motors_overshoot_gets_no_watchdog_termination(tmp_path):
+    """gymnasium's Walker2d: its 100 N m motors take its feet 0.3 rad past their MJCF range within
+    0.1 s (the limits are soft for them), so the watchdog's termination ended 98 % of the first
+    episodes within 2-3 steps and the policy learned to end them sooner (docs/benchmarks.md,
+    2026-11-29). The task is written with that termination commented out and the report says why;
+    the hopper (limits that hold) and the ant keep it."""
+    made = new_task("walker", "locomotion", robot=gym_asset("walker2d_v5.xml"), out=tmp_path / "walker")
+    line = next(line for line in made.lines if line.startswith("joint limits: soft for the motors"))
+    assert "rad past its range within 0.1 s at full effort) -> no past_joint_limits termination" in line, line
+    task = yaml_task(tmp_path / "walker", "walker")
+    assert "past_joint_limits" not in task["terminations"] and "joint_limits" in task["rewards"]
+    text = (tmp_path / "walker" / "walker" / "walker.yaml").read_text()
+    assert "  # past_joint_limits: {func: joint_pos_past_limits, params: {margin: 0.1, joints: [thigh_joint" in text
+    for asset in ("hopper.xml", "ant.xml"):
+        made = new_task(asset[:-4], "locomotion", robot=gym_asset(asset), out=tmp_path / asset[:-4])
+        assert not any(line.startswith("joint limits") for line in made.lines), made.lines
+        assert yaml_task(tmp_path / asset[:-4], asset[:-4])["terminations"]["past_joint_limits"]["params"]["margin"] == 0.1
+
+
+def test_the_limit_probe_tells_a_soft_limit_from_one_that_holds():
+    """A 0.3 m link on a hinge limited to +-0.5 rad: a 50 N m motor pushes it well past the (soft,
+    MuJoCo's default) limit within 0.1 s; a 1 N m one does not reach past it."""
+    from robolearn.scaffold.limit_probe import limit_overshoot, soft_limits
+
+    def arm(gear):
+        return mujoco.MjModel.from_xml_string(f"""<mujoco><compiler angle="radian"/><option gravity="0 0 0"/>
+          <worldbody><body><joint name="j" axis="0 0 1" range="-0.5 0.5"/>
+            <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.5"/></body></worldbody>
+          <actuator><motor joint="j" gear="{gear}" ctrlrange="-1 1"/></actuator></mujoco>""")
+
+    strong, weak = limit_overshoot(arm(50), ["j"])["j"], limit_overshoot(arm(1), ["j"])["j"]
+    assert strong > 0.2 and weak < 0.05, (strong, weak)
+    assert soft_limits(arm(50), ["j"]) == {"j": strong} and soft_limits(arm(1), ["j"]) == {}

@@ -1,0 +1,69 @@
+"""How hard a model's joint limits are against its motors: new-task's locomotion templates end an
+episode where the deploy watchdog would stop the robot (0.1 rad past a joint's range), which only
+trains where the limits hold. A model whose limits are soft for its motors (gymnasium's Walker2d:
+100 N m motors push its feet 0.3 rad past their MJCF range in a tenth of a second) would end nearly every
+early episode within 2-3 control steps, and its policy learns to end them sooner (measured:
+docs/benchmarks.md, 2026-11-29). Such a task is generated without that termination."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+PROBE_S = 0.1
+"""How long every actuator pushes at the end of its control range: the first five control steps of
+an episode at 50 Hz."""
+
+
+PATTERNS = 16
+"""Sign patterns tried: every actuator at the top of its range, at the bottom, and 14 random mixes
+(seeded: the same model gives the same task): what a policy's first, random actions do, which
+saturate most actuators."""
+
+
+def limit_overshoot(model: mujoco.MjModel, joints: list[str], seconds: float = PROBE_S) -> dict[str, float]:
+    """How far past its range each limited joint of `joints` goes [rad or m] while every actuator is
+    held at the top or the bottom of its control range for `seconds` from the model's `home`
+    keyframe (else qpos0): the median over PATTERNS such pushes of each one's farthest. Unlimited
+    controls push at +-1."""
+    ids = [(name, mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)) for name in joints]
+    limited = [(name, model.jnt_qposadr[j], model.jnt_range[j]) for name, j in ids if j >= 0 and model.jnt_limited[j]]
+    if not limited or not model.nu:
+        return {}
+    data = mujoco.MjData(model)
+    home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
+    bounded = model.actuator_ctrllimited.astype(bool)
+    top = np.where(bounded, model.actuator_ctrlrange[:, 1], 1.0)
+    bottom = np.where(bounded, model.actuator_ctrlrange[:, 0], -1.0)
+    rng = np.random.default_rng(0)
+    patterns = [np.ones(model.nu, bool), np.zeros(model.nu, bool), *(rng.random((PATTERNS - 2, model.nu)) < 0.5)]
+    runs = []
+    for up in patterns:
+        worst = dict.fromkeys((name for name, *_ in limited), 0.0)
+        runs.append(worst)
+        if home >= 0:
+            mujoco.mj_resetDataKeyframe(model, data, home)
+        else:
+            mujoco.mj_resetData(model, data)
+        data.ctrl[:] = np.where(up, top, bottom)
+        for _ in range(max(1, round(seconds / model.opt.timestep))):
+            mujoco.mj_step(model, data)
+            for name, adr, (low, high) in limited:
+                q = data.qpos[adr]
+                worst[name] = max(worst[name], low - q, q - high)
+    return {name: sorted(float(run[name]) for run in runs)[len(runs) // 2] for name in runs[0]}
+
+
+WATCHDOG_MARGIN = 0.1
+"""How far past its range [rad or m] a joint trips the deploy watchdog: the locomotion templates'
+past_joint_limits margin."""
+SOFT = 2 * WATCHDOG_MARGIN
+"""A limit is soft for its motors where full effort takes the joint this far past it (the median
+push): then about half effort trips the watchdog's margin, which a policy's first, random actions
+reach at nearly every step. Measured (2026-11-29): gymnasium's Walker2d 0.30-0.33 rad (its feet),
+Ant 0.09, Hopper 0.00."""
+
+
+def soft_limits(model: mujoco.MjModel, joints: list[str]) -> dict[str, float]:
+    """The joints of `joints` whose limits are soft for their motors (SOFT), with how far past."""
+    return {name: past for name, past in limit_overshoot(model, joints).items() if past > SOFT}
