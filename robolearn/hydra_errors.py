@@ -13,7 +13,7 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = (), compose=N
     """One line for a Hydra/OmegaConf composition error, or None if `exc` is not one. `overrides`:
     the command line, to list the valid keys where a key that is not there was overridden, from the
     config `compose(group choices)` gives (compose.compose_train; None: not listed)."""
-    from hydra.errors import HydraException, MissingConfigException
+    from hydra.errors import HydraException, MissingConfigException, OverrideParseException
     from omegaconf.errors import OmegaConfBaseException
 
     from robolearn.errors import one_line
@@ -33,6 +33,10 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = (), compose=N
             key, _, value = text.partition("=")
             return (f"cannot read the override {text}: a value with spaces, accents or other characters outside "
                     f"letters, digits and / . _ - must be quoted; valid: '{key}=\"{value}\"'")  # fmt: skip
+        if isinstance(exc, OverrideParseException) and exc.override:  # `${oops`, `[1,2`, `b)c`
+            return (f"cannot read the override {exc.override}: {message.split(' See https')[0]}; valid: key=value with "
+                    "every [, {, ( and ${ closed, and a value with spaces or other special characters quoted, e.g. "
+                    "'key=\"a b\"'")  # fmt: skip
         merged = _merged_addition(message, one_line(exc.__cause__ or ""))
         if merged:
             return merged

@@ -699,6 +699,10 @@ CASES: list[Case] = [
           expect=("--package chooses the part of the config --cfg prints", "valid: with --cfg")),
     cli("terms_kind_given_twice", "terms", "--kind", "reward", "--kind", "metric",
         expect=("--kind is given twice (reward and metric)", "valid: one --kind")),
+    train("an_interpolation_left_open", "algo.gamma=${oops", cls="cli",
+          expect=("cannot read the override algo.gamma=${oops: mismatched input", "valid: key=value with every [, {, ( and ${ closed")),
+    train("a_list_left_open", "task.action.scale=[1,2", cls="cli",
+          expect=("cannot read the override task.action.scale=[1,2", "valid: key=value with every [, {, ( and ${ closed")),
     cli("play_command_past_any_trained", "play", "bundle={ws}/bundle", "duration=0.1", "command=[1e30]",
         expect=("1e+30 is far past any command a policy was trained on", "valid: values of magnitude at most 1e+06")),
 ]
