@@ -90,6 +90,13 @@ def _action_values(plan: RobotPlan, servo_scale: float) -> dict[str, str]:
     return {"action_scale": f"{{{scale}}}  # the others: 1.0", "action_offset": f"{{{offset}}}  # the others: 0"}
 
 
+SOFT_LIMITS_SCALE = 0.3
+"""The action scale of motors whose joint limits are soft for them (plan.soft_limits): at full
+effort from the first, random actions, gymnasium's Walker2d toppled within ~8 steps and had not
+stood up after 210 iterations; at 0.3 its episodes lasted ~70 steps by iteration 66
+(docs/benchmarks.md, 2026-11-29). Actions are not clipped: the policy can still ask for full effort."""
+
+
 def _past_limits(plan: RobotPlan, joints_param: str) -> str:
     """The locomotion templates' termination where the deploy watchdog stops the robot, or, where the
     model's limits are soft for its motors (plan.soft_limits), that line commented out with why."""
@@ -114,6 +121,9 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
     count = values["num_actions"]
     values.update(actions_text=f"{count} action{'s' * (count != 1)}")
     values.update(_action_values(plan, 0.25 if template == "locomotion" else 0.5))
+    if plan.soft_limits and values["action_scale"] == "1.0":  # motors strong for the model (limit_probe.py)
+        values["action_scale"] = (f"{SOFT_LIMITS_SCALE}  # not 1.0: these motors overshoot the joint limits at full effort "
+                                  "(see terminations); the policy's first actions push at a third of it")  # fmt: skip
     only = f"joints: [{_names(plan.robot_joints)}]" if plan.object_joints and plan.robot_joints else ""
     values.update(joints_param=f", {only}" if only else "", joints_params=f", params: {{{only}}}" if only else "")
     values.update(past_joint_limits=_past_limits(plan, f", {only}" if only else ""))

@@ -156,19 +156,22 @@ def test_a_biped_whose_limits_its_motors_overshoot_gets_no_watchdog_termination(
     """gymnasium's Walker2d: its 100 N m motors take its feet 0.3 rad past their MJCF range within
     0.1 s (the limits are soft for them), so the watchdog's termination ended 98 % of the first
     episodes within 2-3 steps and the policy learned to end them sooner (docs/benchmarks.md,
-    2026-11-29). The task is written with that termination commented out and the report says why;
-    the hopper (limits that hold) and the ant keep it."""
+    2026-11-29). The task is written with that termination commented out and the report says why,
+    and its actions scaled to a third of full effort; the hopper (limits that hold) and the ant keep
+    both as they were."""
     made = new_task("walker", "locomotion", robot=gym_asset("walker2d_v5.xml"), out=tmp_path / "walker")
     line = next(line for line in made.lines if line.startswith("joint limits: soft for the motors"))
     assert "rad past its range within 0.1 s at full effort) -> no past_joint_limits termination" in line, line
     task = yaml_task(tmp_path / "walker", "walker")
     assert "past_joint_limits" not in task["terminations"] and "joint_limits" in task["rewards"]
+    assert task["action"]["scale"] == 0.3  # its first, random actions at a third of full effort
     text = (tmp_path / "walker" / "walker" / "walker.yaml").read_text()
     assert "  # past_joint_limits: {func: joint_pos_past_limits, params: {margin: 0.1, joints: [thigh_joint" in text
     for asset in ("hopper.xml", "ant.xml"):
         made = new_task(asset[:-4], "locomotion", robot=gym_asset(asset), out=tmp_path / asset[:-4])
         assert not any(line.startswith("joint limits") for line in made.lines), made.lines
-        assert yaml_task(tmp_path / asset[:-4], asset[:-4])["terminations"]["past_joint_limits"]["params"]["margin"] == 0.1
+        task = yaml_task(tmp_path / asset[:-4], asset[:-4])
+        assert task["terminations"]["past_joint_limits"]["params"]["margin"] == 0.1 and task["action"]["scale"] == 1.0
 
 
 def test_the_limit_probe_tells_a_soft_limit_from_one_that_holds():
