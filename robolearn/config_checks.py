@@ -246,21 +246,17 @@ def check_action_cfg(action: DictConfig) -> None:
 
 
 def check_missing(node: Any, path: str = "") -> None:
-    """Refuse a setting the schema has no default for and nothing set (`+task.rewards.new={}`: a
-    term without its func), before the run reads it in OmegaConf's words."""
+    """Refuse a term without its func (`+task.rewards.new={}`: the schema has no default for it),
+    before the run reads it in OmegaConf's words. Other unset values have checks of their own that
+    say what they need (an event's adaptive.limits: envs/event_manager.py)."""
     if isinstance(node, DictConfig) and not node._is_none() and not node._is_missing():
         for key in node.keys():
             child = node._get_node(key)
-            if child._is_missing():
-                where = f"{path}{key}"
-                if key == "func":
-                    raise UserError(f"{path[:-1]} has no func; valid: {{func: <a term function>, ...}} (robolearn terms "
-                                    "lists them)")  # fmt: skip
-                raise UserError(f"{where} is not set and has no default; valid: set it, e.g. {where}=<value>")
-            check_missing(child, f"{path}{key}.")
-    elif isinstance(node, ListConfig) and not node._is_none() and not node._is_missing():
-        for k in range(len(node)):
-            check_missing(node._get_node(k), f"{path[:-1]}[{k}].")
+            if key == "func" and child._is_missing():
+                raise UserError(f"{path[:-1]} has no func; valid: {{func: <a term function>, ...}} (robolearn terms "
+                                "lists them)")  # fmt: skip
+            if isinstance(child, DictConfig):
+                check_missing(child, f"{path}{key}.")
 
 
 def check_finite(node: Any, path: str = "") -> None:

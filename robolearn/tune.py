@@ -105,7 +105,8 @@ def tune_verb(args: list[str]) -> int:
     if results is None:  # the signal broke the search itself: its runs are still there
         raise Stopped(signum, f"stopped by {signal.Signals(signum).name}; the trials' runs so far are in {folder}")
     rows = [summary_row(r, cfg) for r in results]
-    rows += unstarted_grid(space, settings["num_samples"], rows, cfg)
+    if signum is not None and settings["scheduler"] != "pbt":  # PBT's trials change their values as they go
+        rows += unstarted_grid(space, settings["num_samples"], rows, cfg)
     written = sweeps.write_summary(folder, rows)
     if signum is not None:
         raise Stopped(signum, stopped_line(signum, folder, rows, written))

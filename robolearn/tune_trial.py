@@ -175,9 +175,9 @@ def run_trial(config: dict, base: list[str], folder: str, cpus: float, rungs: tu
             if stopped.checkpoint is not None:  # the search stopped: its last iteration goes with its checkpoint
                 reporter.checkpoint(stopped.checkpoint)
             reporter.flush()
-            if not reporter.sent:  # stopped before its first iteration ended: listed as not started, with its run
+            if not reporter.sent:  # stopped before its first iteration: listed as stopped at iteration 0, with its run
                 tune.report({"objective": math.nan, "objective_run": math.nan, "iteration": 0, "trial_index": index,
-                             "run_dir": str(run_dir), "not_started": True})  # fmt: skip
+                             "run_dir": str(run_dir)})  # fmt: skip
             return
     reporter.flush()
     reporter.last(value)
