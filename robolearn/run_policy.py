@@ -88,7 +88,7 @@ def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int |
         raise UserError(f"{changed}; its bundle would give the robot gains or joints its policy never saw; valid: "
                         "restore the model it trained with, or train a new run on this one")  # fmt: skip
     if changed:
-        print(f"note: {changed}; running it on the model as it is now", file=sys.stderr, flush=True)
+        note_other_robot(changed)
     actor_critic = ActorCritic.from_config(cfg.algo, env.observation_dims(), env.num_actions)
     checkpoint.restore(actor_critic, state, source)
     refuse_nonfinite_policy(actor_critic, env, source)
@@ -98,6 +98,12 @@ def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int |
             print(f"under the conditions training had reached by iteration {payload['iteration']}: {'; '.join(changed)}",
                   file=sys.stderr, flush=True)  # fmt: skip
     return env, actor_critic, payload, source
+
+
+def note_other_robot(changed: str, stream=None) -> None:
+    """Say that a checkpoint met another robot model than it trained on (checkpoint.other_robot), which
+    eval, play and the web viewer run as it is now."""
+    print(f"note: {changed}; running it on the model as it is now", file=stream or sys.stderr, flush=True)
 
 
 def refuse_nonfinite_policy(actor_critic: ActorCritic, env: BatchedEnv, source: Path) -> None:

@@ -148,8 +148,7 @@ def run_trial(config: dict, base: list[str], folder: str, cpus: float, rungs: tu
     index = int(context.get_trial_id().rsplit("_", 1)[-1])
     stopping, donor = (Path(folder) / STOP_FILE).exists(), tune.get_checkpoint()
     if stopping and donor is None:  # started while the search stops: trains nothing, listed as not started
-        tune.report({"objective": math.nan, "objective_run": math.nan, "iteration": 0, "trial_index": index,
-                     "not_started": True})  # fmt: skip
+        _report_untrained(index, not_started=True)
         return
     cfg = compose_train(trial_overrides(base, config, index, cpus))
     run_dir = Path(folder) / context.get_trial_name()
@@ -176,11 +175,17 @@ def run_trial(config: dict, base: list[str], folder: str, cpus: float, rungs: tu
                 reporter.checkpoint(stopped.checkpoint)
             reporter.flush()
             if not reporter.sent:  # stopped before its first iteration: listed as stopped at iteration 0, with its run
-                tune.report({"objective": math.nan, "objective_run": math.nan, "iteration": 0, "trial_index": index,
-                             "run_dir": str(run_dir)})  # fmt: skip
+                _report_untrained(index, run_dir=str(run_dir))
             return
     reporter.flush()
     reporter.last(value)
+
+
+def _report_untrained(index: int, **extra) -> None:
+    """Tune's one result of a trial that trained no iteration (the search stopped first)."""
+    from ray import tune
+
+    tune.report({"objective": math.nan, "objective_run": math.nan, "iteration": 0, "trial_index": index, **extra})
 
 
 def run_objective(cfg, run_dir: Path) -> float:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -102,7 +103,7 @@ class LivePolicy:
         import copy
 
         from robolearn import checkpoint
-        from robolearn.run_policy import acts_nonfinite, nonfinite_policy
+        from robolearn.run_policy import acts_nonfinite, nonfinite_policy, note_other_robot
 
         payload = checkpoint.load(path)
         state = checkpoint.policy_state(payload, path)
@@ -116,7 +117,7 @@ class LivePolicy:
             raise
         changed = checkpoint.other_robot(payload, self.env, path)
         if changed:
-            print(f"note: {changed}; running it on the model as it is now", flush=True)
+            note_other_robot(changed, sys.stdout)
         self.policy.reset()  # another network's memory means nothing to this one
         self.source, self.iteration = path, int(payload["iteration"])
 
