@@ -48,6 +48,22 @@ def web_viewer(run_dir, cwd, *args):
     assert "Traceback" not in err, err[-2000:]
 
 
+def wait_for_clients(display: str, seconds: float = 20.0) -> None:
+    """Wait until the X server takes a client: on a loaded machine a server that has just told its
+    number (the previous case's server having just gone) once refused the viewer's first connection."""
+    from PIL import ImageGrab
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            ImageGrab.grab(xdisplay=display)
+            return
+        except OSError as refused:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the display {display} takes no client: {refused}") from refused
+            time.sleep(0.2)
+
+
 def robot_pixels(image: np.ndarray) -> int:
     """Pixels of the cartpole's tan cart and pole (red > green > blue, clearly): not the grey or
     white floor, grid and sky, nor the viewers' blue, teal or red widgets."""
@@ -160,6 +176,7 @@ def test_the_native_viewer_draws_the_robot_on_a_display(trained_cartpole, tmp_pa
         with os.fdopen(ready) as reply:
             number = reply.readline().strip()  # blocks until the display is up ("" if Xvfb failed)
         assert number.isdigit(), f"Xvfb did not start (exit {display.poll()})"
+        wait_for_clients(f":{number}")
         env = {**{k: v for k, v in os.environ.items() if k != "MUJOCO_GL"}, "DISPLAY": f":{number}"}
         viewer = subprocess.Popen([sys.executable, "-m", "robolearn.cli", "play", f"run={run_dir}", "mode=viewer"],
                                   cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
