@@ -117,7 +117,8 @@ def _play(args: list[str]) -> int:
     from robolearn.compose import register_configs
     from robolearn.errors import UserError
     from robolearn.command_script import CommandScript
-    from robolearn.play import PlayCfg, play_bundle, play_run
+    from robolearn.play import PlayCfg, play_run
+    from robolearn.play_bundle import play_bundle
     from robolearn.render import CameraCfg
 
     valid = {"run": None, "bundle": None, "checkpoint": None, "mode": "video", "out": None, "duration": "10",

@@ -1,5 +1,6 @@
 """`robolearn play`: watch a policy. From a run (its checkpoint's torch policy in the task's env) or
-from a bundle (the deploy runtime on the MuJoCo stand-in robot: exactly what the robot runs).
+from a bundle (the deploy runtime on the MuJoCo stand-in robot: exactly what the robot runs;
+play_bundle.py).
 
     robolearn play run=<dir> [checkpoint=<file>] [mode=video] [out=<file.mp4>] [duration=10] [fps=30]
                    [num_envs=1] [camera=track|fixed|free] [distance=] [elevation=] [azimuth=]
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -263,89 +263,3 @@ def _tile_size(cfg: PlayCfg) -> tuple[int, int]:
         return cfg.width, cfg.height
     cols = int(np.ceil(np.sqrt(cfg.num_envs)))
     return max(16, cfg.width // cols // 2 * 2), max(16, cfg.height // cols // 2 * 2)
-
-
-# --- a bundle through the deploy runtime -----------------------------------------------------
-def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path:
-    from robolearn.sim2sim import EpisodeScore, open_sim
-
-    if cfg.mode == "web":
-        raise UserError("mode=web plays a run's policy (run=<dir>); a bundle plays as mode=video or mode=viewer")
-    cfg.check()
-    if cfg.num_envs != 1:
-        raise UserError("num_envs= is for run=; a bundle plays one robot (the deploy runtime runs one)")
-    policy, robot, referee, loop = open_sim(bundle_dir, seed=cfg.seed, realtime=cfg.mode == "viewer")
-    if cfg.mode == "viewer":
-        try:
-            from robolearn.native_viewer import view_bundle
-
-            return view_bundle(robot, referee, loop)
-        finally:
-            loop.close()
-            referee.close()
-    model = robot.model
-    period = policy.bundle.control_period_s
-    every = max(1, round(1.0 / (cfg.fps * period)))
-    ticks = max(1, round(cfg.duration / period))
-    inputs = referee.commands()
-    name = next(iter(inputs), None)
-    marks = Marks(referee.env)
-    if cfg.command is not None:  # before any file is opened
-        if name is None:
-            loop.close()
-            referee.close()
-            raise UserError("command=: the bundle's task has no command")
-        cfg.command.check_width(len(inputs[name]), name)
-    renderer = FrameRenderer(model, cfg.camera, cfg.width, cfg.height)  # camera= checked before a folder is made
-    out = output_path(cfg, Path.cwd() / f"{bundle_dir.resolve().name}_play.mp4")
-    writer = Mp4Writer(out, cfg.width, cfg.height, 1.0 / (every * period))
-    title = f"{policy.bundle.meta.get('task', bundle_dir.name)} | bundle {bundle_dir.name} (deploy runtime)"
-    env = referee.env
-    weights = env.rewards.weights.numpy()
-
-    done, note = [0], ("", -1.0)  # ticks played; how the last episode ended, and when
-
-    def episode() -> None:
-        """One episode as sim2sim runs it (a start state drawn by the task, scored by its terms), to
-        its end or to the end of the video."""
-        robot.reset(*referee.initial_state())
-        robot.inputs = scripted(cfg.command, name, done[0] * period, referee.commands())
-        loop.reset()
-        score = EpisodeScore(referee, robot)
-
-        def on_step(step) -> bool:
-            nonlocal note
-            ended = score.tick(step)
-            t = (done[0] + 1) * period
-            if ended or score.episode.length >= env.max_episode_length:
-                note = (f"episode ended ({score.ended_by()}), return {score.episode.ret:.1f}", t)
-            if done[0] % every == 0:
-                terms = env.rewards.values[:, 0].numpy() * weights if score.episode.length else weights * 0
-                lines = overlay(title, t, score.episode.ret, env.rewards.names, terms, robot.inputs, note)
-                arrows, markers = marks.draw(model, robot.data, robot.inputs)
-                writer.write(renderer.render(robot.data, arrows, lines, markers))
-            done[0] += 1
-            if ended or done[0] >= ticks or score.episode.length >= env.max_episode_length:
-                return True
-            robot.inputs = scripted(cfg.command, name, done[0] * period, referee.advance_commands())  # the next tick's
-            return False
-
-        loop.run(ticks - done[0], on_step)
-        referee.end_episode()
-
-    started = time.perf_counter()
-    try:
-        while done[0] < ticks:
-            episode()
-    except BaseException:
-        writer.close()
-        out.unlink(missing_ok=True)  # no half-written video left behind
-        raise
-    finally:
-        loop.close()
-        referee.close()
-        writer.close()
-        renderer.close()
-    print(f"wrote {out} ({writer.frames} frames at {1.0 / (every * period):.3g} fps, {writer.frames * every * period:.1f} s; "
-          f"made in {time.perf_counter() - started:.1f} s)")
-    return out

@@ -6,9 +6,10 @@ keep what each frame would show."""
 import numpy as np
 import pytest
 
-import robolearn.play as play
+import robolearn.play_bundle as play
 from robolearn.command_script import CommandScript
-from robolearn.play import PlayCfg, play_bundle
+from robolearn.play import PlayCfg
+from robolearn.play_bundle import play_bundle
 
 from .deploy.conftest import make_bundle
 
