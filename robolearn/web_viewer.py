@@ -316,23 +316,41 @@ def _loop(live: LivePolicy, scene, panel, data, duration: float | None, stop: th
         if now - polled >= POLL_S:
             polled = now
             found = live.checkpoints()
-            if found and found[-1].name != live.newest:
-                live.newest = found[-1].name
-                if panel.following:
-                    _load(live, found[-1], panel)
-            panel.set_checkpoints([p.name for p in found] or [live.source.name], live.source.name)
+            with _lost_wakeup():
+                if found and found[-1].name != live.newest:
+                    live.newest = found[-1].name
+                    if panel.following:
+                        _load(live, found[-1], panel)
+                panel.set_checkpoints([p.name for p in found] or [live.source.name], live.source.name)
         if now - drawn >= 1.0 / DRAW_HZ:
             drawn = now
             qpos, qvel = env.physics.qpos.double().numpy(), env.physics.qvel.double().numpy()
             xpos, xmat = body_poses(model, data, qpos)
-            scene.update_from_arrays(xpos, xmat, qpos=qpos, qvel=qvel)
-            if marks is not None:
-                marks.update(data, qpos, min(scene.env_idx, env.num_envs - 1), getattr(scene, "_scene_offset", np.zeros(3)), qvel)
+            with _lost_wakeup():
+                scene.update_from_arrays(xpos, xmat, qpos=qpos, qvel=qvel)
+                if marks is not None:
+                    i = min(scene.env_idx, env.num_envs - 1)
+                    marks.update(data, qpos, i, getattr(scene, "_scene_offset", np.zeros(3)), qvel)
         if now - shown >= 1.0 / PANEL_HZ:
             shown = now
             i = min(scene.env_idx, env.num_envs - 1)
-            panel.show(_status(live, i, paused), env.rewards.names, env.rewards.values[:, i].numpy() * weights)
+            with _lost_wakeup():
+                panel.show(_status(live, i, paused), env.rewards.names, env.rewards.values[:, i].numpy() * weights)
         time.sleep(max(0.0, min(clock - time.perf_counter(), 1.0 / DRAW_HZ)) if not paused else 1.0 / DRAW_HZ)
+
+
+@contextlib.contextmanager
+def _lost_wakeup():
+    """viser queues each change of the page and then wakes its sender with asyncio.Event.set() called
+    from this (the simulation's) thread. That set() walks the event's waiters while the server's
+    thread may add or drop one (a page connecting, leaving, or the server stopping), and then raises
+    "deque mutated during iteration". The change is queued by then and the next one wakes the sender:
+    the viewer skips what was left of that frame and plays on. Any other error is raised."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if "mutated during iteration" not in str(exc):
+            raise
 
 
 def _load(live: LivePolicy, path: Path, panel) -> None:

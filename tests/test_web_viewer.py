@@ -142,6 +142,35 @@ def test_a_checkpoint_that_acts_nan_or_met_another_robot_is_said_and_nan_leaves_
         live.env.close()
 
 
+class RacingScene(RecordingScene):
+    """The scene whose every other update meets viser's wake-up race (or another error)."""
+
+    def __init__(self, message):
+        super().__init__()
+        self.message, self.calls = message, 0
+
+    def update_from_arrays(self, xpos, xmat, qpos=None, qvel=None):
+        self.calls += 1
+        if self.calls % 2:
+            raise RuntimeError(self.message)
+        super().update_from_arrays(xpos, xmat, qpos, qvel)
+
+
+def test_visers_wakeup_race_skips_a_frame_not_the_viewer_and_other_errors_are_raised(tiny_run):
+    import mujoco
+
+    live = LivePolicy(tiny_run, None, 1)
+    try:
+        panel, scene = ScriptedPanel({}), RacingScene("deque mutated during iteration")
+        _loop(live, scene, panel, mujoco.MjData(live.env.model), 0.5)
+        assert scene.calls >= 4 and len(scene.frames) == scene.calls // 2  # each other frame drawn
+        assert panel.shown  # the panel too, after the first frame failed
+        with pytest.raises(RuntimeError, match="something else"):
+            _loop(live, RacingScene("something else"), panel, mujoco.MjData(live.env.model), 0.5)
+    finally:
+        live.env.close()
+
+
 def test_reward_bars_grow_from_the_middle_by_sign():
     page = reward_bars(["alive", "torque<cost>"], np.array([0.5, -0.25]))
     assert "left:50.0%;width:50.0%" in page and "#2e9e4f" in page  # the largest fills its half
