@@ -29,10 +29,16 @@ def summary_row(result, cfg) -> dict:
         status, error = "finished", ""
     value = metrics.get("objective_run")
     swept = " ".join(f"{k}={format_value(v)}" for k, v in (result.config or {}).items())
-    return {"job": metrics.get("trial_index", -1), "overrides": swept, "metric": cfg.objective.metric,
-            "mode": cfg.objective.mode, "direction": cfg.objective.direction,
-            "objective": value if value is not None and math.isfinite(value) else None, "status": status,
-            "error": error, "run_dir": metrics.get("run_dir", "" if status == "not started" else str(result.path))}  # fmt: skip
+    objective = value if value is not None and math.isfinite(value) else None
+    run_dir = metrics.get("run_dir", "" if status == "not started" else str(result.path))
+    return _row(cfg, metrics.get("trial_index", -1), swept, objective, status, error, run_dir)
+
+
+def _row(cfg, job: int, overrides: str, objective: float | None, status: str, error: str, run_dir: str) -> dict:
+    """One row of the summary table, in sweeps.write_summary's layout."""
+    return {"job": job, "overrides": overrides, "metric": cfg.objective.metric, "mode": cfg.objective.mode,
+            "direction": cfg.objective.direction, "objective": objective, "status": status, "error": error,
+            "run_dir": run_dir}  # fmt: skip
 
 
 def unstarted_grid(space: dict, num_samples: int, rows: list[dict], cfg) -> list[dict]:
@@ -51,9 +57,7 @@ def unstarted_grid(space: dict, num_samples: int, rows: list[dict], cfg) -> list
                                  for point in itertools.product(*grids.values()))  # fmt: skip
     wanted = collections.Counter({point: n * num_samples for point, n in wanted.items()})
     wanted.subtract(r["overrides"] for r in rows)
-    return [{"job": -1, "overrides": point, "metric": cfg.objective.metric, "mode": cfg.objective.mode,
-             "direction": cfg.objective.direction, "objective": None, "status": "not started", "error": "", "run_dir": ""}
-            for point, n in wanted.items() for _ in range(max(n, 0))]  # fmt: skip
+    return [_row(cfg, -1, point, None, "not started", "", "") for point, n in wanted.items() for _ in range(max(n, 0))]
 
 
 def _last_iteration(run_dir: Path) -> int | None:
