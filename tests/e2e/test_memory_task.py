@@ -12,12 +12,12 @@ REACHED = 0.8 * SOLVED
 """What the GRU's 10-iteration mean return must reach within ITERATIONS: near solved, far above anything
 the MLP reaches (best -55 and -46 over 250 iterations)."""
 ITERATIONS = 250
-SEED = 4
-"""Whether a seed solves within 250 iterations varies with the last bits of the arithmetic, so from one
-VM (CPU, libraries) to another. On 2026-11-27's VM seeds 0, 4, 5, 6 solved (at iterations 185, 173,
-160, 149), seeds 1, 2, 3 did not (best 689, 695, 412); on 2026-11-29's, seed 4 first holds 700 at
-iteration 201 (best 756, final policy 783), seeds 5 and 0 reach a best of 621 and 652 (683 and 700
-by iteration 300): hence REACHED, with the most margin on the seed that measured best here."""
+SEED = 6
+"""Whether a seed solves within 250 iterations still varies from seed to seed, and with the last bits of
+the arithmetic, so from one VM (CPU, libraries) to another. With the recipe's one minibatch, on
+2026-11-30's VM, 10 of seeds 0-10 held the solved window within 250 iterations (seed 4: best 657);
+seed 6 first at iteration 135 with a best of 784 (docs/benchmarks.md, Memory). REACHED leaves margin
+for the next VM's last bits."""
 
 
 def windows(run_dir) -> list[float]:
