@@ -51,7 +51,8 @@ def train(args, seed: int, root: Path, cores: list[int], lock: threading.Lock) -
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     started = time.perf_counter()
     try:
-        result = subprocess.run(["taskset", "-c", str(core), *command], cwd=root, env=env, capture_output=True, text=True)
+        result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
+                                preexec_fn=lambda: os.sched_setaffinity(0, {core}))  # fmt: skip
     finally:
         with lock:
             cores.append(core)
@@ -71,7 +72,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0-6", help="e.g. 0-6 or 0,3,5")
     parser.add_argument("--iterations", type=int, default=250)
     parser.add_argument("--solved", type=float, required=True, help="the 10-iteration mean return that counts as solved")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--label", default="recipe")
     parser.add_argument("--out", type=Path, help="append the rows here as JSON lines")
     parser.add_argument("--keep", type=Path, help="keep the runs in this folder")
@@ -79,7 +80,8 @@ def main() -> None:
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="seed_sweep_"))
     root.mkdir(parents=True, exist_ok=True)
-    cores, lock = list(range(args.jobs)), threading.Lock()
+    usable = sorted(os.sched_getaffinity(0))
+    cores, lock = [usable[i % len(usable)] for i in range(args.jobs)], threading.Lock()
     print("| label | seed | best window | first solved | last window | wall s |\n|---|---|---|---|---|---|", flush=True)
     rows = []
     with ThreadPoolExecutor(args.jobs) as pool:
