@@ -49,8 +49,9 @@ def web_viewer(run_dir, cwd, *args):
 
 
 def wait_for_clients(display: str, seconds: float = 20.0) -> None:
-    """Wait until the X server takes a client: on a loaded machine a server that has just told its
-    number (the previous case's server having just gone) once refused the viewer's first connection."""
+    """Wait until the X server takes a client (a screen grab works). Once, on a loaded CI machine, the
+    viewer could not open a display that Xvfb had just reported, right after the previous case's
+    server went."""
     from PIL import ImageGrab
 
     deadline = time.monotonic() + seconds
