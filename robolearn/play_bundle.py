@@ -27,19 +27,19 @@ def play_bundle(bundle_dir: Path, cfg: PlayCfg) -> Path | None:
             from robolearn.native_viewer import view_bundle
 
             return view_bundle(robot, referee, loop)
-        return _record(bundle_dir, cfg, BundleClip(cfg, policy, robot, referee, loop))
+        return _record(BundleClip(bundle_dir, cfg, policy, robot, referee, loop))
     finally:
         loop.close()
         referee.close()
 
 
-def _record(bundle_dir: Path, cfg: PlayCfg, clip: BundleClip) -> Path:
+def _record(clip: BundleClip) -> Path:
     """Open the renderer (camera= is checked before any folder is made) and the video, and play
     episodes until the clip is full; a clip that fails leaves no half-written file."""
+    cfg = clip.cfg
     renderer = FrameRenderer(clip.robot.model, cfg.camera, cfg.width, cfg.height)
-    out = output_path(cfg, Path.cwd() / f"{bundle_dir.resolve().name}_play.mp4")
-    writer = Mp4Writer(out, cfg.width, cfg.height, 1.0 / (clip.every * clip.period))
-    clip.title = f"{clip.policy.bundle.meta.get('task', bundle_dir.name)} | bundle {bundle_dir.name} (deploy runtime)"
+    out = output_path(cfg, Path.cwd() / f"{clip.bundle_dir.resolve().name}_play.mp4")
+    writer = Mp4Writer(out, cfg.width, cfg.height, clip.fps)
     started = time.perf_counter()
     try:
         while clip.ticks_done < clip.ticks:
@@ -51,8 +51,7 @@ def _record(bundle_dir: Path, cfg: PlayCfg, clip: BundleClip) -> Path:
     finally:
         writer.close()
         renderer.close()
-    seconds = writer.frames * clip.every * clip.period
-    print(f"wrote {out} ({writer.frames} frames at {1.0 / (clip.every * clip.period):.3g} fps, {seconds:.1f} s; "
+    print(f"wrote {out} ({writer.frames} frames at {clip.fps:.3g} fps, {writer.frames / clip.fps:.1f} s; "
           f"made in {time.perf_counter() - started:.1f} s)")  # fmt: skip
     return out
 
@@ -62,10 +61,11 @@ class BundleClip:
     task, scored by its terms), one frame every `every` control ticks, the first command scripted by
     command= where given. A task without a command refuses command= before any file is opened."""
 
-    def __init__(self, cfg: PlayCfg, policy, robot, referee, loop):
-        self.cfg, self.policy, self.robot, self.referee, self.loop = cfg, policy, robot, referee, loop
+    def __init__(self, bundle_dir: Path, cfg: PlayCfg, policy, robot, referee, loop):
+        self.bundle_dir, self.cfg, self.robot, self.referee, self.loop = bundle_dir, cfg, robot, referee, loop
         self.period = policy.bundle.control_period_s
         self.every = max(1, round(1.0 / (cfg.fps * self.period)))
+        self.fps = 1.0 / (self.every * self.period)  # the video's: a frame every `every` ticks
         self.ticks = max(1, round(cfg.duration / self.period))
         inputs = referee.commands()
         self.command = next(iter(inputs), None)
@@ -75,7 +75,7 @@ class BundleClip:
             cfg.command.check_width(len(inputs[self.command]), self.command)
         self.marks = Marks(referee.env)
         self.weights = referee.env.rewards.weights.numpy()
-        self.title = ""
+        self.title = f"{policy.bundle.meta.get('task', bundle_dir.name)} | bundle {bundle_dir.name} (deploy runtime)"
         self.ticks_done = 0
         self.note = ("", -1.0)  # how the last episode ended, and when
 

@@ -26,6 +26,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # robolearn from this checkout
+
 
 def seed_list(text: str) -> list[int]:
     seeds: list[int] = []
@@ -36,8 +38,9 @@ def seed_list(text: str) -> list[int]:
 
 
 def windows(run_dir: Path) -> list[float]:
-    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    returns = [json.loads(line)["mean_episode_return"] for line in lines if line.strip()]
+    from robolearn.app import read_metrics
+
+    returns = [row["mean_episode_return"] for row in read_metrics(run_dir / "metrics.jsonl")]
     return [sum(returns[i : i + 10]) / 10 for i in range(len(returns) - 9)]
 
 
