@@ -14,6 +14,8 @@ observations that differ while every engine field is equal point at a torch op.
 against the same env uncompiled, eager or graphed); with --tolerance the first step where
 anything differs by more is reported, with the envs that differ most (and whether they ended in the
 three steps before), the reward terms and the model fields (randomized at resets) that differ.
+Every row has `gaps`: each step's largest relative gap of the outputs (observations, reward terms;
+inf where one env ended an episode and the other did not), over all --steps.
 
 Free running, a last-bit difference grows: contacts amplify it until one robot's foot lands a step
 later and that env is O(0.1) apart (on the CPU: every action 1e-5 larger, 0.14 at step 23). With
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 import torch
 import warp as wp
@@ -159,10 +162,13 @@ def main() -> None:
 def free_running(envs: list, steps: int, tol: float, device: torch.device) -> dict:
     """The first step where the two envs differ (past `tol`, relative, if given): engine fields,
     observations, reward terms, columns, model fields and the envs that differ most, each with
-    whether it ended in the three steps before."""
+    whether it ended in the three steps before. The envs run on to `steps` after it: `gaps` is each
+    step's largest relative gap of the outputs (observations, reward terms; inf where only one env
+    ended an episode): how a difference grows."""
     num_envs = envs[0].num_envs
     gen = torch.Generator(device).manual_seed(0)
     recent = torch.zeros(3, num_envs, dtype=torch.bool, device=device)  # envs that ended in the last 3 steps
+    found, worst = None, []
 
     def apart(a: dict, b: dict) -> dict[str, float]:  # what differs by more than the tolerance
         return above(differences(a, b, relative=tol > 0), tol)
@@ -172,22 +178,26 @@ def free_running(envs: list, steps: int, tol: float, device: torch.device) -> di
         for step in range(steps):
             action = torch.randn(num_envs, envs[0].num_actions, device=device, generator=gen)
             (obs_a, *_), (obs_b, *_) = outs = [env.step(action) for env in envs]
-            engine = apart(*(data_arrays(env.physics.d) for env in envs))
-            observed = apart(obs_a, obs_b)
-            rewards = apart(*(dict(zip(env.rewards.names, env.rewards.values)) for env in envs))
             ends = [o[2] | o[3] for o in outs]
-            # exact: anything; with a tolerance the envs' outputs (engine fields such as cacc amplify
-            # a last-bit change of the state by orders of magnitude and feed nothing back: reported)
-            if observed or rewards or not torch.equal(*ends) or (tol == 0 and (engine or (before and step == 0))):
-                gap = torch.stack([gaps(obs_a[g], obs_b[g]).amax(1) for g in obs_a]).amax(0)
-                worst = (gap > tol).nonzero().flatten()[:8].tolist()
-                return {"after_reset_engine": before, "first_step": step, "engine": engine, "observations": observed,
-                        "reward_terms": rewards, "columns": columns(obs_a, obs_b, tol),
-                        "model": apart(*(data_arrays(e.physics.m) for e in envs)),
-                        "ends_differ": int((ends[0] != ends[1]).sum()), "ended_before": int(recent.any(0).sum()),
-                        "envs": [[i, float(gap[i]), bool(recent[:, i].any())] for i in worst]}  # fmt: skip
+            terms = [dict(zip(env.rewards.names, env.rewards.values)) for env in envs]
+            gap = torch.stack([*(gaps(obs_a[g], obs_b[g]).amax(1) for g in obs_a),
+                               *(gaps(terms[0][t], terms[1][t]) for t in terms[0])]).amax(0)  # fmt: skip
+            gap[ends[0] != ends[1]] = math.inf  # an episode that ended in one env only
+            worst.append(float(f"{float(gap.max()):.3g}"))
+            if found is None:
+                engine = apart(*(data_arrays(env.physics.d) for env in envs))
+                observed = apart(obs_a, obs_b)
+                rewards = apart(*terms)
+                # exact: anything; with a tolerance the envs' outputs (engine fields such as cacc amplify
+                # a last-bit change of the state by orders of magnitude and feed nothing back: reported)
+                if observed or rewards or not torch.equal(*ends) or (tol == 0 and (engine or (before and step == 0))):
+                    found = {"first_step": step, "engine": engine, "observations": observed, "reward_terms": rewards,
+                             "columns": columns(obs_a, obs_b, tol), "model": apart(*(data_arrays(e.physics.m) for e in envs)),
+                             "ends_differ": int((ends[0] != ends[1]).sum()), "ended_before": int(recent.any(0).sum()),
+                             "envs": [[i, float(gap[i]), bool(recent[:, i].any())]
+                                      for i in (gap > tol).nonzero().flatten()[:8].tolist()]}  # fmt: skip
             recent = torch.cat([recent[1:], ends[0].unsqueeze(0)])
-    return {"after_reset_engine": before}
+    return {"after_reset_engine": before, **(found or {}), "gaps": worst}
 
 
 def eager_numerics() -> list[str]:
