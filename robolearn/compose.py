@@ -173,8 +173,9 @@ def check_switches(overrides: list[str]) -> None:
 def check_empty_entries(overrides: list[str]) -> None:
     """`task.rewards={}` or `task.rewards.alive={}`: an override merges into the task's dict of terms
     or into one term (OmegaConf merges an empty mapping as nothing), so every term, or that one,
-    would stay without a word; `~task.rewards` the schema refuses in Hydra's words. Say how one
-    term goes instead. A sweep's values are each checked."""
+    would stay without a word; `~task.rewards` and `task.rewards.alive=null` (what a task YAML
+    writes to remove a term) the schema refuses in Hydra's words. Say how one term goes instead. A
+    sweep's values are each checked."""
     from robolearn.config_additions import holds_entries
 
     for override in overrides:
@@ -184,9 +185,21 @@ def check_empty_entries(overrides: list[str]) -> None:
             raise UserError(f"{override}: the task's {key[1:].rpartition('.')[2]} cannot be removed as a whole; valid: "
                             f"~{key[1:]}.<name> removes one {noun}")  # fmt: skip
         path = key.strip().lstrip("+")
-        if not eq or key.startswith("~") or "{" not in value or not _merges_nothing(override):
+        if not eq or key.startswith("~"):
             continue
         parent, _, name = path.rpartition(".")
+        values = _values(override) if "{" in value or "null" in value.lower() else []
+        if any(v is None for v in values):
+            if holds_entries(path):
+                noun = "group" if path.endswith("observations") else "term"
+                raise UserError(f"{override}: the task's {name} cannot be removed as a whole; valid: ~{path}.<name> "
+                                f"removes one {noun}")  # fmt: skip
+            if parent and holds_entries(parent):
+                noun = "group" if parent.endswith("observations") else "term"
+                raise UserError(f"{override}: null removes a {noun} only in a task YAML that extends another, not on "
+                                f"the command line; valid: ~{path} removes it")  # fmt: skip
+        if not any(isinstance(v, dict) and not v for v in values):
+            continue
         if holds_entries(path):
             noun = "group" if path.endswith("observations") else "term"
             raise UserError(f"{override} keeps every {noun} (an override merges into the task's {name}); "
@@ -197,16 +210,16 @@ def check_empty_entries(overrides: list[str]) -> None:
                             f"~{path} removes it")  # fmt: skip
 
 
-def _merges_nothing(override: str) -> bool:
-    """Whether the override's value, or one of its sweep's values, is an empty mapping `{}`."""
+def _values(override: str) -> list:
+    """The override's value, or each of its sweep's values; none where Hydra cannot parse it (it
+    says what is wrong with it when it composes)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
         parsed = OverridesParser.create().parse_overrides([override])[0]
-        values = list(parsed.sweep_iterator()) if parsed.is_sweep_override() else [parsed.value()]
-    except Exception:  # noqa: BLE001 (Hydra says what is wrong with it when it composes)
-        return False
-    return any(isinstance(v, dict) and not v for v in values)
+        return list(parsed.sweep_iterator()) if parsed.is_sweep_override() else [parsed.value()]
+    except Exception:  # noqa: BLE001
+        return []
 
 
 def refuse_broken_task(overrides: list[str]) -> None:

@@ -693,6 +693,10 @@ CASES: list[Case] = [
     # left open by the 2026-11-29 audit, fixed in session 39
     train("one_term_emptied", "task.rewards.alive={}",
           expect=("task.rewards.alive={} keeps term 'alive' as it is", "valid: ~task.rewards.alive removes it")),
+    train("one_term_set_to_null", "task.terminations.pole_fell=null",
+          expect=("null removes a term only in a task YAML that extends another", "valid: ~task.terminations.pole_fell removes it")),  # fmt: skip
+    train("a_term_group_set_to_null", "task.rewards=null",
+          expect=("task.rewards=null: the task's rewards cannot be removed as a whole", "valid: ~task.rewards.<name> removes one term")),  # fmt: skip
     train("a_new_term_without_its_func", "+task.rewards.new={weight: 2}",
           expect=("task.rewards.new has no func", "valid: {func: <a term function>, ...} (robolearn terms lists them)")),
     train("package_without_cfg", "--package", "algo", cls="cli",
