@@ -43,7 +43,8 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = (), compose=N
         unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""), overrides, compose)
         if unknown:
             return unknown
-        wrong = _wrong_type(message, one_line(exc.__cause__ or ""))
+        cause = one_line(exc.__cause__ or "")
+        wrong = _wrong_type(message, cause) or _null(message, cause, overrides, compose)
         if wrong:
             return wrong
         cause = exc.__cause__
@@ -104,6 +105,31 @@ def _wrong_type(message: str, cause: str) -> str | None:
         if said in cause or said in message:
             return f"{where} is not {kind}; valid: {valid}"
     return None
+
+
+def _null(message: str, cause: str, overrides: list[str] = (), compose=None) -> str | None:
+    """`seed=null`, `task.rewards.alive.weight=null`: a setting that takes a value was given none
+    (OmegaConf: "field 'seed' is not Optional"); the valid example is its value in the config with
+    only the command line's group choices (compose.compose_train; none without `compose`)."""
+    from omegaconf import OmegaConf
+
+    from robolearn.config_additions import ORIGINAL
+
+    merge = re.match(r"Error merging override (\S+?=.*?)(?: \(|$)", message)
+    field = re.search(r"field '([^']+)' is not Optional", f"{message} {cause}")
+    if merge is None or field is None:
+        return None
+    override, key = ORIGINAL.get(merge.group(1), merge.group(1)).lstrip("+"), field.group(1)
+    choices = [a for a in overrides if a.partition("=")[0] in _GROUP_NOUNS]  # task=..., physics=...: no setting
+    try:
+        value = OmegaConf.select(compose(choices), key) if compose is not None else None
+    except Exception:  # noqa: BLE001 (the line is still right without the example)
+        value = None
+    shown = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+    if isinstance(shown, list):  # as an override writes it: no spaces
+        shown = "[" + ",".join(map(str, shown)) + "]"
+    example = f", e.g. {key}={shown}" if shown is not None and not isinstance(shown, dict) else ""
+    return f"{override}: {key} cannot be null; valid: a value of its type{example}"
 
 
 def _unknown_key_message(message: str, cause: str, overrides: list[str] = (), compose=None) -> str | None:

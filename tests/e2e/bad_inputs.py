@@ -695,6 +695,9 @@ CASES: list[Case] = [
           expect=("task.rewards.alive={} keeps term 'alive' as it is", "valid: ~task.rewards.alive removes it")),
     train("one_term_set_to_null", "task.terminations.pole_fell=null",
           expect=("null removes a term only in a task YAML that extends another", "valid: ~task.terminations.pole_fell removes it")),  # fmt: skip
+    train("a_setting_set_to_null", "seed=null", expect=("seed=null: seed cannot be null", "valid: a value of its type, e.g. seed=0")),
+    train("a_list_setting_set_to_null", "algo.actor_hidden_dims=null",
+          expect=("algo.actor_hidden_dims cannot be null", "e.g. algo.actor_hidden_dims=[")),
     train("a_term_group_set_to_null", "task.rewards=null",
           expect=("task.rewards=null: the task's rewards cannot be removed as a whole", "valid: ~task.rewards.<name> removes one term")),  # fmt: skip
     train("a_new_term_without_its_func", "+task.rewards.new={weight: 2}",
