@@ -43,8 +43,8 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = (), compose=N
         unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""), overrides, compose)
         if unknown:
             return unknown
-        cause = one_line(exc.__cause__ or "")
-        wrong = _wrong_type(message, cause) or _null(message, cause, overrides, compose)
+        said = one_line(exc.__cause__ or "")
+        wrong = _wrong_type(message, said) or _null(message, said, overrides, compose)
         if wrong:
             return wrong
         cause = exc.__cause__
