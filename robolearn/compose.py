@@ -181,7 +181,7 @@ def check_empty_entries(overrides: list[str]) -> None:
     for override in overrides:
         key, eq, value = override.partition("=")
         if key.startswith("~") and holds_entries(key[1:].strip()):  # `~task.rewards`: the schema refuses it
-            noun = "group" if key.endswith("observations") else "term"
+            noun = _entry_noun(key)
             raise UserError(f"{override}: the task's {key[1:].rpartition('.')[2]} cannot be removed as a whole; valid: "
                             f"~{key[1:]}.<name> removes one {noun}")  # fmt: skip
         path = key.strip().lstrip("+")
@@ -191,23 +191,28 @@ def check_empty_entries(overrides: list[str]) -> None:
         values = _values(override) if "{" in value or "null" in value.lower() else []
         if any(v is None for v in values):
             if holds_entries(path):
-                noun = "group" if path.endswith("observations") else "term"
+                noun = _entry_noun(path)
                 raise UserError(f"{override}: the task's {name} cannot be removed as a whole; valid: ~{path}.<name> "
                                 f"removes one {noun}")  # fmt: skip
             if parent and holds_entries(parent):
-                noun = "group" if parent.endswith("observations") else "term"
+                noun = _entry_noun(parent)
                 raise UserError(f"{override}: null removes a {noun} only in a task YAML that extends another, not on "
                                 f"the command line; valid: ~{path} removes it")  # fmt: skip
         if not any(isinstance(v, dict) and not v for v in values):
             continue
         if holds_entries(path):
-            noun = "group" if path.endswith("observations") else "term"
+            noun = _entry_noun(path)
             raise UserError(f"{override} keeps every {noun} (an override merges into the task's {name}); "
                             f"valid: ~{path}.<name> removes one {noun}")  # fmt: skip
         if parent and holds_entries(parent) and not re.match(r"\+[^+]", key):  # `+task.rewards.new={}` adds one
-            noun = "group" if parent.endswith("observations") else "term"
+            noun = _entry_noun(parent)
             raise UserError(f"{override} keeps {noun} '{name}' as it is (an override merges into it); valid: "
                             f"~{path} removes it")  # fmt: skip
+
+
+def _entry_noun(entries: str) -> str:
+    """What the entries of a dict of the task (config_additions.holds_entries) are called."""
+    return "group" if entries.endswith("observations") else "term"
 
 
 def _values(override: str) -> list:

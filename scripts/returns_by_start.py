@@ -50,16 +50,16 @@ def run_episodes(run: Path, episodes: int, joint: str | None, sampled: bool, see
     try:
         jid = pick_joint(env.model, joint)
         adr = int(env.model.jnt_qposadr[jid])
-        act, gen = Controller(actor_critic, episodes), torch.Generator().manual_seed(seed)
+        controller, gen = Controller(actor_critic, episodes), torch.Generator().manual_seed(seed)
         returns, ended = torch.zeros(episodes), torch.zeros(episodes, dtype=torch.bool)
         with torch.inference_mode():
             obs = env.reset(spread_timeouts=False)
             start = env.physics.qpos[:, adr].clone()
             for _ in range(env.max_episode_length):
-                actions = act(obs["policy"])
-                if sampled:
-                    std = actor_critic.log_std.clamp(min=actor_critic.min_log_std).exp()
-                    actions = actions + std * torch.randn(actions.shape, generator=gen)
+                if sampled:  # a draw from the Gaussian policy, as the rollout acts
+                    actions, _, _, _, controller.state = actor_critic.act(obs["policy"], controller.state, gen)
+                else:
+                    actions = controller(obs["policy"])
                 obs, reward, terminated, truncated = env.step(actions)
                 returns += reward * ~ended
                 ended |= terminated | truncated
