@@ -1,5 +1,5 @@
 """What the locomotion template reads of a robot besides its joints (inspect_model.py): a planar
-base's joints and their roles, the feet with their contact points and touch sensors, the base's IMU
+base's joints and their roles, the feet with their touch sensors, the base's IMU
 site."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ _IMU_SENSORS = (int(mujoco.mjtSensor.mjSENS_GYRO), int(mujoco.mjtSensor.mjSENS_A
 class Foot:
     body: str
     point: tuple[float, float, float]
-    """The lowest point of the foot's geometry at the default pose, in the body's frame [m]."""
+    """The centre of the geoms the foot stands on (`sole`), in the body's frame [m]."""
     radius: float
-    """Size of the contact site to put there [m]."""
+    """Radius of the contact site to put there: it holds those geoms (`sole`) [m]."""
     sensor: str | None
     """An existing touch sensor on the foot, None if it has none."""
     geom: str | None = None
@@ -97,10 +97,8 @@ def feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int]
         g = min(foot_geoms, key=lambda g: low[g])
         if low[g] > near_ground:
             continue
-        corners = geom_corners(model, data, g)
-        world = np.array([data.geom_xpos[g, 0], data.geom_xpos[g, 1], corners[:, 2].min()])
+        world, radius = sole(model, data, [h for h in foot_geoms if low[h] <= low[g] + SOLE_TOLERANCE])
         local = data.xmat[foot].reshape(3, 3).T @ (world - data.xpos[foot])
-        radius = float(max(0.02, 1.5 * np.sort(model.geom_aabb[g, 3:])[1]))
         sensors = sorted(touch.get(foot, []))
         name, by_geom = obj_name(model, mujoco.mjtObj.mjOBJ_BODY, foot), None
         if not name:  # an unnamed body (gymnasium's ant's ankles): found by a named geom of it, and named
@@ -110,6 +108,24 @@ def feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int]
             feet.append(Foot(name, tuple(round(float(v), 4) for v in local), round(radius, 4),
                              sensors[0][1] if sensors else None, by_geom))  # fmt: skip
     return feet
+
+
+SOLE_TOLERANCE = 0.005
+"""A foot's geoms whose lowest point is within this of its lowest one [m] are what it stands on (a flat
+foot's four corner spheres; not the shin capsule that ends in a ball foot)."""
+
+
+def sole(model: mujoco.MjModel, data: mujoco.MjData, geoms: list[int]) -> tuple[np.ndarray, float]:
+    """A touch sensor's site for a foot: a sphere holding all of the given geoms (their bounding boxes)
+    with room for their contact margin, as (centre in the world frame [m], radius [m]). A touch sensor
+    counts a contact of its body only when the contact point is inside the site (or when the ray from
+    it along the normal, away from the body, still meets the site), so the site must hold every point
+    where the foot can touch: a lying capsule touches at its ends, a box at its corners, not under
+    its centre."""
+    corners = np.concatenate([geom_corners(model, data, g) for g in geoms])
+    center = (corners.min(axis=0) + corners.max(axis=0)) / 2
+    reach = float(np.linalg.norm(corners - center, axis=1).max())
+    return center, reach + float(model.geom_margin[geoms].max()) + 0.005
 
 
 def _unique_body_name(model: mujoco.MjModel, name: str, taken: list[str]) -> str:

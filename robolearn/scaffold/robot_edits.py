@@ -298,7 +298,7 @@ def _plan_feet(plan: RobotPlan, info: ModelInfo, taken: set[str]) -> None:
         plan.steps.append("add_foot_sensors")
         entries = {name: f"({quoted(f.body)}, {tuple_text(f.point)}, {num(f.radius)})" for name, f in new.items()}
         plan.constants.append(const("NEW_FOOT_SENSORS", mapping(entries), "Touch sensors new-task added: sensor (and "
-                                     "site) name -> (foot body, contact point in its frame [m], site radius [m])."))  # fmt: skip
+                                     "site) name -> (foot body, site centre in its frame [m], site radius [m]: the site holds what the foot stands on)."))  # fmt: skip
         plan.lines.append(f"foot contact sensors: missing on {len(new)} feet -> added touch sensors {short(list(new), 8)}")
     if len(new) < len(info.feet):
         have = [f.sensor for f in info.feet if f.sensor]

@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 
 import mujoco
+import numpy as np
 import pytest
 import yaml
 
 from robolearn.scaffold import new_task
+from robolearn.scene.geometry import geom_corners
 
 from .conftest import robolearn
 from .test_new_task import FAST, _module, ok, run
@@ -45,7 +47,7 @@ def yaml_task(pkg: Path, name: str) -> dict:
 def test_unnamed_feet_that_reach_the_ground_only_in_the_standing_pose_get_contact_sensors(tmp_path):
     """gymnasium's ant: at qpos0 its legs are level and the torso is the lowest point; its ankles'
     limits (30-70 degrees) bend them down in the pose new-task stands it in. The ankle bodies have no
-    names: robot.py names them after their geoms and puts a touch sensor where each touches the ground."""
+    names: robot.py names them after their geoms and puts a touch sensor on each that holds the whole capsule."""
     made = new_task("ant_walk", "locomotion", robot=gym_asset("ant.xml"), out=tmp_path / "pkg")
     feet = ["left_ankle", "right_ankle", "third_ankle", "fourth_ankle"]
     assert any(line.endswith(": " + ", ".join(feet)) and line.startswith("feet (guessed") for line in made.lines), made.lines
@@ -62,8 +64,61 @@ def test_unnamed_feet_that_reach_the_ground_only_in_the_standing_pose_get_contac
         site = model.site(f"{foot}_contact")
         assert model.site_bodyid[site.id] == model.body(foot).id
         assert model.sensor(f"{foot}_contact").type == mujoco.mjtSensor.mjSENS_TOUCH
-        assert data.site_xpos[site.id, 2] < 0.02  # at the ground in the home pose (its lowest point 5 mm up)
+        corners = geom_corners(model, data, model.geom(f"{foot}_geom").id)  # the site holds the whole ankle capsule
+        assert (np.linalg.norm(corners - data.site_xpos[site.id], axis=1) < model.site_size[site.id, 0]).all()
     assert yaml_task(tmp_path / "pkg", "ant_walk")["rewards"]["feet_air_time"]["params"]["sensors"] == [f"{f}_contact" for f in feet]
+
+
+BOX_FEET = """<mujoco><option timestep="0.005"/><worldbody><light pos="0 0 3"/>
+  <geom name="floor" type="plane" size="5 5 0.1"/>
+  <body name="pelvis" pos="0 0 0.6"><freejoint/><geom type="box" size="0.1 0.15 0.05" mass="5"/>
+""" + "".join(f"""    <body name="{side}_thigh" pos="0 {y} -0.05"><joint name="{side}_hip" axis="0 1 0" range="-60 60"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.25" size="0.03"/>
+      <body name="{side}_shin" pos="0 0 -0.25"><joint name="{side}_knee" axis="0 1 0" range="-120 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.22" size="0.025"/>
+        <body name="{side}_foot" pos="0 0 -0.25"><joint name="{side}_ankle" axis="0 1 0" range="-45 45"/>
+          <geom type="box" pos="0.03 0 -0.02" size="0.09 0.05 0.015"/></body></body></body>
+""" for side, y in (("left", 0.1), ("right", -0.1))) + """  </body></worldbody>
+<actuator>""" + "".join(f'<motor joint="{s}_{j}" gear="30" ctrlrange="-1 1"/>' for s in ("left", "right") for j in ("hip", "knee", "ankle")) + """</actuator></mujoco>"""
+"""A biped with flat box feet: on the ground a box touches at its corners, never under its centre."""
+
+
+@pytest.mark.parametrize("asset", ["walker2d_v5.xml", "ant.xml", "box_feet.xml"])
+def test_an_added_foot_sensor_reads_every_force_on_its_foot(tmp_path, asset):
+    """A touch sensor counts a contact only when the contact point lies in its site. The Walker2d's
+    feet are lying capsules that touch the ground at their two ends, the Ant's are long diagonal
+    capsules, the box-footed biped's feet touch at their corners: the site new-task adds holds the
+    whole foot, so over 3 s of random full-range actions (a few hundred steps with a foot down) each
+    sensor reads exactly the normal force of its foot's contacts. Sites at a foot's lowest point read
+    nothing on the Walker2d (its feet_air_time reward was zero all through a 600-iteration run)."""
+    if asset == "box_feet.xml":
+        (tmp_path / asset).write_text(BOX_FEET)
+    name = asset.split("_")[0].split(".")[0]
+    new_task(name, "locomotion", robot=tmp_path / asset if asset == "box_feet.xml" else gym_asset(asset), out=tmp_path / "pkg")
+    robot = _module(tmp_path / "pkg" / name / "robot.py")
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "pkg" / name / asset))
+    robot.apply(spec)
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    feet = {sensor: model.body(body).id for sensor, (body, _, _) in robot.NEW_FOOT_SENSORS.items()}
+    assert len(feet) == {"walker2d_v5.xml": 2, "ant.xml": 4, "box_feet.xml": 2}[asset]
+    rng, force, loaded = np.random.default_rng(0), np.zeros(6), 0
+    low, high = model.actuator_ctrlrange.T
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    for step in range(int(3.0 / model.opt.timestep)):
+        if step % max(1, round(0.1 / model.opt.timestep)) == 0:
+            data.ctrl[:] = rng.uniform(low, high)
+        mujoco.mj_step(model, data)
+        mujoco.mj_forward(model, data)  # contacts and sensors of one state (an RK4 step keeps its last stage's contacts)
+        for sensor, body in feet.items():
+            expected = 0.0
+            for j, contact in enumerate(data.contact[: data.ncon]):
+                if body in (model.geom_bodyid[contact.geom1], model.geom_bodyid[contact.geom2]):
+                    mujoco.mj_contactForce(model, data, j, force)
+                    expected += max(force[0], 0.0)
+            loaded += expected > 0
+            assert data.sensor(sensor).data[0] == pytest.approx(expected, rel=1e-9, abs=1e-9), (step, sensor)
+    assert loaded >= 40, loaded
 
 
 def test_a_goal_markers_joints_are_not_the_robots(tmp_path):
