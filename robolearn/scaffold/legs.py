@@ -16,6 +16,11 @@ _IMU_SENSORS = (int(mujoco.mjtSensor.mjSENS_GYRO), int(mujoco.mjtSensor.mjSENS_A
                 int(mujoco.mjtSensor.mjSENS_FRAMEQUAT))  # fmt: skip
 
 
+SOLE_TOLERANCE = 0.005
+"""A foot's geoms whose lowest point is within this of its lowest one [m] are what it stands on (a flat
+foot's four corner spheres; not the shin capsule that ends in a ball foot)."""
+
+
 @dataclass(frozen=True)
 class Foot:
     body: str
@@ -110,11 +115,6 @@ def feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int]
     return feet
 
 
-SOLE_TOLERANCE = 0.005
-"""A foot's geoms whose lowest point is within this of its lowest one [m] are what it stands on (a flat
-foot's four corner spheres; not the shin capsule that ends in a ball foot)."""
-
-
 def sole(model: mujoco.MjModel, data: mujoco.MjData, geoms: list[int]) -> tuple[np.ndarray, float]:
     """A touch sensor's site for a foot: a sphere holding all of the given geoms (their bounding boxes)
     with room for their contact margin, as (centre in the world frame [m], radius [m]). A touch sensor
@@ -125,7 +125,7 @@ def sole(model: mujoco.MjModel, data: mujoco.MjData, geoms: list[int]) -> tuple[
     corners = np.concatenate([geom_corners(model, data, g) for g in geoms])
     center = (corners.min(axis=0) + corners.max(axis=0)) / 2
     reach = float(np.linalg.norm(corners - center, axis=1).max())
-    return center, reach + float(model.geom_margin[geoms].max()) + 0.005
+    return center, reach + float(model.geom_margin[geoms].max()) + 0.005  # + 5 mm of slack
 
 
 def _unique_body_name(model: mujoco.MjModel, name: str, taken: list[str]) -> str:

@@ -88,7 +88,8 @@ def test_an_added_foot_sensor_reads_every_force_on_its_foot(tmp_path, asset):
     """A touch sensor counts a contact only when the contact point lies in its site. The Walker2d's
     feet are lying capsules that touch the ground at their two ends, the Ant's are long diagonal
     capsules, the box-footed biped's feet touch at their corners: the site new-task adds holds the
-    whole foot, so over 3 s of random full-range actions (a few hundred steps with a foot down) each
+    whole foot, so over 3 s of random full-range actions (48 foot-steps with a foot pressing down on the
+    Ant, 127 on the biped, 470 on the Walker2d) each
     sensor reads exactly the normal force of its foot's contacts. Sites at a foot's lowest point read
     nothing on the Walker2d (its feet_air_time reward was zero all through a 600-iteration run)."""
     if asset == "box_feet.xml":
