@@ -153,3 +153,41 @@ class feet_air_time:
     def reset(self, mask: torch.Tensor) -> None:
         self.air_time.masked_fill_(mask.unsqueeze(1), 0.0)  # masked writes: no host sync (CUDA graphs)
         self.was_in_contact.masked_fill_(mask.unsqueeze(1), True)
+
+
+class feet_air_time_biped:  # noqa: N801
+    """While exactly one of two feet is down, the shorter of how long the stance foot has been down and
+    the swing foot up [s], capped at `target`; 0 otherwise. Pays every step of a walk whose steps last
+    `target` or more; hopping on both feet and shuffling on both feet earn nothing (feet_air_time pays
+    on each touchdown and cannot tell a hop from a step). Standing on one foot with the other raised
+    pays too: the velocity tracking reward is what makes the robot step.
+
+    Zero while the command asks to stand still (planar speed below 0.1). A foot is in contact while
+    its touch sensor reads more than `threshold` [N]. Keeps per-foot timers, which start at 0 with
+    each episode."""
+
+    def __init__(self, env, sensors: Sensors, command: str, target: float = 0.4, threshold: float = 1.0):
+        sensors = env.scene.sensors(sensors)
+        if env.physics.sensordata[:, sensors.columns].shape[1] != 2:  # a touch sensor reads one number
+            raise UserError(f"feet_air_time_biped: sensors reads {', '.join(sensors.names)}; valid: exactly two touch "
+                            "sensors, one per foot (feet_air_time takes any number)")  # fmt: skip
+        if target <= 0:
+            raise UserError(f"feet_air_time_biped: target={target} is out of range; valid: a step time > 0 [s]")
+        self.columns = sensors.columns
+        self.command, self.target, self.threshold = command, target, threshold
+        self.air_time = torch.zeros(env.num_envs, 2, device=env.device)
+        self.contact_time = torch.zeros(env.num_envs, 2, device=env.device)
+
+    def __call__(self, env) -> torch.Tensor:
+        contact = env.physics.sensordata[:, self.columns] > self.threshold
+        self.air_time.add_(env.dt).masked_fill_(contact, 0.0)  # in place: a captured CUDA graph keeps these buffers
+        self.contact_time.add_(env.dt).masked_fill_(~contact, 0.0)
+        in_mode = torch.where(contact, self.contact_time, self.air_time)
+        single_stance = contact.sum(dim=1) == 1
+        reward = (in_mode.min(dim=1).values * single_stance).clamp(max=self.target)
+        moving = env.commands.get(self.command)[:, :2].norm(dim=1) > 0.1
+        return reward * moving
+
+    def reset(self, mask: torch.Tensor) -> None:
+        self.air_time.masked_fill_(mask.unsqueeze(1), 0.0)
+        self.contact_time.masked_fill_(mask.unsqueeze(1), 0.0)

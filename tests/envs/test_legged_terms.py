@@ -169,6 +169,36 @@ def test_feet_air_time_rewards_long_steps_on_touchdown(make_env):
     assert term(env).item() == 0.0
 
 
+def test_feet_air_time_biped_pays_single_stance_up_to_its_target(make_env):
+    env = make_env(FLAT, num_envs=3)
+    env.reset()
+    env.commands.get("base_velocity")[:] = torch.tensor([0.5, 0.0, 0.0])
+    feet = ["FL_foot_contact", "FR_foot_contact"]
+    term = rewards.feet_air_time_biped(env, feet, "base_velocity", target=0.1)
+    contact = env.scene.sensors(feet).columns
+    # env 0 walks: FR up for 3 steps, both down for 1, FL up for 7 (past the 0.1 s target);
+    # env 1 hops (both feet up, then both down); env 2 stands on FL with FR up throughout.
+    down = [(1, 0), (1, 0), (1, 0), (1, 1), (0, 1), (0, 1), (0, 1), (0, 1), (0, 1), (0, 1), (0, 1)]
+    hop = [(0, 0), (0, 0), (1, 1), (1, 1), (0, 0), (0, 0), (1, 1), (1, 1), (0, 0), (0, 0), (1, 1)]
+    got = []
+    for step in range(len(down)):
+        readings = [down[step], hop[step], (1, 0)]
+        env.physics.sensordata[:, contact] = torch.tensor([[50.0 * a, 50.0 * b] for a, b in readings])
+        got.append(term(env).tolist())
+    walk, hops, stand = zip(*got)
+    dt = 0.02  # each step: min(stance foot's time down, swing foot's time up), capped at 0.1 s
+    assert walk == pytest.approx([dt, 2 * dt, 3 * dt, 0.0, dt, 2 * dt, 3 * dt, 4 * dt, 0.1, 0.1, 0.1])
+    assert hops == (0.0,) * len(hop)
+    assert stand == pytest.approx([dt, 2 * dt, 3 * dt, 4 * dt, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1])
+    term.reset(torch.tensor([True, False, False]))  # a reset env starts both timers at 0:
+    env.physics.sensordata[:, contact] = torch.tensor([[0.0, 50.0], [0.0, 50.0], [50.0, 0.0]])
+    assert term(env).tolist() == pytest.approx([dt, dt, 0.1])  # env 0 would pay 0.1 (FL up 8 steps, FR down 12)
+    env.commands.get("base_velocity")[:] = 0.0  # standing still: no reward for stepping
+    assert term(env).tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(UserError, match="exactly two touch sensors"):
+        rewards.feet_air_time_biped(env, [*feet, "RL_foot_contact"], "base_velocity")
+
+
 def test_metric_summary_per_step_per_meter_and_final():
     from types import SimpleNamespace
 
