@@ -126,6 +126,11 @@ def undesired_contacts(env, sensors: Sensors, threshold: float = 1.0) -> torch.T
     return (env.physics.sensordata[:, env.scene.sensors(sensors).columns] > threshold).float().sum(dim=1)
 
 
+def _asked_to_move(env, command: str) -> torch.Tensor:
+    """Whether the command asks for a planar speed above 0.1 (the stepping rewards pay nothing below it)."""
+    return env.commands.get(command)[:, :2].norm(dim=1) > 0.1
+
+
 class feet_air_time:
     """On each foot's touchdown, (time it was in the air - target) [s]: rewards long steps.
 
@@ -147,8 +152,7 @@ class feet_air_time:
         reward = ((self.air_time - self.target) * touchdown).sum(dim=1)
         self.air_time *= ~contact
         self.was_in_contact.copy_(contact)
-        moving = env.commands.get(self.command)[:, :2].norm(dim=1) > 0.1
-        return reward * moving
+        return reward * _asked_to_move(env, self.command)
 
     def reset(self, mask: torch.Tensor) -> None:
         self.air_time.masked_fill_(mask.unsqueeze(1), 0.0)  # masked writes: no host sync (CUDA graphs)
@@ -157,10 +161,11 @@ class feet_air_time:
 
 class feet_air_time_biped:  # noqa: N801
     """While exactly one of two feet is down, the shorter of how long the stance foot has been down and
-    the swing foot up [s], capped at `target`; 0 otherwise. Pays every step of a walk whose steps last
-    `target` or more; hopping on both feet and shuffling on both feet earn nothing (feet_air_time pays
-    on each touchdown and cannot tell a hop from a step). Standing on one foot with the other raised
-    pays too: the velocity tracking reward is what makes the robot step.
+    the swing foot up [s], capped at `target`; 0 otherwise. A walk is paid on each step with one foot
+    down, more as the step goes on, most when steps last `target` or more; hopping on both feet and
+    shuffling on both feet earn nothing (feet_air_time pays on each touchdown and cannot tell a hop
+    from a step). Standing on one foot with the other raised pays too: the velocity tracking reward
+    is what makes the robot step.
 
     Zero while the command asks to stand still (planar speed below 0.1). A foot is in contact while
     its touch sensor reads more than `threshold` [N]. Keeps per-foot timers, which start at 0 with
@@ -185,8 +190,7 @@ class feet_air_time_biped:  # noqa: N801
         in_mode = torch.where(contact, self.contact_time, self.air_time)
         single_stance = contact.sum(dim=1) == 1
         reward = (in_mode.min(dim=1).values * single_stance).clamp(max=self.target)
-        moving = env.commands.get(self.command)[:, :2].norm(dim=1) > 0.1
-        return reward * moving
+        return reward * _asked_to_move(env, self.command)
 
     def reset(self, mask: torch.Tensor) -> None:
         self.air_time.masked_fill_(mask.unsqueeze(1), 0.0)

@@ -192,7 +192,7 @@ def test_feet_air_time_biped_pays_single_stance_up_to_its_target(make_env):
     assert stand == pytest.approx([dt, 2 * dt, 3 * dt, 4 * dt, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1])
     term.reset(torch.tensor([True, False, False]))  # a reset env starts both timers at 0:
     env.physics.sensordata[:, contact] = torch.tensor([[0.0, 50.0], [0.0, 50.0], [50.0, 0.0]])
-    assert term(env).tolist() == pytest.approx([dt, dt, 0.1])  # env 0 would pay 0.1 (FL up 8 steps, FR down 12)
+    assert term(env).tolist() == pytest.approx([dt, dt, 0.1])  # env 0 would pay 0.1 (FL up 8 steps, FR down 9)
     env.commands.get("base_velocity")[:] = 0.0  # standing still: no reward for stepping
     assert term(env).tolist() == [0.0, 0.0, 0.0]
     with pytest.raises(UserError, match="exactly two touch sensors"):
