@@ -258,7 +258,7 @@ def sim2sim(bundle_dir: Path, episodes: int = 10, realtime: bool = False, timest
         referee.close()
     compute_s = [s for _, c in runs for s in c]  # empty if the watchdog ended every episode at once
     result = {
-        "task": meta["task"],
+        "task": meta.get("task"),
         "metric_names": referee.env.metrics.names,
         **summarize_episodes([e for e, _ in runs], referee.names),
         **summarize_metrics(referee.env, referee.metric_sums, referee.steps, referee.distance, referee.final_sums,

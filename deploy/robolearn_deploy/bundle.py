@@ -3,7 +3,8 @@
 A bundle is refused (DeployError, one line) when a listed file is missing or differs from its
 checksum, when robot.yaml itself was edited after export, when its format is one this runtime
 does not read, when its observation/action layout does not add up, or when a number the control
-loop relies on (timing, ctrl limits, PD gains, poses, joint limits) is one no export writes.
+loop relies on (timing, ctrl limits, PD gains, poses, joint limits) is one no export writes, or when
+an entry is of a type no export writes (a list where a name belongs: fields.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from typing import Any
 import yaml
 
 from robolearn_deploy.errors import DeployError
+from robolearn_deploy.fields import (
+    CLIP, FINITE, GAIN, MAX_DECIMATION, NOT_NAN, PERIOD, PHYSICS_DT, SCALE, check_entries, integer, number,
+    number_range, require, term_params, text,
+)  # fmt: skip
 
 BUNDLE_FORMAT = 1
 """The robot.yaml layout of a feed-forward policy's bundle; export writes the same constant."""
@@ -117,12 +122,6 @@ class Artifact:
     info: dict
 
 
-def _require(meta: dict, key: str, where: str = "robot.yaml") -> Any:
-    if key not in meta:
-        raise DeployError(f"{where} has no '{key}' entry: not a complete robolearn bundle (re-export it)")
-    return meta[key]
-
-
 @dataclass(frozen=True)
 class Bundle:
     path: Path
@@ -171,24 +170,21 @@ class Bundle:
     @classmethod
     def _parse(cls, path: Path, meta: dict) -> Bundle:
         period = check_timing(meta)
-        actuators = tuple(_actuator(a) for a in _require(meta, "actuators"))
-        obs, act = _require(meta, "observation"), _require(meta, "action")
-        terms = tuple(
-            ObsTerm(t["name"], int(t["start"]), int(t["stop"]), _number(t.get("scale", 1.0), f"observation term "
-                    f"{t['name']!r} scale", SCALE), _clip(t), t.get("units", ""), t["source"], dict(t.get("params") or {}),
-                    _history(t))
-            for t in _require(obs, "terms", "robot.yaml observation")
-        )  # fmt: skip
+        actuators = tuple(_actuator(a) for a in require(meta, "actuators"))
+        obs, act = require(meta, "observation"), require(meta, "action")
+        terms = tuple(_term(t) for t in require(obs, "terms", "robot.yaml observation"))
         bundle = cls(
-            path=path, meta=meta, actuators=actuators, terms=terms, obs_size=int(_require(obs, "size")),
-            input_name=obs.get("input", "obs"), output_name=act.get("output", "actions"),
+            path=path, meta=meta, actuators=actuators, terms=terms,
+            obs_size=integer(require(obs, "size", "robot.yaml observation"), "observation size"),
+            input_name=text(obs.get("input", "obs"), "observation input"),
+            output_name=text(act.get("output", "actions"), "action output"),
             control_period_s=period,
-            default_pose={k: _number(v, f"default_pose of {k!r}") for k, v in _require(meta, "default_pose").items()},
-            joint_limits={k: _range(v, f"joint_limits of {k!r}") for k, v in (meta.get("joint_limits") or {}).items()},
-            artifacts=tuple(Artifact(a["file"], a["kind"], a["precision"], a) for a in _require(meta, "artifacts")),
+            default_pose={k: number(v, f"default_pose of {k!r}") for k, v in require(meta, "default_pose").items()},
+            joint_limits={k: number_range(v, f"joint_limits of {k!r}") for k, v in (meta.get("joint_limits") or {}).items()},
+            artifacts=tuple(Artifact(a["file"], a["kind"], a["precision"], a) for a in require(meta, "artifacts")),
             state=state_tensors(meta),
         )  # fmt: skip
-        bundle._check_layout(int(act.get("size", len(actuators))))
+        bundle._check_layout(integer(act.get("size", len(actuators)), "action size"))
         _check_evaluation(meta.get("evaluation"))
         return bundle
 
@@ -229,7 +225,7 @@ def read_verified(path: Path) -> dict:
     if not isinstance(meta, dict):
         raise DeployError(f"{manifest} is not a robolearn bundle description")
     fmt = meta.get("bundle_format")
-    if fmt not in READ_FORMATS:
+    if isinstance(fmt, bool) or fmt not in READ_FORMATS:  # YAML's true == 1 in Python
         from robolearn_deploy import __version__
 
         versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
@@ -240,10 +236,11 @@ def read_verified(path: Path) -> dict:
         )
     if meta.get("metadata_sha256") != metadata_digest(meta):
         raise DeployError(f"{manifest} was edited after export (its metadata checksum does not match); re-export the bundle")
-    files = _require(meta, "files")
+    files = require(meta, "files")
     if not isinstance(files, dict):
         raise DeployError(f"{manifest}: 'files' must map each file name to its sha256; re-export the bundle")
-    needed = [a.get("file") for a in meta.get("artifacts") or [] if isinstance(a, dict)] + [meta.get("model_file")]
+    check_entries(meta)
+    needed = [a["file"] for a in meta["artifacts"]] + [meta.get("model_file")]
     unlisted = [n for n in needed if n and n not in files]
     if unlisted:
         raise DeployError(f"robot.yaml carries no checksum for {unlisted[0]}: the bundle cannot be verified; re-export it")
@@ -255,6 +252,16 @@ def read_verified(path: Path) -> dict:
         if sha256(file) != expected:
             raise DeployError(f"{name} does not match its sha256 in robot.yaml: it changed after export; re-export the bundle")
     return meta
+
+
+def _term(t: Any) -> ObsTerm:
+    if not isinstance(t, dict):
+        raise DeployError(f"robot.yaml has an observation term {t!r}; valid: a mapping (re-export the bundle)")
+    name = text(t.get("name"), "an observation term's name")
+    where = f"observation term {name!r}"
+    start, stop = (integer(require(t, k, f"robot.yaml {where}"), f"{where} {k}") for k in ("start", "stop"))
+    return ObsTerm(name, start, stop, number(t.get("scale", 1.0), f"{where} scale", SCALE), _clip(t),
+                   str(t.get("units", "")), text(t.get("source"), f"{where} source"), term_params(t, name), _history(t))
 
 
 def state_tensors(meta: dict) -> tuple[StateTensor, ...]:
@@ -275,55 +282,12 @@ def state_tensors(meta: dict) -> tuple[StateTensor, ...]:
     return tuple(state)
 
 
-FINITE = (math.isfinite, "a finite number")
-POSITIVE = (lambda v: math.isfinite(v) and v > 0, "a positive finite number")
-NOT_NAN = (lambda v: not math.isnan(v), "a number (.inf and -.inf: unbounded)")
-GAIN = (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0 (a negative gain drives the joint away from its target)")
-"""(test, what is valid) for one number of robot.yaml."""
-SCALE = (lambda v: math.isfinite(v) and v != 0, "a finite number other than 0 (0 would hide the term from the policy)")
-CLIP = (lambda v: math.isfinite(v) and v > 0, "a positive finite number, or none for no clip")
-PERIOD = (lambda v: 1e-4 <= v <= 100, "a number of seconds in 1e-4..100")
-"""A control period (10 kHz to one tick per 100 s): what training can make (a physics step of at
-least 1e-6 s, at most 1000 per control period); beyond it a hand edit would run for ever or never."""
-PHYSICS_DT = (lambda v: 1e-6 <= v <= 100, "a number of seconds in 1e-6..100")
-MAX_DECIMATION = 1000
-
-
-def _number(value: Any, field: str, rule: tuple = FINITE, unit: str = "") -> float:
-    """robot.yaml's `field` as a float that passes `rule`: a checksum proves only that robot.yaml
-    is the one signed, and a hand edit re-signed with metadata_digest would otherwise run (a negative
-    period trips the watchdog on every tick, a NaN ctrl limit lets any ctrl through)."""
-    ok, valid = rule
-    try:  # a string too: YAML 1.1 reads 2e-2 (no dot) as one
-        number = math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    if not ok(number):
-        raise DeployError(f"robot.yaml has {field}: {value!r}; valid: {valid}{unit} (re-export the bundle)")
-    return number
-
-
-def _range(value: Any, field: str) -> tuple[float, float]:
-    """A finite [low, high] of robot.yaml (a joint's limits, an effort range): the watchdog trips
-    outside it, so a NaN or a swapped pair would trip it on every tick or never."""
-    valid = "[low, high], finite numbers with low <= high (re-export the bundle)"
-    if not isinstance(value, (list, tuple)) or len(value) != 2:
-        raise DeployError(f"robot.yaml has {field}: {value!r}; valid: {valid}")
-    try:
-        low, high = (_number(v, field) for v in value)
-    except DeployError:
-        raise DeployError(f"robot.yaml has {field}: {list(value)!r}; valid: {valid}") from None
-    if low > high:
-        raise DeployError(f"robot.yaml has {field}: [{low}, {high}]; valid: {valid}")
-    return low, high
-
-
 def check_timing(meta: dict) -> float:
     """The control period, after checking it and, where present, the physics step and decimation
     (physics steps per control period) export writes: the watchdog's deadline and sim2sim's physics
     come from them."""
-    period = _number(_require(meta, "control_period_s"), "control_period_s", PERIOD)
-    dt = _number(meta["physics_dt_s"], "physics_dt_s", PHYSICS_DT) if "physics_dt_s" in meta else None
+    period = number(require(meta, "control_period_s"), "control_period_s", PERIOD)
+    dt = number(meta["physics_dt_s"], "physics_dt_s", PHYSICS_DT) if "physics_dt_s" in meta else None
     decimation = meta.get("decimation", 1)
     if isinstance(decimation, bool) or not isinstance(decimation, int) or not 1 <= decimation <= MAX_DECIMATION:
         raise DeployError(f"robot.yaml has decimation: {decimation!r}; valid: an integer 1..{MAX_DECIMATION} (physics "
@@ -337,7 +301,7 @@ def check_timing(meta: dict) -> float:
 def _clip(term: dict) -> float | None:
     """A term's clip: none (unclipped), or a positive bound (np.clip to [c, -c] of a negative one is a constant)."""
     clip = term.get("clip")
-    return None if clip is None else _number(clip, f"observation term {term['name']!r} clip", CLIP)
+    return None if clip is None else number(clip, f"observation term {term['name']!r} clip", CLIP)
 
 
 def _check_evaluation(evaluation: Any) -> None:
@@ -349,7 +313,7 @@ def _check_evaluation(evaluation: Any) -> None:
                           "numbers, or none (re-export the bundle)")  # fmt: skip
     for key in ("return_mean", "return_std", "episode_length_mean"):
         if evaluation.get(key) is not None:
-            _number(evaluation[key], f"evaluation {key}")
+            number(evaluation[key], f"evaluation {key}")
 
 
 def _history(term: dict) -> int:
@@ -361,15 +325,26 @@ def _history(term: dict) -> int:
     return history
 
 
-def _actuator(entry: dict) -> Actuator:
+NEEDS = {"position": ("joint", "kp", "kd"), "motor": ("joint", "effort_per_ctrl"), "actuator": ()}
+"""What an actuator entry of each kind must carry: a position servo without its gains or a motor
+without its effort per ctrl would run with the defaults (kp 0: a limp joint; 1 N m per ctrl)."""
+
+
+def _actuator(entry: Any) -> Actuator:
+    if not isinstance(entry, dict):
+        raise DeployError(f"robot.yaml has an actuator {entry!r}; valid: a mapping (re-export the bundle)")
+    where = f"actuator {text(entry.get('name'), 'an actuator name')!r}"
     kind = entry.get("kind")
     if kind not in ACTUATOR_KINDS:
         raise DeployError(
             f"actuator '{entry.get('name')}' is of kind {kind!r}; this runtime drives {', '.join(ACTUATOR_KINDS)}"
         )
-    where = f"actuator {entry.get('name')!r}"
+    for key in NEEDS[kind]:
+        require(entry, key, f"robot.yaml {where} (kind {kind})")
+    if kind != "actuator":
+        text(entry["joint"], f"{where} joint")
     rules = {"action_scale": FINITE, "action_offset": FINITE, "kp": GAIN, "kd": GAIN, "effort_per_ctrl": FINITE}
-    values = {k: _number(entry[k], f"{where} {k}", rule) for k, rule in rules.items() if k in entry}
+    values = {k: number(entry[k], f"{where} {k}", rule) for k, rule in rules.items() if k in entry}
     values["ctrl_min"], values["ctrl_max"] = _ctrl_limits(entry, where)
     effort = entry.get("effort_range")
     safe = entry.get("safe_ctrl", "zero")
@@ -378,7 +353,7 @@ def _actuator(entry: dict) -> Actuator:
                           "(re-export the bundle)")  # fmt: skip
     return Actuator(
         name=str(entry["name"]), joint=None if kind == "actuator" else str(entry["joint"]), kind=kind, **values,
-        effort_range=None if effort is None else _range(effort, f"{where} effort_range"),
+        effort_range=None if effort is None else number_range(effort, f"{where} effort_range"),
         drives=str(entry.get("drives", "")), safe_ctrl=str(safe),
     )  # fmt: skip
 
@@ -386,8 +361,8 @@ def _actuator(entry: dict) -> Actuator:
 def _ctrl_limits(entry: dict, where: str) -> tuple[float, float]:
     """An actuator's [ctrl_min, ctrl_max]: no NaN (which np.clip passes through), unbounded sides
     as +-inf (an imported policy's unclipped action), and ctrl_min <= ctrl_max."""
-    low = _number(_require(entry, "ctrl_min", f"robot.yaml {where}"), f"{where} ctrl_min", NOT_NAN)
-    high = _number(_require(entry, "ctrl_max", f"robot.yaml {where}"), f"{where} ctrl_max", NOT_NAN)
+    low = number(require(entry, "ctrl_min", f"robot.yaml {where}"), f"{where} ctrl_min", NOT_NAN)
+    high = number(require(entry, "ctrl_max", f"robot.yaml {where}"), f"{where} ctrl_max", NOT_NAN)
     if low > high or low == math.inf or high == -math.inf:
         raise DeployError(f"robot.yaml has {where} ctrl_min: {low}, ctrl_max: {high}; valid: ctrl_min <= ctrl_max, "
                           "ctrl_min below .inf and ctrl_max above -.inf (re-export the bundle)")  # fmt: skip

@@ -24,7 +24,7 @@ from robolearn.errors import UserError
 from robolearn.interop.dialects import ActuatorGroup, Dialect
 from robolearn.interop.names import match_names, per_name
 from robolearn.interop.run_yaml import short_name
-from robolearn_deploy.bundle import FINITE, GAIN
+from robolearn_deploy.fields import FINITE, GAIN
 
 VELOCITY_COMPONENTS = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
 POSITION_PD = ("", "ImplicitActuator", "IdealPDActuator", "DCMotor", "DelayedPDActuator", "RemotizedPDActuator")

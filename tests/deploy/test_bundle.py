@@ -133,15 +133,45 @@ def test_deploy_runs_without_torch_or_robolearn(cartpole_bundle):
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
 
 
-@pytest.mark.parametrize("edit", [
-    lambda m: m["observation"]["terms"][0].pop("source"),
-    lambda m: m["actuators"][0].pop("joint"),
-    lambda m: m["artifacts"][0].pop("precision"),
-    lambda m: m.update(default_pose=[0.0, 0.0]),
+def _set(*path_and_value):
+    """An edit of robot.yaml setting the entry at `path` (keys and list indices) to `value`."""
+    *path, key, value = path_and_value
+
+    def edit(meta):
+        for k in path:
+            meta = meta[k]
+        meta[key] = value
+
+    return edit
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda m: m["observation"]["terms"][0].pop("source"), "observation term 'cart_pos' source: None"),
+    (lambda m: m["actuators"][0].pop("joint"), "actuator 'slide' (kind motor) has no 'joint'"),
+    (lambda m: m["actuators"][0].pop("effort_per_ctrl"), "(kind motor) has no 'effort_per_ctrl'"),
+    (lambda m: m["artifacts"][0].pop("precision"), "robot.yaml is malformed"),
+    (_set("default_pose", [0.0, 0.0]), "default_pose: [0.0, 0.0]; valid: a mapping"),
+    # the types a re-signed hand edit can give, each refused by name before anything reads it
+    (_set("observation", "terms", 0, "source", ["joint_pos"]), "source: ['joint_pos']; valid: a non-empty string"),
+    (_set("observation", "terms", 0, "params", "joints", 5), "params.joints: 5; valid: a list of names"),
+    (_set("observation", "terms", 0, "params", "joints", [["slider"]]), "params.joints: [['slider']]"),
+    (_set("observation", "terms", 0, "name", ["x"]), "an observation term's name: ['x']"),
+    (_set("observation", "terms", 1, "start", True), "observation term 'pole_angle' start: True; valid: an integer"),
+    (_set("observation", "input", ["obs"]), "observation input: ['obs']"),
+    (_set("action", "output", {"a": 1}), "action output: {'a': 1}"),
+    (_set("action", "size", True), "action size: True; valid: an integer"),
+    (_set("artifacts", 3), "artifacts: 3; valid: a list"),
+    (_set("artifacts", 0, "file", None), "an artifact {"),
+    (_set("model_file", ["cartpole.xml"]), "model_file: ['cartpole.xml']"),
+    (_set("task", 5), "task: 5; valid: the training task's name"),
+    (_set("commands", "abc"), "commands: 'abc'; valid: a mapping"),
+    (_set("commands", {"base_velocity": [1, 2]}), "command 'base_velocity': [1, 2]; valid: a mapping with a components"),
+    (_set("actuators", 0, "name", ["slide"]), "an actuator name: ['slide']"),
+    (_set("bundle_format", True), "bundle format True"),
 ])  # fmt: skip
-def test_malformed_robot_yaml_is_one_line(cartpole_bundle, edit):
+def test_malformed_robot_yaml_is_one_line(cartpole_bundle, edit, expected):
     rewrite(cartpole_bundle, edit)
-    refused(cartpole_bundle, "robot.yaml is malformed", "re-export")
+    refused(cartpole_bundle, expected, "re-export")
 
 
 def test_every_artifact_must_carry_a_checksum(cartpole_bundle):
