@@ -193,8 +193,9 @@ class ActionCfg:
     offset: Any = 0.0
     """Added to the ctrl (after the default offset below): a number, or {name or pattern: number}."""
     use_default_offset: bool = False
-    """Offset each position actuator by its joint's default position (the `home` keyframe, else
-    qpos0); else offset 0."""
+    """Offset each position actuator (a servo whose ctrl is a joint position) by its joint's default
+    position (the `home` keyframe, else qpos0); a motor's, a velocity servo's or an integrating
+    servo's ctrl is not a position and keeps offset 0. False: offset 0 for every actuator."""
     clip: Any = None
     """Narrow the ctrl of matched actuators to [low, high] (e.g. joint targets inside the joint
     limits): {name or pattern: [low, high]}; null: no clip besides ctrlrange."""

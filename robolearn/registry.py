@@ -15,6 +15,7 @@ with the reason; the other tasks keep working.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
@@ -87,7 +88,7 @@ def discover_tasks() -> dict[str, TaskPlugin]:
         try:
             plugin = ep.load()
         except Exception as exc:  # a plugin's own bug must not stop the other tasks
-            BROKEN[ep.name] = f"{source} failed to import: {type(exc).__name__}: {one_line(exc)}"
+            BROKEN[ep.name] = f"{source} failed to import: {type(exc).__name__}: {one_line(exc)}{_shadowed(ep)}"
             continue
         except SystemExit as exc:  # sys.exit() or argparse at import would end every robolearn command silently
             BROKEN[ep.name] = f"{source} exited while it was imported (SystemExit: {exc.code}); a plugin module must not exit"
@@ -100,6 +101,19 @@ def discover_tasks() -> dict[str, TaskPlugin]:
         else:
             tasks[ep.name] = plugin if plugin.name else replace(plugin, name=ep.name)
     return tasks
+
+
+def _shadowed(ep) -> str:
+    """Why a plugin's package may not be the installed one: its top-level name was imported from a
+    folder without __init__.py (a namespace package), e.g. the project folder new-task wrote, found
+    first because `python -m` puts the current directory at the head of sys.path."""
+    top = ep.value.split(":")[0].split(".")[0]
+    module = sys.modules.get(top)
+    if module is None or getattr(module, "__file__", None) is not None or not hasattr(module, "__path__"):
+        return ""
+    folders = ", ".join(str(p) for p in module.__path__)
+    return (f" ('{top}' was imported from the folder {folders}, which has no __init__.py and hides the installed "
+            "package; run from another directory, or through the robolearn command rather than python -m)")
 
 
 def get_task(name: str, tasks: Mapping[str, TaskPlugin] | None = None) -> TaskPlugin:

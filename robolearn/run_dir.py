@@ -284,14 +284,17 @@ def started_at(run: Path) -> datetime.datetime:
 
 
 def resolve_run(value: str, what: str = "run") -> Path:
-    """A run directory as given, or `latest` / `<task>/latest`: the newest run under ./runs (by its
-    start time, `started_at`, as `robolearn runs` orders them) that holds a config.yaml; a trailing /
-    changes nothing."""
+    """A run directory as given, or `latest` / `<task>/latest` (also written runs/<task>/latest): the
+    newest run under ./runs (by its start time, `started_at`, as `robolearn runs` orders them) that
+    holds a config.yaml; a trailing / changes nothing."""
     if value.rstrip("/") and value.rstrip("/") != value:  # `cartpole/latest/`, as a shell completes it
         value = value.rstrip("/")
     if value != "latest" and not value.endswith("/latest"):
         return Path(value).expanduser()
-    task = value[: -len("latest")].strip("/")
+    parts = Path(value[: -len("latest")].strip("/")).parts  # Path drops a leading ./
+    if parts[:1] == (RUNS.name,) and not (RUNS / Path(*parts)).is_dir():  # runs/cartpole/latest: the path from here
+        parts = parts[1:]
+    task = "/".join(parts)
     base = RUNS / task if task else RUNS
     pattern = "*/config.yaml" if task else "*/*/config.yaml"
     found = sorted((p.parent for p in base.glob(pattern) if p.parent.parent.name != "multirun"),

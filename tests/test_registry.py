@@ -1,5 +1,6 @@
 """Tasks are discovered through entry points; a plugin that cannot be used is set aside with the reason."""
 
+import sys
 from importlib.metadata import EntryPoint
 
 import pytest
@@ -100,3 +101,18 @@ def test_a_plugin_s_fields_are_checked_when_it_is_made(tmp_path):
         registry.TaskPlugin(config=3)
     with pytest.raises(TypeError, match="TaskPlugin edit_spec= is a str"):
         registry.TaskPlugin(config=tmp_path / "t.yaml", edit_spec="add_terrain")
+
+
+def test_a_project_folder_that_hides_the_installed_package_is_named(monkeypatch, tmp_path):
+    """new-task writes ./NAME/NAME/__init__.py; `python -m robolearn` run beside it imports ./NAME (no
+    __init__.py) as a namespace package, which has no TASK: the reason names that folder."""
+    (tmp_path / "my_robot" / "my_robot").mkdir(parents=True)
+    (tmp_path / "my_robot" / "my_robot" / "__init__.py").write_text("TASK = None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "entry_points", fake_entry_points(("my_robot", "my_robot:TASK")))
+    try:
+        assert registry.discover_tasks() == {}
+    finally:
+        sys.modules.pop("my_robot", None)
+    reason = registry.BROKEN["my_robot"]
+    assert "has no attribute 'TASK'" in reason and f"from the folder {tmp_path / 'my_robot'}, which has no __init__.py" in reason

@@ -217,6 +217,8 @@ def test_latest_is_the_run_that_runs_lists_first(tmp_path, monkeypatch):
     make_run(root / "pendulum" / "2026-01-02_11-00-00_000001", task="pendulum")
     assert resolve_run("latest").resolve() == newest.resolve()
     assert resolve_run("cartpole/latest").resolve() == newest.resolve()
+    # the same written as the path from here
+    assert resolve_run("runs/cartpole/latest").resolve() == resolve_run("./runs/latest").resolve() == newest.resolve()
     assert list_runs(root)[0].path.resolve() == newest.resolve()
     # the newest run is the named one once it started last
     (named / "manifest.json").write_text(json.dumps({"started": "2026-01-04T09:00:00+00:00", "task": "cartpole"}))

@@ -20,6 +20,7 @@ from robolearn.config_task import ActionCfg
 from robolearn.errors import UserError
 from robolearn.envs.manager_base import ManagerBase
 from robolearn.scene.lookup import as_index, entity_ids, names
+from robolearn_deploy.actuator_kinds import holds_a_target
 
 
 class _PerActuator:
@@ -78,9 +79,9 @@ class ActionManager(ManagerBase):
         matched = _PerActuator(self.actuator_names, self.joint_names)
         self.scale = torch.tensor(matched.values(cfg.scale, "scale", 1.0), dtype=torch.float32, device=device)
         self.offset = torch.tensor(matched.values(cfg.offset, "offset", 0.0), dtype=torch.float32, device=device)
-        if cfg.use_default_offset:
+        if cfg.use_default_offset:  # a position servo's ctrl is a joint position; a motor's or a wheel's is not
             for k, a in enumerate(ids):
-                if self.joint_names[k] is not None:
+                if self.joint_names[k] is not None and holds_a_target(model, a):
                     self.offset[k] += float(default_qpos[model.jnt_qposadr[model.actuator_trnid[a, 0]]])
         low = torch.full((len(ids),), -torch.inf, device=device)
         high = torch.full((len(ids),), torch.inf, device=device)

@@ -38,10 +38,11 @@ from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.limit_probe import PROBE_S, soft_limits
-from robolearn.scaffold.plan import TEMPLATES, render
+from robolearn.scaffold.plan import TEMPLATES, render, short
 from robolearn.scaffold.robot_edits import plan_robot
 from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, unique_file_names, urdf_meshes
 from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
+from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint
 
 TEMPLATE_NAMES = ("minimal", "locomotion", "reach", "pose")
 BUILTIN_MODELS = {"locomotion": "quadruped.xml", "reach": "arm.xml", "pose": "arm.xml"}
@@ -138,30 +139,33 @@ def _copy_model(source: Path, package: Path) -> tuple[Path, str | None]:
     return package / source.name, None
 
 
-def _copy_urdf(source: Path, package: Path) -> tuple[Path, str | None]:
+def _copy_urdf(source: Path, package: Path, legged: bool) -> tuple[Path, list[str]]:
     """Copy a URDF and its meshes into meshes/, each under a name of its own (a ROS package's
     meshes/visual/link1.stl and meshes/collision/link1.stl become link1.stl and link1_2.stl, and
     the copy's `filename`s say so), and tell MuJoCo where they are in its URDF extension:
     `<mujoco><compiler meshdir="meshes" discardvisual="false" fusestatic="false">`. The visual
     meshes are kept, as geoms that collide with nothing and that videos and viewers draw, unless
     the URDF says `discardvisual="true"` itself or MuJoCo cannot read them (a .dae: then they are
-    left out, and the returned note says so); links without joints (the base link) stay bodies."""
+    left out, and the returned note says so); links without joints (the base link) stay bodies.
+    Returns the copy and the report's lines on what the copy changed (urdf_copy.py: ASCII STL made
+    binary, for a legged robot a base_footprint root left out)."""
     collision = urdf_meshes(source, "collision")
     visual = urdf_meshes(source, "visual")
     if _urdf_compiler(ET.parse(source)).get("discardvisual") == "true" or not visual:
-        return _write_urdf(source, package, collision, discard_visual=None)[0], None
-    target, copies = _write_urdf(source, package, {**visual, **collision}, discard_visual="false")
+        target, _, notes = _write_urdf(source, package, collision, None, legged)
+        return target, notes
+    target, copies, notes = _write_urdf(source, package, {**visual, **collision}, "false", legged)
     try:
         mujoco.MjModel.from_xml_path(str(target))
-        return target, None
+        return target, notes
     except Exception as exc:  # MuJoCo's own reason goes into the note
         reason = re.sub(r"'[^']*/meshes/([^'/]*)'", r"'\1'", one_line(exc))  # the file, not the package's folder
     for file, name in copies.items():
         reason = reason.replace(f"'{name}'", f"'{file.name}'")  # the user's file name, not the copy's
     shutil.rmtree(package / "meshes", ignore_errors=True)
-    target, _ = _write_urdf(source, package, collision, discard_visual="true")
-    return target, (f"visual meshes: MuJoCo cannot load them ({reason}) -> left out (discardvisual=\"true\"); videos "
-                    "and viewers draw the collision geometry")  # fmt: skip
+    target, _, notes = _write_urdf(source, package, collision, "true", legged)
+    return target, [*notes, f"visual meshes: MuJoCo cannot load them ({reason}) -> left out (discardvisual=\"true\"); "
+                            "videos and viewers draw the collision geometry"]  # fmt: skip
 
 
 def _urdf_compiler(tree: ET.ElementTree) -> ET.Element:
@@ -173,11 +177,14 @@ def _urdf_compiler(tree: ET.ElementTree) -> ET.Element:
     return compiler if compiler is not None else ET.SubElement(extension, "compiler")
 
 
-def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_visual: str | None) -> tuple[Path, dict[Path, str]]:
+def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_visual: str | None,
+                legged: bool) -> tuple[Path, dict[Path, str], list[str]]:  # fmt: skip
     """The URDF `source` written into `package` with `meshes` (its `filename`s and their files) copied
     into meshes/ under names of their own, and its compiler element set (`discard_visual`: None
-    keeps the URDF's own); returns the copy and each mesh file's name there."""
+    keeps the URDF's own); returns the copy, each mesh file's name there and the report's lines on
+    what changed (urdf_copy.py)."""
     tree = ET.parse(source, ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)))  # keep the comments
+    notes = [note] if legged and (note := drop_footprint(tree)) else []
     compiler = _urdf_compiler(tree)
     compiler.set("fusestatic", "false")  # links without joints stay bodies: the base link keeps its name
     if discard_visual is not None:
@@ -187,14 +194,20 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
         (package / "meshes").mkdir(exist_ok=True)
         compiler.set("meshdir", "meshes")
         compiler.attrib.pop("strippath", None)  # the names are the copies' own
-    for file, name in names.items():
-        shutil.copyfile(file, package / "meshes" / name)
+    converted = [file for file, name in names.items() if copy_mesh(file, package / "meshes" / name)]
+    if converted:
+        shown = short([f"{f.parent.name}/{f.name}" for f in converted])
+        notes.append(f"meshes: {shown} are ASCII STL, which MuJoCo cannot read -> written "
+                     "as binary STL in the package's meshes/")  # fmt: skip
+    renamed = [f"{file.parent.name}/{file.name} -> {name}" for file, name in names.items() if name != file.name]
+    if renamed:
+        notes.append(f"meshes: two files share a name, so the copies in meshes/ are renamed: {short(renamed)}")
     for mesh in tree.getroot().iter("mesh"):
         if mesh.get("filename") in meshes:
             mesh.set("filename", names[meshes[mesh.get("filename")]])
     target = package / source.name
     tree.write(target, encoding="utf-8")
-    return target, names
+    return target, names, notes
 
 
 def _builtin_model(template: str, package: Path) -> Path:
@@ -240,19 +253,20 @@ def _package_data(package: Path) -> str:
 def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
     package = root / name
     package.mkdir()
-    copy_note = None
+    copy_notes: list[str] = []
     if robot is None:
         model_path = _builtin_model(template, package)
     elif robot.suffix.lower() == ".urdf":
-        model_path, copy_note = _copy_urdf(robot, package)
+        model_path, copy_notes = _copy_urdf(robot, package, legged=template == "locomotion")
     else:
         model_path, copy_note = _copy_model(robot, package)
+        copy_notes = [copy_note] if copy_note else []
     shown = robot or model_path.name
     spec = load_spec(model_path)
     model = compile_spec(spec, robot or model_path)
     info = inspect_model(robot or model_path, model, urdf=model_path.suffix.lower() == ".urdf")
     plan = plan_robot(info, model, template)
-    found = [*plan.lines, *([copy_note] if copy_note else [])]
+    found = [*plan.lines, *copy_notes]
     result = NewTask(root, name, template, list(found))
 
     robot_py = plan.robot_py(model_path.name)

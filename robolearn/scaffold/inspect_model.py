@@ -7,6 +7,7 @@ Read from the compiled MjModel (names, kinematics at the model's default and sta
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from robolearn.errors import UserError
 from robolearn.scaffold.legs import BaseJoint, Foot, feet, imu_site, planar_base
-from robolearn.scaffold.model_query import ONE_DOF, driven_joints, obj_name
+from robolearn.scaffold.model_query import ONE_DOF, driven_joints, home_value, obj_name
 from robolearn.scene.floating_base import floating_base_joint
 from robolearn.scene.geometry import body_children, collision_geoms, geom_corners, subtree
 from robolearn.scene.ground import has_ground
@@ -104,6 +105,8 @@ class ModelInfo:
     """The point of the tip's geometry farthest from the chain's root, in the tip body's frame."""
     tip_site: str | None = None
     """A site on the tip body (the end effector's, if the model marks one)."""
+    tip_named: bool = False
+    """The end effector is a site whose name says so (end_effector_sites), not the longest chain's tip."""
     ee_sensor: str | None = None
     """A framepos sensor of a site (an end-effector position sensor), None if there is none."""
     ee_sensor_skipped: str | None = None
@@ -324,7 +327,7 @@ def _coupled_joints(model: mujoco.MjModel, joints: set[str]) -> dict[str, str | 
 
 def _stance_qpos(model: mujoco.MjModel, info: ModelInfo, base: int) -> np.ndarray:
     """The `home` keyframe's qpos, else qpos0 with every joint the robot drives (every joint of the
-    robot but its root body's where nothing drives one yet) at 0 within its limits."""
+    robot but its root body's where nothing drives one yet) at 0, inside its limits (home_value)."""
     if info.has_home:
         return model.key_qpos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")].copy()
     qpos = model.qpos0.copy()
@@ -332,8 +335,28 @@ def _stance_qpos(model: mujoco.MjModel, info: ModelInfo, base: int) -> np.ndarra
         model.joint(j.name).id for j in info.joints if j.name not in info.root_joints}  # fmt: skip
     for j in posed:
         if int(model.jnt_type[j]) in ONE_DOF:
-            qpos[model.jnt_qposadr[j]] = np.clip(0.0, *model.jnt_range[j]) if model.jnt_limited[j] else 0.0
+            qpos[model.jnt_qposadr[j]] = home_value(tuple(model.jnt_range[j]) if model.jnt_limited[j] else None)
     return qpos
+
+
+END_EFFECTOR_WORDS = ("tcp", "ee", "eef", "endeffector", "end_effector", "grasp", "pinch", "tool", "attachment", "gripper")
+"""Words in a site's name (split at _, -, . and spaces, or the whole name) that make it the end
+effector, most telling first: tcp_site, ee, grasp (dm_control's manipulator), attachment_site
+(MuJoCo Menagerie's arms)."""
+
+
+def end_effector_sites(model: mujoco.MjModel, sites: list[int]) -> dict[int, int]:
+    """Of `sites`, those whose name says end effector, each with its rank in END_EFFECTOR_WORDS."""
+    found = {}
+    for s in sites:
+        name = obj_name(model, mujoco.mjtObj.mjOBJ_SITE, s).lower()
+        words = {name, *re.split(r"[_\-. ]+", name), name.replace("_", "")}
+        if "touch" in words:  # a touch sensor's site on a finger (dm_control's thumbtip_touch)
+            continue
+        ranks = [k for k, word in enumerate(END_EFFECTOR_WORDS) if word in words]
+        if ranks:
+            found[s] = min(ranks)
+    return found
 
 
 def _tip(info: ModelInfo, model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int],
@@ -352,10 +375,14 @@ def _tip(info: ModelInfo, model: mujoco.MjModel, data: mujoco.MjData, base: int,
     if not leaves:
         return
     tip = max(leaves, key=lambda b: (chain_length(b), -b))
-    info.tip = obj_name(model, mujoco.mjtObj.mjOBJ_BODY, tip) or None
     wrapped = {int(model.wrap_objid[w]) for w in range(model.nwrap) if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_SITE)}
     # a site a tendon or muscle path runs through (MyoSuite's TRIlong-P5) is not an end effector
-    tip_sites = [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip and s not in wrapped]
+    named = end_effector_sites(model, [s for s in range(model.nsite) if int(model.site_bodyid[s]) in set(robot) and s not in wrapped])
+    if named:  # a site the model names as the end effector (tcp_site, grasp, attachment_site) beats the guess
+        best = max(named, key=lambda s: (-named[s], chain_length(int(model.site_bodyid[s])), -s))
+        tip, info.tip_named = int(model.site_bodyid[best]), True
+    info.tip = obj_name(model, mujoco.mjtObj.mjOBJ_BODY, tip) or None
+    tip_sites = [best] if named else [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip and s not in wrapped]
     info.tip_site = obj_name(model, mujoco.mjtObj.mjOBJ_SITE, tip_sites[0]) or None if tip_sites else None
     tip_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == tip]
     if tip_geoms:

@@ -16,3 +16,19 @@ def driven_joints(model: mujoco.MjModel) -> set[int]:
     """The joints an actuator drives through a joint transmission."""
     joint = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
     return {int(model.actuator_trnid[a, 0]) for a in range(model.nu) if int(model.actuator_trntype[a]) in joint}
+
+
+HOME_MARGIN = 0.1
+"""How far inside its range [fraction of the range] new-task poses a joint whose range leaves 0 out or
+has it near an edge: the templates' joint_pos_limits penalty starts 5 % from an edge (soft_ratio
+0.9), and a pose on a limit has half its reset and target draws outside the range."""
+
+
+def home_value(joint_range: tuple[float, float] | None) -> float:
+    """A joint's value in new-task's default pose: 0, moved HOME_MARGIN of its range inside where 0
+    is outside the range or closer to a limit than that (a Franka-style elbow's [-3.07, -0.07]: -0.37)."""
+    if joint_range is None:
+        return 0.0
+    low, high = joint_range
+    margin = HOME_MARGIN * (high - low)
+    return float(min(max(0.0, low + margin), high - margin))

@@ -23,7 +23,10 @@ class RobotPlan:
     actuators: list[str]
     """The policy's actuators in action order (empty: every actuator, some being unnamed)."""
     position: bool
-    """Every policy actuator is a position servo (actions are joint targets)."""
+    """Every policy actuator is a position servo (actions are joint targets), the wheels aside."""
+    wheels: dict[str, float] = field(default_factory=dict)
+    """Joints new-task drives with a velocity servo (wheels.py), with each one's top speed [rad/s]:
+    their actions are speeds, scaled to it."""
     tracked: list[str] = field(default_factory=list)
     """The joints the task's targets and joint observations are about: `joints`, or where no
     actuator drives a joint directly (tendons, muscles), every hinge/slide joint of the model."""
@@ -75,6 +78,8 @@ class RobotPlan:
     margin, with how far [rad or m] (limit_probe.py): the locomotion task then has no
     past_joint_limits termination."""
     foot_sensors: list[str] = field(default_factory=list)
+    stepping: bool = True
+    """The feet step (the feet_air_time reward pays for it); False where some roll on wheels."""
     ee_sensor: str | None = None
     """The end effector's position sensor (framepos, base frame), read by the reach terms."""
     workspace: list[tuple[float, float]] = field(default_factory=list)

@@ -52,7 +52,8 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
         if info.tip_site:
             site = info.tip_site
             point, frame = model.site(site).pos, model.site(site).quat
-            plan.lines.append(f"end effector (guessed: the end of the longest joint chain): site {site} on body {info.tip}")
+            why = "its name says so" if info.tip_named else "guessed: the end of the longest joint chain"
+            plan.lines.append(f"end effector ({why}): site {site} on body {info.tip}")
         else:
             site, point, frame = unique("ee", sites), np.array(info.tip_point), np.array([1.0, 0.0, 0.0, 0.0])
             plan.steps.append("add_ee_site")

@@ -12,16 +12,18 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
+from robolearn.scaffold.fixed_base import plan_arm_home, plan_base_contacts
 from robolearn.scaffold.inspect_model import ModelInfo
+from robolearn.scaffold.model_query import HOME_MARGIN, home_value
 from robolearn.scaffold.plan import RobotPlan, const, mapping, num, object_names, quoted, short, tuple_text, unique
 from robolearn.scaffold.reach_plan import plan_reach
+from robolearn.scaffold.wheels import plan_wheels
 from robolearn.scene.geometry import CLEARANCE, lowest_point
 
 
 def default_joint_value(info: ModelInfo, name: str) -> float:
-    """The model's own default (qpos0) for a joint, moved inside its limits."""
-    joint = next(j for j in info.joints if j.name == name)
-    return float(np.clip(0.0, *joint.range)) if joint.range else 0.0
+    """A joint's value in new-task's default pose: 0, inside its limits (home_value)."""
+    return home_value(next(j for j in info.joints if j.name == name).range)
 
 
 def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPlan:
@@ -30,6 +32,8 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     legged = template == "locomotion"
     by_name = {j.name: j for j in info.joints}
     plan = _plan_actuators(info) if info.actuators else _plan_servos(info, legged)
+    if not info.actuators:
+        plan_wheels(plan, info, model)
     joints = plan.joints
     if plan.position and plan.actuators:
         ranges = {j.name: j.range for j in info.joints if j.range}
@@ -45,7 +49,7 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     plan.slides = {j.name for j in info.joints if j.slide}
     # a position servo's target is an angle: its joint works about a pose even where the MJCF writes no
     # limits (robolearn's quadruped leaves them to robot.py), so only the other unlimited hinges turn freely
-    servoed = {a.joint for a in info.actuators if a.kind == "position"} if info.actuators else set(plan.joints)
+    servoed = {a.joint for a in info.actuators if a.kind == "position"} if info.actuators else set(plan.joints) - set(plan.wheels)
     stance = {name: float(info.stance_qpos[model.joint(name).qposadr[0]]) for name in plan.robot_joints}
     plan.unlimited_hinges = {j.name: stance[j.name] for j in info.joints
                              if not j.slide and j.range is None and j.name in stance and j.name not in servoed}  # fmt: skip
@@ -81,8 +85,11 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     sensors = object_names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
     if legged:
         _plan_legs(plan, info, model, sites, sensors)
-    elif template in ("reach", "pose"):
-        plan_reach(plan, info, model, sites, sensors, orientation=template == "pose")
+    else:
+        plan_arm_home(plan, info, model)
+        if template in ("reach", "pose"):
+            plan_reach(plan, info, model, sites, sensors, orientation=template == "pose")
+    plan_base_contacts(plan, model)
     if not info.has_light:  # a URDF has none: the videos and viewers would be dark
         plan.steps.append("add_light")
         plan.lines.append("light: missing -> added one above the robot (for videos and the viewers)")
@@ -132,8 +139,8 @@ def _plan_actuators(info: ModelInfo) -> RobotPlan:
     plan.geared = any(a.gear != 1.0 for a in info.actuators)
     odd = [a.name or "<unnamed>" for a in info.actuators if a.kind == "other" or not a.joint]
     if odd:
-        plan.lines.append(f"actuators {short(odd)} are neither a motor nor a position servo on a hinge or slide "
-                          "joint: a deploy bundle hands the robot driver their MuJoCo ctrl (robot.yaml kind "
+        plan.lines.append(f"actuators {short(odd)} do not act on one hinge or slide joint as a motor or position "
+                          "servo does (a tendon, site or body transmission, activation dynamics, ...): a deploy bundle hands the robot driver their MuJoCo ctrl (robot.yaml kind "
                           "'actuator'), which it must apply as the MJCF does")  # fmt: skip
     if not named:
         plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
@@ -158,6 +165,13 @@ def _plan_servos(info: ModelInfo, legged: bool) -> RobotPlan:
         raise UserError(f"{info.path.name} has no joint but its base's ({', '.join(sorted(base_joints))}) and no "
                         "actuator: nothing for a policy to drive")  # fmt: skip
     plan = RobotPlan(joints, list(joints), True)
+    endless = {j.name for j in info.joints if j.range is None}
+    if not legged and info.planar and all(b.name in endless for b in info.planar):  # a rail has limits
+        base = ", ".join(f"{b.name} ({b.role})" for b in info.planar)
+        plan.lines.append(f"WARNING: the root body {info.root} moves on {base}, as a planar robot's base does; this "
+                          "template drives them with servos like the other joints (a cart's rail). If they are the "
+                          "robot's free base, take them out of JOINTS in robot.py and the task YAML, or use --template "
+                          "locomotion")  # fmt: skip
     kp = float(max(5, round(2 * info.mass)))
     kd = round(kp / 40, 3)
     effort = {j.name: j.effort for j in info.joints if j.effort}
@@ -221,6 +235,11 @@ def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
         plan.constants.append(const("IMU_SITE", quoted(imu), f"The IMU's site on the base (its sensors: {imu}_gyro, _acc, _quat)."))
         plan.lines.append(f"IMU: missing -> added site '{imu}' on {plan.base} with a gyro, an accelerometer and a framequat")
     _plan_feet(plan, info, sites | sensors)
+    rolling = [f.body for f in info.feet if f.body in {model.body(int(model.joint(j).bodyid[0])).name for j in plan.wheels}]
+    if rolling:
+        plan.stepping = False
+        plan.lines.append(f"feet on wheels: {short(rolling, 8)} -> no feet_air_time reward (it pays for lifting a foot; "
+                          "these roll)")  # fmt: skip
     _plan_home(plan, info, model)
     _doubt_legs(plan, info, model)
 
@@ -299,7 +318,8 @@ def _plan_feet(plan: RobotPlan, info: ModelInfo, taken: set[str]) -> None:
         entries = {name: f"({quoted(f.body)}, {tuple_text(f.point)}, {num(f.radius)})" for name, f in new.items()}
         plan.constants.append(const("NEW_FOOT_SENSORS", mapping(entries), "Touch sensors new-task added: sensor (and "
                                      "site) name -> (foot body, site centre in its frame [m], site radius [m]: the site holds what the foot stands on)."))  # fmt: skip
-        plan.lines.append(f"foot contact sensors: missing on {len(new)} feet -> added touch sensors {short(list(new), 8)}")
+        plan.lines.append(f"foot contact sensors: missing on {len(new)} {'foot' if len(new) == 1 else 'feet'} -> added touch "
+                          f"sensors {short(list(new), 8)}")  # fmt: skip
     if len(new) < len(info.feet):
         have = [f.sensor for f in info.feet if f.sensor]
         plan.lines.append(f"foot contact sensors: {short(have, 8)}")
@@ -352,18 +372,19 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
     pose = mapping({name: num(v) for name, v in plan.default_pose.items()})
     if plan.planar:
         pose_doc = ("The standing pose [rad or m], the planar base's joints included: the `home` keyframe, the action "
-                    "offset and the reference of relative joint observations. new-task's guess: each joint at 0 within "
-                    "its limits. TODO: set your robot's standing pose (and the height slide with it).")  # fmt: skip
+                    "offset and the reference of relative joint observations. new-task's guess: each joint at 0, "
+                    f"{int(HOME_MARGIN * 100)} % of its range inside its limits where 0 is not. TODO: set your robot's standing pose (and the height slide with it).")  # fmt: skip
         height_doc = (f"Height of {plan.base} above the ground in the home pose [m] (the planar base sets it through "
                       "its height slide in DEFAULT_POSE).")  # fmt: skip
     else:
         pose_doc = ("The standing pose [rad or m]: the `home` keyframe, the action offset and the reference of relative "
-                    "joint observations. new-task's guess: 0 within each joint's limits. TODO: set your robot's "
+                    f"joint observations. new-task's guess: each joint at 0, {int(HOME_MARGIN * 100)} % of its range "
+                    "inside its limits where 0 is not. TODO: set your robot's "
                     "standing pose.")  # fmt: skip
         height_doc = ("Base height in the home pose [m]. None: computed from DEFAULT_POSE when the model compiles, the "
                       f"robot's lowest point 5 mm above the ground ({plan.base_height:.3f} m in new-task's pose).")  # fmt: skip
     plan.constants.append(const("DEFAULT_POSE", pose, pose_doc))
     height_value = num(plan.base_height) if plan.planar else "None"
     plan.constants.append(const("BASE_HEIGHT", height_value, height_doc, "" if plan.planar else "float | None"))
-    plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0 within its limits, {where}; set "
+    plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0, inside its limits, {where}; set "
                       "DEFAULT_POSE in robot.py")

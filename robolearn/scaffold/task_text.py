@@ -69,12 +69,13 @@ def num_envs(template: str, model_bytes: int) -> tuple[int, str]:
 
 def _action_values(plan: RobotPlan, servo_scale: float) -> dict[str, str]:
     """The task YAML's `action.scale` and `action.offset`: position servos get `servo_scale` (about
-    their default pose), or their joint's range width where that is narrower; actuators whose controls are off-centre (plan.ctrl_spans) get the offset and
+    their default pose), or their joint's range width where that is narrower, wheels their top speed; actuators whose controls are off-centre (plan.ctrl_spans) get the offset and
     scale that map -1..1 onto their range: one value when every actuator shares one span, else per
     actuator (keys are patterns: the names escaped)."""
     key = lambda name: json.dumps(re.escape(name))  # noqa: E731
     if plan.position:  # a servo on a joint narrower than servo_scale (a 4 cm gripper slide) gets that width
-        scales = {a: min(servo_scale, plan.servo_widths.get(a, servo_scale)) for a in plan.actuators}
+        scales = {a: plan.wheels[a] if a in plan.wheels else min(servo_scale, plan.servo_widths.get(a, servo_scale))
+                  for a in plan.actuators}  # fmt: skip
         if all(v == servo_scale for v in scales.values()):
             return {"action_scale": num(servo_scale), "action_offset": "0.0"}
         return {"action_scale": "{" + ", ".join(f"{key(a)}: {num(v)}" for a, v in scales.items()) + "}",
@@ -130,8 +131,10 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
     if template in ("locomotion", "reach", "pose") and not plan.planar:
         values.update(_joint_pos_terms(plan, plan.robot_joints if only else None, relative=True,
                                        noise="0.01" if template == "locomotion" else "0.005", units="rad"))  # fmt: skip
+    servos = [a for a in plan.actuators if a not in plan.wheels]  # a wheel's velocity servo has no stiffness to vary
+    only_servos = f", actuators: [{_names(servos)}]" if plan.wheels else ""
     pd_gains = ("\n  pd_gains:\n    func: randomize_pd_gains\n    mode: reset\n    level: default\n"
-                "    params: {kp_range: [0.85, 1.15], kd_range: [0.8, 1.2]}") if plan.position else ""  # fmt: skip
+                f"    params: {{kp_range: [0.85, 1.15], kd_range: [0.8, 1.2]{only_servos}}}") if plan.position and servos else ""  # fmt: skip
     if template == "minimal":
         ranges = []
         for joint in plan.tracked:
@@ -213,6 +216,8 @@ def _feet_terms(plan: RobotPlan, command: str) -> tuple[str, str]:
         return "", ""
     sensors = _names(plan.foot_sensors)
     critic = f"\n      feet_contact_forces: {{func: sensor, params: {{names: [{sensors}]}}, scale: 0.01, units: N}}"
+    if not plan.stepping:
+        return critic, ""
     air_time = (f"\n  feet_air_time:\n    func: feet_air_time\n    weight: 0.5\n    params:\n      sensors: [{sensors}]\n"
                 f"      command: {command}\n      target: 0.5")  # fmt: skip
     return critic, air_time

@@ -135,14 +135,15 @@ def test_a_planar_robot_walks_on_its_base_joints_through_train_export_and_sim2si
     assert "planar base: body torso moves on rootx (forward), rootz (height), rooty (pitch): no free joint is added" in readme
     task = yaml.safe_load((ws / "nt_planar" / "nt_planar" / "nt_planar.yaml").read_text())
     assert task["rewards"]["track_forward_velocity"]["params"] == {"command": "forward_velocity", "joints": ["rootx"], "std": 0.5}
-    # the torso starts 1.215 m up (the foot 5 mm above the floor) and a fall ends at half that height
-    assert task["terminations"]["base_too_low"]["params"] == {"joints": ["rootz"], "bounds": [0.6075, 1000.0]}
+    # thigh and leg range [-150, 0] degrees: home bends them 15 degrees off the straight-leg limit; the torso
+    # then starts 1.2846 m up (the foot 5 mm above the floor), and a fall ends at half that height
+    assert task["terminations"]["base_too_low"]["params"] == {"joints": ["rootz"], "bounds": [0.6423, 1000.0]}
     assert task["terminations"]["rooty_too_far"]["params"] == {"joints": ["rooty"], "bounds": [-1.0, 1.0]}
     assert task["observations"]["policy"]["terms"]["base_pose"]["params"]["joints"] == ["rootz", "rooty"]
     run_dir = work / "run_planar"
     ok(robolearn("train", "task=nt_planar", *FAST, f"hydra.run.dir={run_dir}", cwd=work, path=[site]))
     robot = yaml.safe_load((run_dir / "export" / "robot.yaml").read_text())
-    assert robot["default_pose"]["rootz"] == pytest.approx(1.215)
+    assert robot["default_pose"]["rootz"] == pytest.approx(1.2846)
     out = ok(robolearn("sim2sim", f"bundle={run_dir / 'export'}", "episodes=1", cwd=work, path=[site]))
     assert "sim2sim nt_planar" in out
 
@@ -789,8 +790,10 @@ def test_a_narrow_joints_resets_spread_over_its_own_range(tmp_path, installed_ta
     start, home = env.reset_qpos[:, joints.qpos], env.default_qpos[0, joints.qpos]
     turn, grip = start[:, 0] - home[0], start[:, 1]
     assert turn.min() < -0.45 and turn.max() > 0.45  # the hinge keeps +-0.5
-    # home is the slide's closed end: draws fill [0, a quarter of 4 cm], uniformly (std 0.01 / sqrt(12))
-    assert grip.min() >= 0.0 and 0.009 < grip.max() <= 0.01
+    # the slide's closed end (0) is a limit: home is 10 % of its range inside (4 mm), and draws fill
+    # [0, home + a quarter of 4 cm]
+    assert home[1] == pytest.approx(0.004)
+    assert grip.min() >= 0.0 and 0.013 < grip.max() <= 0.014
     at_limit = ((grip == 0.0) | (grip == 0.04)).float().mean()
     assert at_limit < 0.05 and grip.std() > 0.0025, (at_limit, grip.std())
 

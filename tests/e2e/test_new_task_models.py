@@ -168,7 +168,7 @@ def test_an_underactuated_robot_observes_its_passive_joints(tmp_path):
 
 
 @pytest.mark.parametrize("asset,warning", [
-    ("humanoidstandup.xml", "WARNING: in the standing pose the base is only 0.169 m above the robot's lowest point"),
+    ("humanoidstandup.xml", "WARNING: in the standing pose the base is only 0.193 m above the robot's lowest point"),
     ("swimmer.xml", "WARNING: the model moves in a fluid (density 4000, viscosity 0.1)"),
 ])  # fmt: skip
 def test_the_locomotion_template_says_when_its_guesses_may_not_fit(tmp_path, asset, warning):

@@ -1,0 +1,79 @@
+"""What new-task changes in a URDF's files as it copies them into a task package, each change named
+in the report: ASCII STL meshes written as binary STL (ROS description packages ship both, MuJoCo
+reads binary only), and for the locomotion template a ROS `base_footprint` root left out (a
+massless link at ground level, fixed to the trunk: the floating base would be at the ground, its
+IMU and height terms with it, and MuJoCo puts a free joint only on a body of the world)."""
+
+from __future__ import annotations
+
+import struct
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from robolearn.errors import UserError
+
+_FACET = struct.Struct("<12fH")
+
+
+def copy_mesh(source: Path, target: Path) -> bool:
+    """Copy a mesh file; an ASCII STL is written as binary STL. Returns whether it was converted."""
+    data = source.read_bytes()
+    if source.suffix.lower() != ".stl" or not _is_ascii_stl(data):
+        target.write_bytes(data)
+        return False
+    facets = _ascii_facets(data.decode("ascii", errors="replace"), source)
+    header = b"binary STL written by robolearn new-task from an ASCII STL".ljust(80, b" ")
+    target.write_bytes(header + struct.pack("<I", len(facets)) + b"".join(_FACET.pack(*f, 0) for f in facets))
+    return True
+
+
+def _is_ascii_stl(data: bytes) -> bool:
+    """An ASCII STL starts with `solid` and is not the size a binary STL of its facet count has
+    (a binary header may start with `solid` too)."""
+    if not data.lstrip()[:5].lower() == b"solid":
+        return False
+    return not (len(data) >= 84 and len(data) == 84 + 50 * struct.unpack("<I", data[80:84])[0])
+
+
+def _ascii_facets(text: str, source: Path) -> list[tuple[float, ...]]:
+    """Each facet's normal and three vertices (12 numbers)."""
+    facets, current = [], []
+    for line in text.splitlines():
+        words = line.split()
+        if words[:2] == ["facet", "normal"] or words[:1] == ["vertex"]:
+            try:
+                current.extend(float(v) for v in words[-3:])
+            except ValueError:
+                raise UserError(f"{source}: cannot read the ASCII STL line {line.strip()!r}") from None
+        elif words[:1] == ["endfacet"]:
+            if len(current) != 12:
+                raise UserError(f"{source}: an ASCII STL facet has {len(current) // 3 - 1} vertices, not 3")
+            facets.append(tuple(current))
+            current = []
+    if not facets:
+        raise UserError(f"{source}: an ASCII STL without facets")
+    return facets
+
+
+def drop_footprint(tree: ET.ElementTree) -> str | None:
+    """Leave out a massless, geometry-less root link fixed to a single child (ROS's base_footprint,
+    base_link over a trunk): the child becomes the root, the floating base. Returns the report
+    line, None where the root is a body of its own."""
+    robot = tree.getroot()
+    links = {link.get("name"): link for link in robot.findall("link")}
+    joints = robot.findall("joint")
+    children = {j.find("child").get("link") for j in joints if j.find("child") is not None}
+    roots = [name for name in links if name not in children]
+    if len(roots) != 1:
+        return None
+    root = links[roots[0]]
+    below = [j for j in joints if j.find("parent") is not None and j.find("parent").get("link") == roots[0]]
+    empty = root.find("inertial") is None and root.find("visual") is None and root.find("collision") is None
+    if not empty or len(below) != 1 or below[0].get("type") != "fixed":
+        return None
+    child = below[0].find("child").get("link")
+    robot.remove(root)
+    robot.remove(below[0])
+    return (f"root link {roots[0]}: massless, without geometry, fixed to {child} -> left out of the copy, so {child} "
+            "is the floating base (a free joint goes on a body of the world only, and the base's height and IMU are "
+            f"read at its frame, not at the ground)")

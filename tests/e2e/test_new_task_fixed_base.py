@@ -1,0 +1,90 @@
+"""`robolearn new-task` on robots it must fit before they can move: an arm fixed to the world (its
+base would collide with its first link, which MuJoCo filters for every other parent but not there),
+an arm whose joint ranges leave 0 out (its pose on or past a limit), an arm whose model names its
+end effector, and a rover from a URDF whose continuous joints are wheels (a position servo would
+hold each near one angle)."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from robolearn.scaffold import new_task
+
+ARM = """<mujoco model="arm3"><compiler angle="radian"/><worldbody><light pos="0 0 3"/>
+  <body name="base"><geom type="cylinder" size="0.06 0.05" pos="0 0 0.05"/>
+    <body name="link1" pos="0 0 0.1"><joint name="j1" axis="0 0 1" range="-2.9 2.9"/>
+      <geom type="capsule" fromto="0 0 -0.05 0 0 0.3" size="0.04"/>
+      <body name="link2" pos="0 0 0.3"><joint name="j2" axis="0 1 0" range="0 2.5"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.035"/>
+        <body name="link3" pos="0.3 0 0"><joint name="j3" axis="0 1 0" range="-3.07 -0.07"/>
+          <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.03"/><site name="tool_flange" pos="0.1 0 0"/>
+          <body name="finger" pos="0.2 0 0"><joint name="grip" type="slide" axis="0 1 0" range="0 0.03"/>
+            <geom type="box" size="0.02 0.005 0.01"/></body></body></body></body></body></worldbody></mujoco>"""
+"""A 3-joint arm with a gripper slide: link1's capsule reaches 5 cm into the base, j2 and the grip rest
+at a limit at 0, j3's range leaves 0 out, and a site names its tool flange (not the finger's tip)."""
+
+ROVER = """<robot name="rover">
+  <link name="base_link"><inertial><mass value="8"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.5 0.3 0.1"/></geometry></collision></link>
+""" + "".join(f"""  <link name="{w}_wheel"><inertial><mass value="0.5"/><inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin rpy="1.5708 0 0"/><geometry><cylinder radius="0.08" length="0.04"/></geometry></collision></link>
+  <joint name="{w}_wheel_joint" type="continuous"><parent link="base_link"/><child link="{w}_wheel"/>
+    <origin xyz="{x} {y} -0.04"/><axis xyz="0 1 0"/><limit effort="5" velocity="30"/></joint>
+""" for w, x, y in (("fl", 0.18, 0.19), ("fr", 0.18, -0.19), ("rl", -0.18, 0.19), ("rr", -0.18, -0.19))) + "</robot>"
+"""A four-wheeled rover as a ROS description writes it: continuous joints, cylinder wheels, no actuators."""
+
+
+def _install(tmp_path: Path, name: str, installed_tasks, monkeypatch):
+    site = tmp_path / "site"
+    shutil.copytree(tmp_path / "pkg" / name, site / name)  # the package folder new-task wrote into out=
+    monkeypatch.syspath_prepend(str(site))
+    installed_tasks[name] = importlib.import_module(name).TASK
+
+
+def test_an_arm_fixed_to_the_world_moves_off_its_base_and_starts_inside_its_limits(tmp_path, installed_tasks, make_env, monkeypatch):
+    (tmp_path / "arm.xml").write_text(ARM)
+    made = new_task("fixed_arm", "reach", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    lines = "\n".join(made.lines)
+    assert "contacts: base-link1 excluded" in lines, lines
+    # j2's range [0, 2.5] and j3's [-3.07, -0.07]: 10 % of each range inside; j1 (0 well inside) stays at 0
+    assert "puts j2, j3, grip on or past a limit -> added 'home' with those joints 10 % of their range inside it " \
+           "(j2 0.25, j3 -0.37, grip 0.003)" in lines, lines
+    assert "end effector (its name says so): site tool_flange on body link3" in lines, lines
+    _install(tmp_path, "fixed_arm", installed_tasks, monkeypatch)
+    env = make_env("fixed_arm", overrides=["randomization=none"], num_envs=2)
+    env.reset()
+    joints = env.scene.joints(["j1", "j2", "j3", "grip"])
+    assert env.default_qpos[0, joints.qpos].tolist() == pytest.approx([0.0, 0.25, -0.37, 0.003])
+    assert env.actions.offset.tolist() == pytest.approx([0.0, 0.25, -0.37, 0.003])  # the servos hold home
+    # turning j1 toward +0.25 rad: with the base and link1 in contact (no exclude) it ended at -0.52 rad
+    for _ in range(50):
+        env.step(torch.tensor([[1.0, 0.0, 0.0, 0.0]] * 2))
+    assert float(env.physics.qpos[0, env.scene.joints(["j1"]).qpos]) > 0.2
+
+
+def test_a_urdf_rovers_continuous_wheels_get_velocity_servos_and_it_drives(tmp_path, installed_tasks, make_env, monkeypatch):
+    (tmp_path / "rover.urdf").write_text(ROVER)
+    made = new_task("rover_drive", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    lines = "\n".join(made.lines)
+    assert "actuators: none on the wheels fl_wheel_joint, fr_wheel_joint, rl_wheel_joint, rr_wheel_joint (no limits, " \
+           "round about their axis: radius 0.08 m) -> added a velocity servo on each" in lines, lines
+    assert "position servo" not in lines.split("\n")[1] and "feet on wheels: fl_wheel" in lines, lines
+    task = yaml.safe_load((tmp_path / "pkg" / "rover_drive" / "rover_drive.yaml").read_text())
+    assert task["action"]["scale"] == {f"{w}_wheel_joint": 25.0 for w in ("fl", "fr", "rl", "rr")}  # 2 m/s / 0.08 m
+    assert "feet_air_time" not in task["rewards"] and "pd_gains" not in task["events"]
+    assert task["observations"]["policy"]["terms"]["joint_pos_cos_sin"]["params"]["joints"][0] == "fl_wheel_joint"
+    _install(tmp_path, "rover_drive", installed_tasks, monkeypatch)
+    env = make_env("rover_drive", overrides=["randomization=none"], num_envs=2)
+    env.reset()
+    assert env.actions.offset.tolist() == [0.0] * 4  # a speed has no default-pose offset
+    start = env.physics.qpos[:, :2].clone()
+    for _ in range(50):  # full action: 25 rad/s, 2 m/s at the rim, for 1 s (from rest, at a random heading)
+        env.step(torch.ones(2, 4))
+    travelled = (env.physics.qpos[:, :2] - start).norm(dim=1)
+    assert (travelled > 1.0).all(), travelled  # with a position servo on each wheel: about 1 mm
