@@ -118,11 +118,15 @@ def _groups_help() -> str:
 
 
 def check_group_choices(overrides: list[str]) -> None:
-    """`task=null`, `task=[cartpole,pendulum]`, `algo=`, `~algo`: a group takes one option's name (a
-    sweep over several is `--multirun task=cartpole,pendulum`); say so, with the valid names, before
-    Hydra fails on it or composes without it."""
+    """`task=null`, `task=[cartpole,pendulum]`, `algo=`, `~algo`, `task=a task=b`: a group takes one
+    option's name (a sweep over several is `--multirun task=cartpole,pendulum`); say so, with the
+    valid names, before Hydra fails on it or composes without it."""
+    chosen: dict[str, str] = {}
     for override in overrides:
         group, eq, value = override.partition("=")
+        if eq and group in GROUPS and chosen.setdefault(group, value) != value:  # Hydra would keep the last in silence
+            raise UserError(f"{group}= is given twice ({group}={chosen[group]}, {override}); valid: one {group}= (several "
+                            f"in a sweep: --multirun {group}={chosen[group]},{value})")  # fmt: skip
         if group.startswith("~") and group[1:] in GROUPS:  # Hydra would train on the bare schema's defaults
             options = ", ".join(f"{group[1:]}={name}" for name in group_options(group[1:]))
             raise UserError(f"{override}: the {group[1:]} group cannot be removed; valid: choose one of its options ({options})")

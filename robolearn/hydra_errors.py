@@ -40,6 +40,9 @@ def hydra_error_message(exc: BaseException, overrides: list[str] = (), compose=N
         merged = _merged_addition(message, one_line(exc.__cause__ or ""))
         if merged:
             return merged
+        in_file = _config_file_message(message, one_line(exc.__cause__ or ""))
+        if in_file:
+            return in_file
         unknown = _unknown_key_message(message, one_line(exc.__cause__ or ""), overrides, compose)
         if unknown:
             return unknown
@@ -74,6 +77,58 @@ def _merged_addition(message: str, cause: str) -> str | None:
     return not_a_setting(".".join(path), kind)
 
 
+def _config_file_message(message: str, cause: str) -> str | None:
+    """A mistake in a config file (a task plugin's YAML): OmegaConf's "In 'task/my_robot': ... Key
+    'reward' not in 'TaskCfg' full_key: task.reward" as 'task my_robot (<its YAML>): task.reward is not
+    a setting of task; valid: ...', and a value of the wrong type as what it is not and what is valid."""
+    from robolearn.config_checks import not_a_setting
+
+    found = re.match(r"In '(\w+)/([^']+)': \w+ raised while composing config: (.*)", message)
+    if found is None:
+        return None
+    group, name, said = found.groups()
+    text = f"{said} {cause}"
+    where = f"{_GROUP_NOUNS.get(group, group)} '{name}'{_config_file(group, name)}"
+    full = re.search(r"full_key: ([^\s=]+)(?:\s|$)", text)
+    key = full.group(1) if full else None
+    missing = re.search(r"Key '([^']+)' not in '(\w+)'", text)
+    kind = _schema_named(missing.group(2)) if missing else None
+    if kind is not None:
+        return f"{where}: {not_a_setting(key or missing.group(1), kind)}"
+    value = re.search(r"Value '(.*?)' of type|\. value: (.*?)(?: full_key|$)", text)
+    shown = f" {(value.group(1) if value.group(1) is not None else value.group(2))!r}" if value else ""
+    choice = re.search(r"Invalid value '(.*?)', expected one of \[(.*?)\]", text)
+    if choice:
+        return f"{where}: {key or 'a value'} = {choice.group(1)!r} is not one of its choices; valid: {choice.group(2)}"
+    assigned = re.search(r"Cannot assign (\w+) to Dict\[", text)
+    if assigned:
+        return f"{where}: {key or 'an entry'} is a {assigned.group(1)}, not a mapping; valid: a mapping of name: settings"
+    subclass = re.search(r"is not a subclass of (\w+)", text)
+    schema = _schema_named(subclass.group(1)) if subclass else None
+    if schema is not None:
+        import dataclasses
+
+        fields = ", ".join(f.name for f in dataclasses.fields(schema))
+        return f"{where}: {key or 'an entry'} is{shown}, not a mapping; valid: a mapping of its settings ({fields})"
+    if "Cannot merge DictConfig with ListConfig" in text:
+        return (f"{where}: a list where the config takes a mapping{f' ({key})' if key else ''}; valid: name: settings "
+                "entries (rewards, observations, their terms, events, commands and terminations are mappings)")  # fmt: skip
+    for kind_said, noun, valid in _KINDS:
+        if kind_said in text:
+            return f"{where}: {key or 'a value'}{shown and ' =' + shown} is not {noun}; valid: {valid}"
+    return None
+
+
+def _config_file(group: str, name: str) -> str:
+    """' (<path of the task's YAML>)' for a task plugin, else ''."""
+    if group != "task":
+        return ""
+    from robolearn.registry import discover_tasks
+
+    plugin = discover_tasks().get(name)
+    return f" ({plugin.config})" if plugin is not None else ""
+
+
 _KINDS = (  # (what OmegaConf's conversion error says, what the value is not, what is valid)
     ("converted to Integer", "an integer", "a whole number, e.g. 4"),
     ("converted to Float", "a number", "a number, e.g. 0.5 or 1e-3"),
@@ -82,6 +137,8 @@ _KINDS = (  # (what OmegaConf's conversion error says, what the value is not, wh
     ("is not a DictConfig", "a mapping", "a mapping in braces, e.g. {key: value}"),
     ("Cannot convert 'list' to string", "a single value", "one word or number, not a list"),
     ("Cannot convert 'dict' to string", "a single value", "one word or number, not a mapping"),
+    ("Cannot convert 'ListConfig' to string", "a single value", "one word or number, not a list"),
+    ("Cannot convert 'DictConfig' to string", "a single value", "one word or number, not a mapping"),
 )
 
 

@@ -233,6 +233,11 @@ def check_export_target(out: Path, task: str | None = None) -> None:
     where given: a bundle of another task is another policy, not an older one of this)."""
     if out.is_file() or out.is_symlink() and not out.is_dir():
         raise UserError(f"out={out} is an existing file; choose a new path (or an existing bundle to replace)")
+    inside = next((folder for folder in out.resolve().parents if folder.name == "checkpoints"
+                   and (folder.parent / "config.yaml").is_file()), None)  # fmt: skip
+    if inside is not None:  # a bundle named iter_000250.pt there would stop the run when it saves that checkpoint
+        raise UserError(f"out={out} is inside the checkpoints/ folder of the run {inside.parent}, which train, eval, "
+                        f"export and resume read checkpoints from; choose a path outside it, e.g. {inside.parent / 'export'}")  # fmt: skip
     why = _not_a_bundle(out) if out.is_dir() and any(out.iterdir()) else None
     if why:
         raise UserError(f"out={out} is a directory that is not a robolearn bundle ({why}); choose a new path "

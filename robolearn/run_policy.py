@@ -16,7 +16,7 @@ from robolearn import checkpoint
 from robolearn.atomic_file import write_text_atomic
 from robolearn.app import build_env, seed_everything
 from robolearn.config import TrainCfg
-from robolearn.config_checks import not_a_setting
+from robolearn.config_checks import check_train_cfg, not_a_setting
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.envs.env_state import check_conditions, load_conditions
 from robolearn.errors import UserError, one_line
@@ -29,6 +29,9 @@ from robolearn.run_dir import check_writable
 def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
     """The resolved config a run was trained with (validated), plus `key=value` overrides."""
     path = run_dir / "config.yaml"
+    if not run_dir.exists():
+        raise UserError(f"run directory {run_dir} does not exist; valid: a folder train wrote (robolearn runs lists them), "
+                        "latest or <task>/latest")  # fmt: skip
     if not path.is_file():
         raise UserError(f"{run_dir} is not a robolearn run directory (no config.yaml)")
     try:
@@ -41,26 +44,41 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
         if isinstance(exc, ConfigKeyError) and key and dataclasses.is_dataclass(kind):  # a hand edit of the file
             raise UserError(f"cannot read {path}: {not_a_setting(key, kind)} (edited since the run wrote it?)") from None
         raise UserError(f"cannot read {path}: {one_line(exc)}") from None
+    level = cfg.randomization.level
+    # the group choices the run was started with: naming them again changes nothing
+    own = {"task": cfg.task.name, "randomization": getattr(level, "name", level), "physics": cfg.physics.backend}
     for override in overrides:
         group, _, value = override.partition("=")
+        if group in own and value == str(own[group]):
+            continue
         if group == "physics":
             raise UserError(f"{override}: a resumed run takes plain keys; physics.backend={value} resumes it on another engine")
         if group in ("task", "randomization"):
             raise UserError(f"{override}: a resumed run keeps the task and randomization it was started with "
                             f"({cfg.task.name}); start a new run for another")  # fmt: skip
+        if group == "run_name":
+            raise UserError(f"{override}: run_name names a new run's folder; a resumed run keeps its own ({run_dir.name}); "
+                            "leave run_name out, or start a new run")  # fmt: skip
         if group == "seed" and value != str(cfg.seed):
             raise UserError(f"{override}: a resumed run continues its own random streams (seed {cfg.seed}, restored from "
                             "its checkpoint); leave seed out, or start a new run with it")  # fmt: skip
+    overrides = [o for o in overrides if o.partition("=")[0] not in own]  # the run's own choices: checked above
     bad = [o for o in overrides if "=" not in o or o.startswith(("hydra.", "+", "~", "-"))]
     if bad:
         raise UserError(f"cannot apply '{bad[0]}' to a saved run: use plain key=value overrides")
     try:
-        return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+        merged = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
     except Exception as exc:  # a key the schema does not have, a value of the wrong type
         kind, key = getattr(exc, "object_type", None), getattr(exc, "full_key", None)
         if isinstance(exc, ConfigKeyError) and key and dataclasses.is_dataclass(kind):
             raise UserError(not_a_setting(key, kind)) from None
         raise UserError(f"cannot apply {' '.join(overrides)} to {path}: {one_line(exc).split(' full_key:')[0]}") from None
+    try:  # train's own checks: a hand edit (a NaN, a size of 0) would otherwise fail deep inside the env
+        check_train_cfg(merged)
+    except UserError as exc:
+        given = f" with {' '.join(overrides)}" if overrides else " (edited since the run wrote it?)"
+        raise UserError(f"{path}{given}: {exc}") from None
+    return merged
 
 
 def policy_from_run(run_dir: Path, checkpoint_file: Path | None, num_envs: int | None, conditions: str = "trained",

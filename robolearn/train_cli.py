@@ -192,6 +192,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         print(_help(overrides), flush=True)
         return 0
     resume = [a for a in overrides if a.startswith("resume=")]
+    if resume and not resume[-1].split("=", 1)[1].strip():  # Path("") is the current directory
+        raise UserError("resume= names no run; valid: resume=<run directory>, latest or <task>/latest")
     if resume:
         return _resume(resolve_run(resume[-1].split("=", 1)[1], "resume").resolve(),
                        [a for a in overrides if not a.startswith("resume=")], handover)  # fmt: skip

@@ -126,3 +126,26 @@ def test_names_are_written_so_that_they_read_back_as_the_same_names():
     text = "{" + ", ".join(f"{yaml_string(n)}: [{yaml_string(n)}]" for n in odd + plain) + "}"
     assert yaml.load(text, Loader=_TaskYamlLoader) == {n: [n] for n in odd + plain}
     assert [yaml_string(n) for n in plain] == plain
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("reward: {alive: {func: is_alive, weight: 1.0}}\n", r"task\.reward is not a setting of task; valid: name, description"),
+    ("rewards: {alive: {weight: big}}\n", r"task\.rewards\.alive\.weight = 'big' is not a number; valid: a number"),
+    ("rewards: {alive: 5}\n", r"task\.rewards\.alive is '5', not a mapping; valid: a mapping of its settings \(func, weight"),
+    ("rewards: [1, 2]\n", r"a list where the config takes a mapping"),
+])  # fmt: skip
+def test_a_mistake_in_a_task_yaml_names_the_file_the_key_and_what_is_valid(installed, tmp_path, text, expected):
+    """OmegaConf's own text ("In 'task/x': ConfigKeyError raised while composing config: Key 'reward' not in
+    'TaskCfg' full_key: ... object_type=TaskCfg") said neither the file nor what is valid."""
+    (tmp_path / "mine.yaml").write_text("extends: cartpole\n" + text)
+    installed["mine"] = registry.TaskPlugin(config=tmp_path / "mine.yaml")
+    with pytest.raises(UserError, match=rf"^task 'mine' \({tmp_path / 'mine.yaml'}\): {expected}"):
+        compose.compose_train(["task=mine"])
+
+
+def test_a_misspelled_term_param_lists_the_params_the_term_takes(make_env, installed, tmp_path):
+    (tmp_path / "typo.yaml").write_text("extends: pendulum\nrewards: {hold: {params: {treshold: 0.3}}}\n")
+    installed["typo"] = registry.TaskPlugin(config=tmp_path / "typo.yaml")
+    with pytest.raises(UserError, match=r"reward term 'hold' \(upright_bonus\): got an unexpected keyword argument "
+                                        r"'treshold'; valid params: joints, threshold \(did you mean 'threshold'\?\)$"):  # fmt: skip
+        make_env("typo")

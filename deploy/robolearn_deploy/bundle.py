@@ -21,7 +21,7 @@ import yaml
 
 from robolearn_deploy.errors import DeployError
 from robolearn_deploy.fields import (
-    CLIP, FINITE, GAIN, MAX_DECIMATION, NOT_NAN, PERIOD, PHYSICS_DT, SCALE, check_entries, integer, number,
+    ACTION_SCALE, CLIP, FINITE, GAIN, MAX_DECIMATION, NOT_NAN, PERIOD, PHYSICS_DT, SCALE, check_entries, integer, number,
     number_range, require, term_params, text,
 )  # fmt: skip
 
@@ -343,7 +343,7 @@ def _actuator(entry: Any) -> Actuator:
         require(entry, key, f"robot.yaml {where} (kind {kind})")
     if kind != "actuator":
         text(entry["joint"], f"{where} joint")
-    rules = {"action_scale": FINITE, "action_offset": FINITE, "kp": GAIN, "kd": GAIN, "effort_per_ctrl": FINITE}
+    rules = {"action_scale": ACTION_SCALE, "action_offset": FINITE, "kp": GAIN, "kd": GAIN, "effort_per_ctrl": FINITE}
     values = {k: number(entry[k], f"{where} {k}", rule) for k, rule in rules.items() if k in entry}
     values["ctrl_min"], values["ctrl_max"] = _ctrl_limits(entry, where)
     effort = entry.get("effort_range")

@@ -304,6 +304,8 @@ class ControlLoop:
     def run(self, steps: int, on_step: Callable[[Step], bool | None] | None = None) -> LoopReport:
         """Run up to `steps` ticks, one control period apart on the robot's clock. `on_step` sees
         every tick after its command is written and ends the run by returning True."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise DeployError(f"ControlLoop.run: steps={steps!r}; valid: an integer >= 0 (ticks to run)")
         report = LoopReport()
         start, problem = self._clock()
         if problem is not None:  # nothing was commanded yet: no tick can be scheduled

@@ -22,6 +22,7 @@ NOT_NAN = (lambda v: not math.isnan(v), "a number (.inf and -.inf: unbounded)")
 GAIN = (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0 (a negative gain drives the joint away from its target)")
 """(test, what is valid) for one number of robot.yaml."""
 SCALE = (lambda v: math.isfinite(v) and v != 0, "a finite number other than 0 (0 would hide the term from the policy)")
+ACTION_SCALE = (lambda v: math.isfinite(v) and v != 0, "a finite number other than 0 (0 would drop the policy's output)")
 CLIP = (lambda v: math.isfinite(v) and v > 0, "a positive finite number, or none for no clip")
 PERIOD = (lambda v: 1e-4 <= v <= 100, "a number of seconds in 1e-4..100")
 """A control period (10 kHz to one tick per 100 s): what training can make (a physics step of at

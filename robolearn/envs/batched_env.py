@@ -62,6 +62,11 @@ def _no_mark(phase: str) -> None:
     pass
 
 
+
+MIN_CONTROL_PERIOD = 1e-4
+"""The shortest control period a task may have [s]: the deploy runtime's (robolearn_deploy/fields.py
+PERIOD), which refuses a bundle that asks for more than 10 kHz."""
+
 class BatchedEnv:
     def __init__(
         self,
@@ -99,6 +104,10 @@ class BatchedEnv:
         """The robot's fingerprint (robot_fingerprint.py), kept in checkpoints: which robot a policy learned on."""
         self.asset_path, self.edit_spec = self.scene.asset_path, self.scene.edit_spec
         control_dt = float(model.opt.timestep) * cfg.decimation
+        if control_dt < MIN_CONTROL_PERIOD:  # 1e-7 s steps: an evaluation of hours, a bundle no robot runs
+            raise UserError(f"the control period is {control_dt:g} s (the model's timestep {float(model.opt.timestep):g} s x "
+                            f"task.decimation {cfg.decimation}), faster than the deploy runtime runs a policy; valid: "
+                            f"timestep x decimation >= {MIN_CONTROL_PERIOD:g} s (10 kHz)")  # fmt: skip
         if cfg.episode_length_s < control_dt:
             raise UserError(f"task.episode_length_s={cfg.episode_length_s:g} is shorter than one control step ({control_dt:g} s: "
                             f"the model's timestep x task.decimation); valid: >= {control_dt:g}")  # fmt: skip

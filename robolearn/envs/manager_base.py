@@ -59,8 +59,23 @@ def check_params(kind: str, name: str, func: Callable, /, *args: Any, **params: 
         if signature is not None:
             signature.bind(*args, **params)
     except TypeError as exc:
-        raise UserError(f"{kind} term '{name}' ({_name(func)}): {exc}") from None
+        raise UserError(f"{kind} term '{name}' ({_name(func)}): {exc}{_valid_params(signature, len(args), params)}") from None
     check_param_types(kind, name, func, params)
+
+
+def _valid_params(signature: inspect.Signature, given: int, params: dict) -> str:
+    """'; valid params: std, command (did you mean 'std'?)': what the YAML's params may name (after
+    the `given` positional arguments robolearn passes, the env and such)."""
+    import difflib
+
+    names = [p.name for p in list(signature.parameters.values())[given:]
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]  # fmt: skip
+    if not names:
+        return "; it takes no params"
+    unknown = [k for k in params if k not in names]
+    close = difflib.get_close_matches(unknown[0], names, n=1, cutoff=0.6) if unknown else []
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"; valid params: {', '.join(names)}{hint}"
 
 
 def resolved(kind: str, name: str, func: Callable, params: dict, env) -> dict:

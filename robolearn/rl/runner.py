@@ -220,7 +220,13 @@ class OnPolicyRunner:
 
     # --- checkpoints ---------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
-        """Write a checkpoint (under torchrun every rank calls this; rank 0 writes every rank's part)."""
+        """Write a checkpoint (under torchrun every rank calls this; rank 0 writes every rank's part).
+        Weights or an optimizer state that are no longer finite are not written: that checkpoint
+        would become the run's newest, the one eval, export, play and resume take."""
+        broken = checkpoint.nonfinite_entry({"model": self.actor_critic.state_dict(), "algorithm": self.alg.state_dict()})
+        if broken:  # every rank holds the same weights: all stop here together
+            raise UserError(f"iteration {self.iteration}: {broken} is not finite after the update, so this iteration is "
+                            f"not saved (a learning rate or an advantage that overflowed); {self._what_is_kept()}")  # fmt: skip
         parts = self.ranks.gather(self._rank_state() if self.ranks.distributed else None)
         self.saved_at = self.iteration
         if not self.ranks.main:
@@ -261,6 +267,10 @@ class OnPolicyRunner:
             raise UserError(f"{other}; a resume would continue on another robot; valid: restore the model it trained "
                             "with, or start a new run")  # fmt: skip
         own = payload if self.ranks.main else checkpoint.resume_part(payload, "other_ranks", source)[self.ranks.rank - 1]
+        broken = checkpoint.nonfinite_entry(checkpoint.resume_part(own, "algorithm", source), "algorithm")  # the model: policy_state
+        if broken:
+            raise UserError(f"checkpoint {source} holds {broken}: training would continue from a broken state (a damaged "
+                            "or hand-edited checkpoint); move it away to resume from the one before it")  # fmt: skip
         checkpoint.restore(self.actor_critic, checkpoint.policy_state(payload, source), source)
         checkpoint.restore(self.alg, checkpoint.resume_part(own, "algorithm", source), source)
         checkpoint.restore(self.env, checkpoint.resume_part(own, "env", source), source)

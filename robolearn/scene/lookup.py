@@ -25,10 +25,13 @@ def names(model: mujoco.MjModel, objtype: mujoco.mjtObj) -> list[str]:
 
 
 def entity_ids(model: mujoco.MjModel, objtype: mujoco.mjtObj, wanted: Sequence[str] | None) -> list[int]:
-    """Ids of the named entities, in the order given; None means all of them."""
+    """Ids of the named entities, in the order given (each once); None means all of them."""
     kind, count = _KIND[objtype]
     if wanted is None:
         return list(range(getattr(model, count)))
+    twice = next((name for k, name in enumerate(wanted) if name in wanted[:k]), None)
+    if twice is not None:  # an actuator twice would be two policy outputs for one motor, a joint counted twice
+        raise UserError(f"{kind} '{twice}' is named twice in [{', '.join(map(str, wanted))}]; valid: each {kind} once")
     ids = []
     for name in wanted:
         i = mujoco.mj_name2id(model, objtype, name)

@@ -168,6 +168,7 @@ def _set(*path_and_value):
     (_set("commands", {"base_velocity": [1, 2]}), "command 'base_velocity': [1, 2]; valid: a mapping with a components"),
     (_set("actuators", 0, "name", ["slide"]), "an actuator name: ['slide']"),
     (_set("bundle_format", True), "bundle format True"),
+    (_set("actuators", 0, "action_scale", 0.0), "actuator 'slide' action_scale: 0.0; valid: a finite number other than 0"),
 ])  # fmt: skip
 def test_malformed_robot_yaml_is_one_line(cartpole_bundle, edit, expected):
     rewrite(cartpole_bundle, edit)

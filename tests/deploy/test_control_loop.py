@@ -490,3 +490,10 @@ def test_a_robot_that_is_not_a_driver_is_refused_when_the_loop_is_built(cartpole
     for robot, message in ((NoNames(), "robot is NoNames without joint_names"), (None, "robot is NoneType without joint_names")):
         with pytest.raises(DeployError, match=re.escape(message) + ".*valid: a RobotInterface"):
             ControlLoop(Policy(cartpole_bundle), robot)
+
+
+@pytest.mark.parametrize("steps", ["x", -1, 2.5, True, None])
+def test_a_step_count_that_is_not_one_is_one_line(loop, steps):
+    """run("x") raised a TypeError from range(); run(-1) returned an empty report, as if it had run."""
+    with pytest.raises(DeployError, match=rf"ControlLoop.run: steps={steps!r}; valid: an integer >= 0"):
+        loop.run(steps)

@@ -233,7 +233,8 @@ CASES: list[Case] = [
     cli("export_empty_run", "export", "run=", expect=("run=",)),
     cli("export_run_is_a_file", "export", "run={ws}/notes.txt", expect=("notes.txt", "not a robolearn run directory")),
     cli("export_run_is_a_plain_dir", "export", "run={ws}/plain_dir", expect=("plain_dir", "not a robolearn run directory")),
-    cli("export_run_missing", "export", "run={ws}/missing", expect=("missing", "not a robolearn run directory")),
+    cli("export_run_missing", "export", "run={ws}/missing", expect=("missing does not exist", "valid: a folder train wrote")),
+    cli("resume_empty", "train", "resume=", expect=("resume= names no run",)),
     cli("export_unknown_argument", "export", "run={ws}/run", "fmt=onnx", expect=("unexpected argument 'fmt=onnx'",)),
     cli("export_argument_without_value", "export", "run", expect=("run",)),
     cli("export_unknown_format", "export", "run={ws}/run", "format=tflite", expect=("unknown export format 'tflite'", "onnx, tensorrt")),
@@ -280,6 +281,12 @@ CASES: list[Case] = [
     cli("resume_mistyped_key", "train", "resume={ws}/run", "runner.max_iteratons=2",
         expect=("runner.max_iteratons is not a setting of runner", "valid: num_steps_per_env")),  # fmt: skip
     cli("resume_out_of_range", "train", "resume={ws}/run", "algo.gamma=3", expect=("algo.gamma=3", "0 <= gamma <= 1")),
+    cli("resume_with_run_name", "train", "resume={ws}/run", "run_name=foo", expect=("run_name names a new run's folder", "leave run_name out")),
+    cli("resume_other_task", "train", "resume={ws}/run", "task=pendulum", expect=("keeps the task and randomization it was started with",)),
+    cli("train_task_twice", "train", *FAST, NEW, "task=cartpole", "task=pendulum",
+        expect=("task= is given twice (task=cartpole, task=pendulum)", "--multirun task=cartpole,pendulum")),  # fmt: skip
+    cli("train_control_period_too_short", "train", *FAST, NEW, "task.sim.timestep=1e-7",
+        expect=("the control period is 2e-07 s", "timestep x decimation >= 0.0001 s")),  # fmt: skip
     cli("eval_latest_without_runs", "eval", "run=latest", expect=("run=latest: no run in runs/<task>/<time>",)),
     cli("export_task_latest_without_runs", "export", "run=pendulum/latest", expect=("run=pendulum/latest: no run in runs/pendulum",)),
     cli("run_name_with_a_slash", "train", *FAST, "run_name=a/b", expect=("run_name=a/b is out of range", "letters, digits")),
@@ -468,6 +475,8 @@ CASES: list[Case] = [
     cli("run_dir_is_a_file", "train", *FAST, "hydra.run.dir={ws}/notes.txt", expect=("hydra.run.dir=", "notes.txt is a file"), cls="file"),
     cli("run_dir_under_a_file", "train", *FAST, "hydra.run.dir={ws}/notes.txt/sub", expect=("notes.txt is a file, not a directory",), cls="file"),
     cli("export_out_is_a_file", "export", "run={ws}/run", "out={ws}/notes.txt", expect=("notes.txt is an existing file",), cls="file"),
+    cli("export_out_in_checkpoints", "export", "run={ws}/run", "out={ws}/run/checkpoints/iter_000250.pt",
+        expect=("is inside the checkpoints/ folder of the run", "choose a path outside it"), cls="file"),  # fmt: skip
     cli("export_out_is_a_plain_dir", "export", "run={ws}/run", "out={ws}/plain_dir", expect=("plain_dir is a directory that is not a robolearn bundle",), cls="file"),
     cli("export_out_under_a_file", "export", "run={ws}/run", "out={ws}/notes.txt/b", expect=("notes.txt is a file, not a directory",), cls="file"),
     cli("export_run_without_checkpoint", "export", "run={ws}/nockpt_run", expect=("no checkpoint in",), cls="file"),

@@ -252,3 +252,22 @@ def test_a_run_config_edited_with_a_key_no_schema_has_names_the_valid_ones(train
     (run / "config.yaml").write_text(text.replace("  gamma:", "  gamam:", 1))
     with pytest.raises(UserError, match=r"config.yaml: algo.gamam is not a setting of algo; valid: .*gamma.*\(edited since"):
         load_run_config(run)
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (("  episode_length_s: 5.0", "  episode_length_s: .nan"), r"task\.episode_length_s=nan is out of range; valid: a finite number"),
+    (("  decimation: 2", "  decimation: 0"), r"task\.decimation=0 is out of range; valid: "),
+])  # fmt: skip
+def test_a_run_config_edited_to_a_value_train_refuses_is_refused_by_eval_and_export(trained_cartpole, tmp_path, edit, expected):
+    """eval, export, play and resume read config.yaml: a value train would refuse (a NaN episode
+    length ended in a ValueError traceback inside the env) is the line train gives, naming the file."""
+    from robolearn.errors import UserError
+    from robolearn.run_policy import load_run_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    text = (trained_cartpole[0] / "config.yaml").read_text()
+    assert edit[0] in text
+    (run / "config.yaml").write_text(text.replace(*edit, 1))
+    with pytest.raises(UserError, match=rf"config\.yaml \(edited since the run wrote it\?\): {expected}"):
+        load_run_config(run)

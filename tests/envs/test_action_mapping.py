@@ -92,6 +92,9 @@ def test_per_joint_scale_offset_clip_reach_ctrl_bundle_and_runtime(variant, tmp_
                                         r"actuators \(joints\): FL_hip \(FL_hip_joint\)"),
     ('{scale: {"FL_.*": 0.3, ".*_hip_joint": 0.1}}', "actuator 'FL_hip' is matched by both 'FL_.*' and '.*_hip_joint'"),
     ('{clip: {".*_calf_joint": [1.0, 2.0]}}', r"task.action.clip \[1.0, 2.0\] of actuator 'FL_calf' lies outside its ctrlrange"),
+    # two policy outputs for one motor: the bundle would send the robot two commands for it
+    ("{actuators: [FL_hip, FL_thigh, FL_hip]}", r"actuator 'FL_hip' is named twice in \[FL_hip, FL_thigh, FL_hip\]; "
+                                                r"valid: each actuator once"),
 ])  # fmt: skip
 def test_model_dependent_mistakes_are_one_line(variant, action, message):
     cfg, plugin = variant(f"extends: quadruped_flat\naction: {action}\n")

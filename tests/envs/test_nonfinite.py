@@ -236,3 +236,37 @@ def test_the_finite_test_neither_warns_nor_overflows():
         warnings.simplefilter("error")
         assert not _finite(torch.tensor([math.inf, -math.inf]))
         assert _finite(torch.tensor([3e38, 3e38]))
+
+
+def test_weights_that_turn_nan_are_not_saved_and_a_nan_checkpoint_is_not_resumed(make_env, tmp_path):
+    """A NaN learning rate (a damaged checkpoint's, a schedule's) passes every finite loss and
+    gradient but turns the weights NaN in the optimizer step: that iteration's checkpoint would have
+    become the run's newest, the one eval, export and resume take. It is not written, the run stops
+    in one line naming the entry, and a checkpoint holding NaN is refused by resume."""
+    from robolearn import checkpoint
+    from robolearn.config import AlgoCfg, RunnerCfg
+    from robolearn.errors import UserError
+    from robolearn.rl.runner import OnPolicyRunner
+
+    env = make_env(num_envs=4)
+    cfg = RunnerCfg(num_steps_per_env=8, max_iterations=3, save_interval=1)
+    runner = OnPolicyRunner(env, AlgoCfg(num_mini_batches=1), cfg, env.device)
+    saved = tmp_path / "ok.pt"
+    runner.save(saved)  # iteration 0: finite
+    runner.alg.learning_rate.fill_(math.nan)
+    with pytest.raises(UserError, match=r"iteration 1: model\.\S+ \(NaN or inf\) is not finite after the update, so this "
+                                        r"iteration is not saved"):  # fmt: skip
+        runner.learn(lambda row: None, checkpoint_dir=tmp_path)
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == []  # nothing of iteration 1
+
+    payload = checkpoint.load(saved)
+    payload["algorithm"]["optimizer"]["lr"].fill_(math.nan)
+    resumed = OnPolicyRunner(make_env(num_envs=4), AlgoCfg(num_mini_batches=1), cfg, env.device)
+    with pytest.raises(UserError, match=r"checkpoint ok\.pt holds algorithm\.optimizer\.lr \(NaN or inf\): "
+                                        r"training would continue from a broken state"):  # fmt: skip
+        resumed.load(payload, saved.relative_to(tmp_path))
+    payload = checkpoint.load(saved)
+    name = next(k for k in payload["model"] if k.endswith(".var"))
+    payload["model"][name][0] = -1.0
+    with pytest.raises(UserError, match=rf"holds model\.{name} \(a negative variance\)"):
+        resumed.load(payload, saved)
