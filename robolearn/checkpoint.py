@@ -89,9 +89,6 @@ def load(path: Path, named: bool = False) -> dict:
                         f"({detail}); {advice}") from None  # fmt: skip
     if not isinstance(payload, dict) or not isinstance(payload.get("iteration"), int):
         raise UserError(f"checkpoint {path} is {_foreign(payload)}; {advice}")
-    if isinstance(payload["iteration"], bool) or payload["iteration"] < 0:
-        raise UserError(f"checkpoint {path} says it was saved at iteration {payload['iteration']!r}; valid: an integer >= 0 "
-                        f"(a damaged or hand-edited checkpoint); {advice}")  # fmt: skip
     return payload
 
 
@@ -99,8 +96,8 @@ def policy_state(payload: dict, path: Path, named: bool = False) -> dict:
     """The policy's state_dict a checkpoint holds (load() checked the rest of its form)."""
     if not isinstance(payload.get("model"), dict):
         raise UserError(f"checkpoint {path} is {_foreign(payload)}; {_advice(named)}")
-    broken = nonfinite_entry(payload["model"], "model")
-    if broken:  # eval's numbers, play's video and a bundle would look like a policy's
+    broken = nonfinite_entry(payload["model"], "model", finite=False)
+    if broken:  # a normalizer that would scale by sqrt of a negative: eval, play and a bundle would run it
         raise UserError(f"checkpoint {path} holds {broken}: a damaged or hand-edited checkpoint; {_advice(named)}")
     return payload["model"]
 
@@ -126,9 +123,10 @@ def _first_sentence(text: str, limit: int = 100) -> str:
     return sentence[:limit].rsplit(" ", 1)[0] + " ..."
 
 
-def nonfinite_entry(state, prefix: str = "") -> str | None:
+def nonfinite_entry(state, prefix: str = "", finite: bool = True) -> str | None:
     """The name of the first entry of a (nested) state that is not finite (a tensor holding NaN or
-    inf, a float), or a negative variance (a normalizer's `var`); None where every entry is sound."""
+    inf, a float), or a negative variance (a normalizer's `var`); None where every entry is sound.
+    `finite=False`: only the variances (a policy's NaN is told by what it does: run_policy.py)."""
     import math
 
     import torch
@@ -138,17 +136,17 @@ def nonfinite_entry(state, prefix: str = "") -> str | None:
     elif isinstance(state, (list, tuple)):
         items = enumerate(state)
     elif isinstance(state, torch.Tensor):
-        if state.is_floating_point() and not bool(torch.isfinite(state).all()):
+        if finite and state.is_floating_point() and not bool(torch.isfinite(state).all()):
             return f"{prefix} (NaN or inf)"
         if prefix.rsplit(".", 1)[-1] == "var" and state.is_floating_point() and bool((state < 0).any()):
             return f"{prefix} (a negative variance)"
         return None
-    elif isinstance(state, float) and not math.isfinite(state):
+    elif finite and isinstance(state, float) and not math.isfinite(state):
         return f"{prefix} ({state})"
     else:
         return None
     for key, value in items:
-        found = nonfinite_entry(value, f"{prefix}.{key}" if prefix else str(key))
+        found = nonfinite_entry(value, f"{prefix}.{key}" if prefix else str(key), finite)
         if found:
             return found
     return None

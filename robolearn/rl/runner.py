@@ -267,7 +267,8 @@ class OnPolicyRunner:
             raise UserError(f"{other}; a resume would continue on another robot; valid: restore the model it trained "
                             "with, or start a new run")  # fmt: skip
         own = payload if self.ranks.main else checkpoint.resume_part(payload, "other_ranks", source)[self.ranks.rank - 1]
-        broken = checkpoint.nonfinite_entry(checkpoint.resume_part(own, "algorithm", source), "algorithm")  # the model: policy_state
+        broken = checkpoint.nonfinite_entry({"model": checkpoint.policy_state(payload, source),
+                                             "algorithm": checkpoint.resume_part(own, "algorithm", source)})  # fmt: skip
         if broken:
             raise UserError(f"checkpoint {source} holds {broken}: training would continue from a broken state (a damaged "
                             "or hand-edited checkpoint); move it away to resume from the one before it")  # fmt: skip

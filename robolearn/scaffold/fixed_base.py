@@ -13,7 +13,7 @@ from __future__ import annotations
 import mujoco
 
 from robolearn.scaffold.inspect_model import ModelInfo
-from robolearn.scaffold.model_query import HOME_MARGIN, home_value, obj_name
+from robolearn.scaffold.model_query import HOME_MARGIN, POSE_GUESS, home_value, obj_name
 from robolearn.scaffold.plan import RobotPlan, const, mapping, num, quoted, short
 
 
@@ -33,9 +33,8 @@ def plan_arm_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> No
     plan.steps.append("add_home_pose")
     plan.constants.append(const("DEFAULT_POSE", mapping({name: num(v) for name, v in pose.items()}),
                                 "The default pose [rad or m]: the `home` keyframe, where episodes start, the action offset "
-                                "and the reference of relative joint observations. new-task's guess: each joint at 0, "
-                                f"{int(HOME_MARGIN * 100)} % of its range inside its limits where 0 is not. TODO: set your "
-                                "robot's home pose."))  # fmt: skip
+                                f"and the reference of relative joint observations. new-task's guess: {POSE_GUESS}. TODO: "
+                                "set your robot's home pose."))  # fmt: skip
     shown = ", ".join(f"{name} {num(pose[name])}" for name in moved[:6]) + (f", ... ({len(moved)} in all)" if len(moved) > 6 else "")
     plan.lines.append(f"home keyframe: missing, and the model's pose puts {short(moved)} on or past a limit -> added "
                       f"'home' with those joints {int(HOME_MARGIN * 100)} % of their range inside it ({shown}); set "

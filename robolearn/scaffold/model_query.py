@@ -32,3 +32,8 @@ def home_value(joint_range: tuple[float, float] | None) -> float:
     low, high = joint_range
     margin = HOME_MARGIN * (high - low)
     return float(min(max(0.0, low + margin), high - margin))
+
+
+POSE_GUESS = (f"each joint at 0, or {int(HOME_MARGIN * 100)} % of its range inside its limits where 0 lies outside "
+              "them or nearer a limit than that")
+"""new-task's default pose in words (robot.py's DEFAULT_POSE docs and the report)."""

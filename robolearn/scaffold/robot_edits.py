@@ -14,7 +14,7 @@ import numpy as np
 from robolearn.errors import UserError
 from robolearn.scaffold.fixed_base import plan_arm_home, plan_base_contacts
 from robolearn.scaffold.inspect_model import ModelInfo
-from robolearn.scaffold.model_query import HOME_MARGIN, home_value
+from robolearn.scaffold.model_query import POSE_GUESS, home_value
 from robolearn.scaffold.plan import RobotPlan, const, mapping, num, object_names, quoted, short, tuple_text, unique
 from robolearn.scaffold.reach_plan import plan_reach
 from robolearn.scaffold.wheels import plan_wheels
@@ -140,8 +140,9 @@ def _plan_actuators(info: ModelInfo) -> RobotPlan:
     odd = [a.name or "<unnamed>" for a in info.actuators if a.kind == "other" or not a.joint]
     if odd:
         plan.lines.append(f"actuators {short(odd)} do not act on one hinge or slide joint as a motor or position "
-                          "servo does (a tendon, site or body transmission, activation dynamics, ...): a deploy bundle hands the robot driver their MuJoCo ctrl (robot.yaml kind "
-                          "'actuator'), which it must apply as the MJCF does")  # fmt: skip
+                          "servo does (a tendon, site or body transmission, activation dynamics, ...): a deploy bundle "
+                          "hands the robot driver their MuJoCo ctrl (robot.yaml kind 'actuator'), which it must apply as "
+                          "the MJCF does")  # fmt: skip
     if not named:
         plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
     elif not plan.position:
@@ -372,15 +373,13 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
     pose = mapping({name: num(v) for name, v in plan.default_pose.items()})
     if plan.planar:
         pose_doc = ("The standing pose [rad or m], the planar base's joints included: the `home` keyframe, the action "
-                    "offset and the reference of relative joint observations. new-task's guess: each joint at 0, "
-                    f"{int(HOME_MARGIN * 100)} % of its range inside its limits where 0 is not. TODO: set your robot's standing pose (and the height slide with it).")  # fmt: skip
+                    f"offset and the reference of relative joint observations. new-task's guess: {POSE_GUESS}. TODO: "
+                    "set your robot's standing pose (and the height slide with it).")  # fmt: skip
         height_doc = (f"Height of {plan.base} above the ground in the home pose [m] (the planar base sets it through "
                       "its height slide in DEFAULT_POSE).")  # fmt: skip
     else:
         pose_doc = ("The standing pose [rad or m]: the `home` keyframe, the action offset and the reference of relative "
-                    f"joint observations. new-task's guess: each joint at 0, {int(HOME_MARGIN * 100)} % of its range "
-                    "inside its limits where 0 is not. TODO: set your robot's "
-                    "standing pose.")  # fmt: skip
+                    f"joint observations. new-task's guess: {POSE_GUESS}. TODO: set your robot's standing pose.")  # fmt: skip
         height_doc = ("Base height in the home pose [m]. None: computed from DEFAULT_POSE when the model compiles, the "
                       f"robot's lowest point 5 mm above the ground ({plan.base_height:.3f} m in new-task's pose).")  # fmt: skip
     plan.constants.append(const("DEFAULT_POSE", pose, pose_doc))
