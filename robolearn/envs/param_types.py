@@ -5,7 +5,7 @@
 `std: [1, 2]` in the task YAML is then one line naming the term, the param and what it takes,
 instead of a TypeError deep inside the first step. Only the plain YAML types are checked (float,
 int, bool, str, lists of them, unions with None), that a [low, high] pair (`range`, `*_range`,
-`bounds`) is not reversed and that a width (`std`, `*_std`) is positive; entity params (robolearn.scene.entities) are
+`bounds`) is not reversed and that a reward's or metric's width (`std`, `*_std`) is positive; entity params (robolearn.scene.entities) are
 checked when they resolve, and a param whose annotation is anything else, or a value the code
 passes itself (a tensor: an adaptive range's per-environment values), is left alone.
 """
@@ -92,7 +92,7 @@ def check_param_types(kind: str, name: str, func: Callable, params: dict) -> Non
         hint = hints.get(param)
         if hint is None or isinstance(value, torch.Tensor) or (value is None and defaults.get(param) is None):
             continue  # not checked here, set by the code, or null where null is the default
-        words = expected(hint, value) or _reversed(param, value) or _width(param, value)
+        words = expected(hint, value) or _reversed(param, value) or (_width(param, value) if kind in ("reward", "metric") else None)
         if words is not None:
             raise UserError(f"{kind} term '{name}' ({getattr(func, '__name__', func)}): {param}={yaml_text(value)} is not "
                             f"valid; valid: {words}")  # fmt: skip
@@ -109,8 +109,9 @@ def _reversed(param: str, value) -> str | None:
 
 
 def _width(param: str, value) -> str | None:
-    """A kernel width (a param named `std` or `*_std`: exp(-error^2 / std^2) and the like) that is
-    not positive: 0 divides by zero, and a negative one reads as its square."""
+    """A reward's or metric's kernel width (a param named `std` or `*_std`: exp(-error^2 / std^2), tanh(error
+    / std)) that is not positive: 0 divides by zero, and a negative one reads as its square. (An
+    event's or a noise's `std` of 0 may mean none: not checked.)"""
     if (param == "std" or param.endswith("_std")) and _number(value) and value <= 0:
         return "a number > 0 (a width: the error at which the reward has fallen to exp(-1))"
     return None

@@ -75,3 +75,16 @@ def test_a_reversed_range_of_an_event_its_preset_does_not_run_is_refused(make_en
                                         r"randomize_action_delay: steps must be 0 <= low <= high, got \[-1, 2\]"):
         make_env("quadruped_flat", ["task.events.action_delay.params.steps=[-1,2]"], num_envs=2)
     assert make_env("quadruped_flat", num_envs=2).actions.history.shape[0] == 0  # an unbuilt delay keeps no past controls
+
+
+def test_a_rewards_kernel_width_must_be_positive_an_events_std_may_be_zero():
+    """exp(-e^2 / std^2) with std 0 is nan at e = 0 and 0 elsewhere; a negative std reads as its square.
+    An event's or noise's std of 0 may mean none, so only rewards and metrics are checked."""
+
+    def track(env, command: str, std: float) -> torch.Tensor: ...
+
+    for std in (0.0, -0.5):
+        with pytest.raises(UserError, match=rf"reward term 'r' \(track\): std={std} is not valid; valid: a number > 0"):
+            check_param_types("reward", "r", track, {"command": "c", "std": std})
+    check_param_types("reward", "r", track, {"command": "c", "std": 0.25})
+    check_param_types("event", "e", track, {"command": "c", "std": 0.0})
