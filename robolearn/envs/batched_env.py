@@ -29,6 +29,7 @@ from robolearn.config_task import EventMode, TaskCfg
 from robolearn.envs import env_compile, env_state, sensor_reads
 from robolearn.envs.actions import ActionManager
 from robolearn.envs.commands import CommandManager
+from robolearn.envs.control_period import control_period
 from robolearn.envs.cuda_graph import GraphedStep, use_graphs
 from robolearn.envs.episode_stats import EpisodeStats
 from robolearn.envs.event_manager import EventManager
@@ -61,11 +62,6 @@ STEP_PHASES = ("action", "physics", "rewards+terminations+reset", "sensor refres
 def _no_mark(phase: str) -> None:
     pass
 
-
-
-MIN_CONTROL_PERIOD = 1e-4
-"""The shortest control period a task may have [s]: the deploy runtime's (robolearn_deploy/fields.py
-PERIOD), which refuses a bundle that asks for more than 10 kHz."""
 
 class BatchedEnv:
     def __init__(
@@ -103,19 +99,11 @@ class BatchedEnv:
         self.robot_model = robot_fingerprint(model)
         """The robot's fingerprint (robot_fingerprint.py), kept in checkpoints: which robot a policy learned on."""
         self.asset_path, self.edit_spec = self.scene.asset_path, self.scene.edit_spec
-        control_dt = float(model.opt.timestep) * cfg.decimation
-        if control_dt < MIN_CONTROL_PERIOD:  # 1e-7 s steps: an evaluation of hours, a bundle no robot runs
-            raise UserError(f"the control period is {control_dt:g} s (the model's timestep {float(model.opt.timestep):g} s x "
-                            f"task.decimation {cfg.decimation}), faster than the deploy runtime runs a policy; valid: "
-                            f"timestep x decimation >= {MIN_CONTROL_PERIOD:g} s (10 kHz)")  # fmt: skip
-        if cfg.episode_length_s < control_dt:
-            raise UserError(f"task.episode_length_s={cfg.episode_length_s:g} is shorter than one control step ({control_dt:g} s: "
-                            f"the model's timestep x task.decimation); valid: >= {control_dt:g}")  # fmt: skip
+        self.dt = control_period(model, cfg)
         if self.device.type == "cpu":  # a GPU reports its own allocation failures (app.fits_in_memory)
             memory.require(memory.env_bytes(model, num_envs), f"env.num_envs={num_envs}", "lower env.num_envs")
         self.physics = make_backend(physics, model, num_envs, self.device, physics_settings, self.scene.physics_copy)
         self.decimation = cfg.decimation
-        self.dt = float(model.opt.timestep) * cfg.decimation
         self.max_episode_length = max(1, math.ceil(cfg.episode_length_s / self.dt))
         self.stagger_timeouts = stagger_timeouts
         self.generator = torch.Generator(self.device).manual_seed(seed)

@@ -267,12 +267,12 @@ class OnPolicyRunner:
             raise UserError(f"{other}; a resume would continue on another robot; valid: restore the model it trained "
                             "with, or start a new run")  # fmt: skip
         own = payload if self.ranks.main else checkpoint.resume_part(payload, "other_ranks", source)[self.ranks.rank - 1]
-        broken = checkpoint.nonfinite_entry({"model": checkpoint.policy_state(payload, source),
-                                             "algorithm": checkpoint.resume_part(own, "algorithm", source)})  # fmt: skip
+        policy = checkpoint.policy_state(payload, source)
+        broken = checkpoint.nonfinite_entry({"model": policy, "algorithm": checkpoint.resume_part(own, "algorithm", source)})
         if broken:
             raise UserError(f"checkpoint {source} holds {broken}: training would continue from a broken state (a damaged "
                             "or hand-edited checkpoint); move it away to resume from the one before it")  # fmt: skip
-        checkpoint.restore(self.actor_critic, checkpoint.policy_state(payload, source), source)
+        checkpoint.restore(self.actor_critic, policy, source)
         checkpoint.restore(self.alg, checkpoint.resume_part(own, "algorithm", source), source)
         checkpoint.restore(self.env, checkpoint.resume_part(own, "env", source), source)
         checkpoint.set_rng_state(checkpoint.resume_part(own, "rng", source), source)

@@ -35,7 +35,7 @@ def plan_arm_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> No
                                 "The default pose [rad or m]: the `home` keyframe, where episodes start, the action offset "
                                 f"and the reference of relative joint observations. new-task's guess: {POSE_GUESS}. TODO: "
                                 "set your robot's home pose."))  # fmt: skip
-    shown = ", ".join(f"{name} {num(pose[name])}" for name in moved[:6]) + (f", ... ({len(moved)} in all)" if len(moved) > 6 else "")
+    shown = short([f"{name} {num(pose[name])}" for name in moved])
     plan.lines.append(f"home keyframe: missing, and the model's pose puts {short(moved)} on or past a limit -> added "
                       f"'home' with those joints {int(HOME_MARGIN * 100)} % of their range inside it ({shown}); set "
                       "DEFAULT_POSE in robot.py")  # fmt: skip

@@ -377,7 +377,8 @@ def _tip(info: ModelInfo, model: mujoco.MjModel, data: mujoco.MjData, base: int,
     tip = max(leaves, key=lambda b: (chain_length(b), -b))
     wrapped = {int(model.wrap_objid[w]) for w in range(model.nwrap) if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_SITE)}
     # a site a tendon or muscle path runs through (MyoSuite's TRIlong-P5) is not an end effector
-    named = end_effector_sites(model, [s for s in range(model.nsite) if int(model.site_bodyid[s]) in set(robot) and s not in wrapped])
+    bodies = set(robot)
+    named = end_effector_sites(model, [s for s in range(model.nsite) if int(model.site_bodyid[s]) in bodies and s not in wrapped])
     if named:  # a site the model names as the end effector (tcp_site, grasp, attachment_site) beats the guess
         best = max(named, key=lambda s: (-named[s], chain_length(int(model.site_bodyid[s])), -s))
         tip, info.tip_named = int(model.site_bodyid[best]), True
