@@ -126,29 +126,69 @@ def _first_sentence(text: str, limit: int = 100) -> str:
 def nonfinite_entry(state, prefix: str = "", finite: bool = True) -> str | None:
     """The name of the first entry of a (nested) state that is not finite (a tensor holding NaN or
     inf, a float), or a negative variance (a normalizer's `var`); None where every entry is sound.
-    `finite=False`: only the variances (a policy's NaN is told by what it does: run_policy.py)."""
-    import math
-
+    `finite=False`: only the variances (a policy's NaN is told by what it does: run_policy.py).
+    The tensors are judged together, one host sync per device (a GPU run saves without a sync per
+    tensor); only a broken state is walked again, entry by entry, to name the first bad one."""
     import torch
 
+    leaves = list(_leaves(state, prefix))
+    flags: dict = {}
+    for name, value in leaves:
+        flag = _broken_flag(value, name, finite)
+        if flag is not None:
+            flags.setdefault(flag.device, []).append(flag)
+    if not any(bool(torch.stack(found).any()) for found in flags.values()):
+        if not any(_judge(value, name, finite) for name, value in leaves if not isinstance(value, torch.Tensor)):
+            return None
+    return next(filter(None, (_judge(value, name, finite) for name, value in leaves)), None)
+
+
+def _leaves(state, prefix: str):
+    """(dotted name, value) of every leaf of nested dicts, lists and tuples."""
     if isinstance(state, dict):
         items = state.items()
     elif isinstance(state, (list, tuple)):
         items = enumerate(state)
-    elif isinstance(state, torch.Tensor):
-        if finite and state.is_floating_point() and not bool(torch.isfinite(state).all()):
-            return f"{prefix} (NaN or inf)"
-        if prefix.rsplit(".", 1)[-1] == "var" and state.is_floating_point() and bool((state < 0).any()):
-            return f"{prefix} (a negative variance)"
-        return None
-    elif finite and isinstance(state, float) and not math.isfinite(state):
-        return f"{prefix} ({state})"
     else:
-        return None
+        yield prefix, state
+        return
     for key, value in items:
-        found = nonfinite_entry(value, f"{prefix}.{key}" if prefix else str(key), finite)
-        if found:
-            return found
+        yield from _leaves(value, f"{prefix}.{key}" if prefix else str(key))
+
+
+def _is_variance(name: str) -> bool:
+    return name.rsplit(".", 1)[-1] == "var"
+
+
+def _broken_flag(value, name: str, finite: bool):
+    """A 0-d bool tensor on the value's device, True where it is broken; None for what is not judged
+    on a device (an integer tensor, a Python number)."""
+    import torch
+
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        return None
+    flag = None
+    if finite:
+        flag = ~torch.isfinite(value).all()
+    if _is_variance(name):
+        negative = (value < 0).any()
+        flag = negative if flag is None else flag | negative
+    return flag
+
+
+def _judge(value, name: str, finite: bool) -> str | None:
+    """One leaf's fault in words, None where it is sound."""
+    import math
+
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if finite and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            return f"{name} (NaN or inf)"
+        if _is_variance(name) and value.is_floating_point() and bool((value < 0).any()):
+            return f"{name} (a negative variance)"
+    elif finite and isinstance(value, float) and not math.isfinite(value):
+        return f"{name} ({value})"
     return None
 
 

@@ -141,3 +141,41 @@ def test_a_checkpoint_this_user_may_not_read_says_so(tmp_path, monkeypatch):
         checkpoint.load(path)
     assert str(info.value) == (f"checkpoint {path}: permission denied; valid: a checkpoint this user may read: check its "
                                "owner and mode (ls -l)")  # fmt: skip
+
+
+def test_a_state_is_judged_in_one_host_read_and_the_first_bad_entry_is_named():
+    """runner.save judges every weight and optimizer tensor before it writes: together, one host
+    read per device (not one per tensor, each a stall on a GPU); a broken state names its first
+    bad entry in the state's own order."""
+    import math
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class CountReads(TorchDispatchMode):
+        reads = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._local_scalar_dense.default:
+                CountReads.reads += 1
+            return func(*args, **(kwargs or {}))
+
+    state = {"model": {f"layer{i}.weight": torch.ones(3, 3) for i in range(20)},
+             "norm": {"mean": torch.zeros(3), "var": torch.ones(3), "count": torch.tensor(5)},
+             "algorithm": {"optimizer": {"lr": torch.tensor(1e-3), "betas": [0.9, 0.999]}, "step": 7}}  # fmt: skip
+    with CountReads():
+        assert checkpoint.nonfinite_entry(state) is None
+    assert CountReads.reads == 1
+
+    state["model"]["layer7.weight"][1, 2] = math.inf
+    state["model"]["layer12.weight"][0, 0] = math.nan
+    assert checkpoint.nonfinite_entry(state) == "model.layer7.weight (NaN or inf)"
+    assert checkpoint.nonfinite_entry(state, finite=False) is None  # only variances are judged
+    state["norm"]["var"][1] = -0.5
+    assert checkpoint.nonfinite_entry(state, finite=False) == "norm.var (a negative variance)"
+    for key in ("layer7.weight", "layer12.weight"):
+        state["model"][key].fill_(1.0)
+    state["norm"]["var"].fill_(1.0)
+    state["algorithm"]["optimizer"]["betas"][1] = math.nan  # a Python float
+    assert checkpoint.nonfinite_entry(state) == "algorithm.optimizer.betas.1 (nan)"
+    assert checkpoint.nonfinite_entry(state, finite=False) is None
