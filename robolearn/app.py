@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from robolearn import checkpoint
 from robolearn.atomic_file import write_text_atomic
 from robolearn.config import EnvCfg, TrainCfg
-from robolearn.config_checks import check_train_cfg
+from robolearn.config_checks import check_train_cfg, check_what_training_reads
 from robolearn.distributed import Ranks, more_ranks_than_gpus
 from robolearn.envs.batched_env import BatchedEnv
 from robolearn.errors import UserError
@@ -105,6 +105,7 @@ def preflight(cfg: DictConfig, run_dir: Path, ranks: Ranks) -> None:
     """What rank 0 checks before the other ranks start: the config's values, and that every rank of
     this node has a GPU where the config asks for one. (One line, and no rank builds anything.)"""
     check_train_cfg(cfg, ranks.world_size)
+    check_what_training_reads(cfg)
     check_logger(cfg.logger)
     if ranks.distributed:
         if not cfg.resume:
@@ -180,6 +181,7 @@ def train(cfg: DictConfig, run_dir: Path, ranks: Ranks | None = None, observer: 
     ranks = ranks or Ranks()
     hold_heap()  # the update's buffers reused, not handed back to the kernel after every minibatch (heap.py)
     check_train_cfg(cfg, ranks.world_size)
+    check_what_training_reads(cfg)
     check_logger(cfg.logger)
     if ranks.main and not cfg.resume and start_from is None:  # the CLI refuses an explicit hydra.run.dir before Hydra writes
         refuse_existing_run(run_dir)

@@ -193,6 +193,24 @@ def check_train_cfg(cfg: DictConfig, world_size: int = 1) -> None:
                         f"{cfg.algo.init_noise_std}")  # fmt: skip
 
 
+TRAINED_GROUPS = ("policy", "critic")
+"""The observation groups training reads: the policy's input and the critic's (default: the policy's)."""
+
+
+def check_what_training_reads(cfg: DictConfig) -> None:
+    """A task trains on its rewards and on the policy and critic observation groups: no reward at
+    all leaves nothing to learn, and another group would be computed every step and read by nothing
+    (a misspelt `critic`, most often)."""
+    rewards = OmegaConf.select(cfg, "task.rewards")
+    if rewards is not None and len(rewards) == 0:
+        raise UserError("task.rewards is empty: the policy would have nothing to learn; valid: at least one reward "
+                        "term (`robolearn terms --kind reward` lists them)")  # fmt: skip
+    for group in OmegaConf.select(cfg, "task.observations") or {}:
+        if group not in TRAINED_GROUPS:
+            raise UserError(f"task.observations.{group} is read by nothing (training reads the policy and critic "
+                            f"groups); valid: {', '.join(TRAINED_GROUPS)}")  # fmt: skip
+
+
 def check_sequences(num_envs: int, num_steps: int, bptt_length: int, num_mini_batches: int) -> int:
     """A recurrent network learns from sequences of bptt_length steps (0: num_steps): that length
     must divide the rollout, and num_mini_batches the number of sequences. Returns the length."""

@@ -339,3 +339,25 @@ def test_an_empty_mapping_for_a_dict_of_terms_is_refused_not_merged_as_nothing(o
     assert str(info.value).startswith(line)
     cfg = compose_train(["~task.rewards.alive", "+task.rewards.new={func: is_alive, weight: 2}"])  # the ways that work
     assert "alive" not in cfg.task.rewards and cfg.task.rewards.new.weight == 2
+
+
+@pytest.mark.parametrize("text, line", [
+    ("observations: {policy: {terms: {q: {func: joint_pos}}}}\n",
+     "task.rewards is empty: the policy would have nothing to learn; valid: at least one reward term"),
+    ("observations: {policy: {terms: {q: {func: joint_pos}}}, critc: {terms: {q: {func: joint_pos}}}}\n"
+     "rewards: {alive: {func: is_alive, weight: 1.0}}\n",
+     "task.observations.critc is read by nothing (training reads the policy and critic groups); valid: policy, critic"),
+])  # fmt: skip
+def test_a_task_with_no_reward_or_a_group_nothing_reads_is_refused_by_training(tmp_path, monkeypatch, text, line):
+    """What training checks before it builds anything (app.train, torchrun's preflight); such a task
+    still composes (robolearn.gym, a test's env)."""
+    from robolearn.config_checks import check_what_training_reads
+
+    fake_task(monkeypatch, tmp_path, "action: {actuators: [slide]}\n" + text)
+    cfg = compose_train(["task=fake"])
+    with pytest.raises(UserError) as info:
+        check_what_training_reads(cfg)
+    assert str(info.value).startswith(line), info.value
+    fake_task(monkeypatch, tmp_path, "action: {actuators: [slide]}\nobservations: {policy: {terms: {q: {func: joint_pos}}}, "
+                                     "critic: {terms: {q: {func: joint_pos}}}}\nrewards: {alive: {func: is_alive, weight: 1.0}}\n")  # fmt: skip
+    check_what_training_reads(compose_train(["task=fake"]))

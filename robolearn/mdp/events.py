@@ -139,6 +139,9 @@ def randomize_model_field(
 
 NONNEGATIVE_FIELDS = ("body_mass", "body_inertia", "geom_friction", "dof_damping", "dof_armature", "dof_frictionloss")
 """Model fields MuJoCo needs >= 0 (a negative mass or damping makes the simulation diverge at once)."""
+POSITIVE_FIELDS = ("body_mass", "body_inertia")
+"""Of those, the ones a body that has them must keep > 0: a moving body of mass or inertia 0 makes the
+mass matrix singular (NaN at the first step). A massless body (the world, a frame) may stay 0."""
 
 
 def _check_model_field_range(env, field: str, range: tuple[float, float], names: FieldRows | None = None,
@@ -162,6 +165,11 @@ def _check_model_field_range(env, field: str, range: tuple[float, float], names:
     if worst < 0:
         raise UserError(f"{field} {operation} range [{low:g}, {high:g}] makes {field} {worst:.3g}; valid: a range that "
                         f"keeps it >= 0 (MuJoCo diverges on a negative {field.split('_', 1)[1]})")  # fmt: skip
+    massive = reached[nominal > 0]
+    if field in POSITIVE_FIELDS and massive.numel() and float(massive.min()) <= 0:
+        raise UserError(f"{field} {operation} range [{low:g}, {high:g}] makes a body's {field.split('_', 1)[1]} 0; "
+                        f"valid: a range that keeps it > 0 (a moving body without "
+                        f"{field.split('_', 1)[1]} has a singular mass matrix)")  # fmt: skip
 
 
 randomize_model_field.check_values = _check_model_field_range  # type: ignore[attr-defined]

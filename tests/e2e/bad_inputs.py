@@ -686,6 +686,10 @@ CASES: list[Case] = [
     train("negative_mass_from_a_scale_range", "task.events.pole_mass.params.range=[-1,-1]",
           expect=("event 'pole_mass' (randomize_model_field): body_mass scale range [-1, -1] makes body_mass -0.1",
                   "valid: a range that keeps it >= 0")),  # fmt: skip
+    train("zero_mass_from_a_scale_range", "task.events.pole_mass.params.range=[0,0]",
+          expect=("body_mass scale range [0, 0] makes a body's mass 0", "valid: a range that keeps it > 0")),  # fmt: skip
+    train("an_observation_group_nothing_reads", "+task.observations.extra={terms: {a: {func: joint_pos}}}",
+          expect=("task.observations.extra is read by nothing", "valid: policy, critic")),  # fmt: skip
     train("negative_damping_from_an_abs_range", "task.events.hinge_damping.params.range=[-100,-100]",
           expect=("dof_damping abs range [-100, -100]", "valid: a range that keeps it >= 0")),  # fmt: skip
     train("mjx_on_a_jax_platform_this_machine_lacks", "physics=mjx", env=(("JAX_PLATFORMS", "cuda"),), cls="cli",
