@@ -81,41 +81,49 @@ def _config_file_message(message: str, cause: str) -> str | None:
     """A mistake in a config file (a task plugin's YAML): OmegaConf's "In 'task/my_robot': ... Key
     'reward' not in 'TaskCfg' full_key: task.reward" as 'task my_robot (<its YAML>): task.reward is not
     a setting of task; valid: ...', and a value of the wrong type as what it is not and what is valid."""
-    from robolearn.config_checks import not_a_setting
-
     found = re.match(r"In '(\w+)/([^']+)': \w+ raised while composing config: (.*)", message)
     if found is None:
         return None
     group, name, said = found.groups()
-    text = f"{said} {cause}"
-    where = f"{_GROUP_NOUNS.get(group, group)} '{name}'{_config_file(group, name)}"
+    mistake = schema_mistake(f"{said} {cause}")
+    return mistake and f"{_GROUP_NOUNS.get(group, group)} '{name}'{_config_file(group, name)}: {mistake}"
+
+
+def schema_mistake(text: str) -> str | None:
+    """OmegaConf's text for a value its schema refuses (a key it lacks, a wrong type, a choice not
+    among its values) as one line: the key, what the value is not, and what is valid; None for
+    another text. Task YAMLs and a run's config.yaml share it."""
+    from robolearn.config_checks import not_a_setting
+
     full = re.search(r"full_key: ([^\s=]+)(?:\s|$)", text)
     key = full.group(1) if full else None
     missing = re.search(r"Key '([^']+)' not in '(\w+)'", text)
     kind = _schema_named(missing.group(2)) if missing else None
     if kind is not None:
-        return f"{where}: {not_a_setting(key or missing.group(1), kind)}"
+        return not_a_setting(key or missing.group(1), kind)
     value = re.search(r"Value '(.*?)' of type|\. value: (.*?)(?: full_key|$)", text)
     shown = f" {(value.group(1) if value.group(1) is not None else value.group(2))!r}" if value else ""
     choice = re.search(r"Invalid value '(.*?)', expected one of \[(.*?)\]", text)
     if choice:
-        return f"{where}: {key or 'a value'} = {choice.group(1)!r} is not one of its choices; valid: {choice.group(2)}"
+        return f"{key or 'a value'} = {choice.group(1)!r} is not one of its choices; valid: {choice.group(2)}"
     assigned = re.search(r"Cannot assign (\w+) to Dict\[", text)
     if assigned:
-        return f"{where}: {key or 'an entry'} is a {assigned.group(1)}, not a mapping; valid: a mapping of name: settings"
+        return f"{key or 'an entry'} is a {assigned.group(1)}, not a mapping; valid: a mapping of name: settings"
     subclass = re.search(r"is not a subclass of (\w+)", text)
     schema = _schema_named(subclass.group(1)) if subclass else None
     if schema is not None:
         import dataclasses
 
         fields = ", ".join(f.name for f in dataclasses.fields(schema))
-        return f"{where}: {key or 'an entry'} is{shown}, not a mapping; valid: a mapping of its settings ({fields})"
+        return f"{key or 'an entry'} is{shown}, not a mapping; valid: a mapping of its settings ({fields})"
     if "Cannot merge DictConfig with ListConfig" in text:
-        return (f"{where}: a list where the config takes a mapping{f' ({key})' if key else ''}; valid: name: settings "
+        return (f"a list where the config takes a mapping{f' ({key})' if key else ''}; valid: name: settings "
                 "entries (rewards, observations, their terms, events, commands and terminations are mappings)")  # fmt: skip
+    if "Missing mandatory value" in text and key:
+        return f"{key} is missing; valid: a value for it (the schema has no default)"
     for kind_said, noun, valid in _KINDS:
         if kind_said in text:
-            return f"{where}: {key or 'a value'}{shown and ' =' + shown} is not {noun}; valid: {valid}"
+            return f"{key or 'a value'}{shown and ' =' + shown} is not {noun}; valid: {valid}"
     return None
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import ConfigKeyError
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from robolearn import checkpoint
 from robolearn.atomic_file import write_text_atomic
@@ -21,9 +21,15 @@ from robolearn.envs.batched_env import BatchedEnv
 from robolearn.envs.env_state import check_conditions, load_conditions
 from robolearn.errors import UserError, one_line
 from robolearn.evaluate import MAX_EVAL_EPISODES
+from robolearn.hydra_errors import schema_mistake
 from robolearn.memory import NotEnoughMemory, gib
 from robolearn.rl.models import ActorCritic, Controller
 from robolearn.run_dir import check_writable
+
+
+RUN_SECTIONS = ("task", "algo", "env", "runner")
+"""The sections of a run's config.yaml its policy is rebuilt from (train writes every section; the
+ones added in later versions come from the schema's defaults)."""
 
 
 def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
@@ -38,12 +44,22 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> DictConfig:
         saved = OmegaConf.load(path)
         if not isinstance(saved, DictConfig) or not isinstance(saved.get("task"), DictConfig):
             raise ValueError("it holds no task: mapping (robolearn train writes one)")
+        lost = [part for part in RUN_SECTIONS if not isinstance(saved.get(part), DictConfig)]
+        if lost:
+            raise ValueError(f"it holds no {lost[0]}: mapping (robolearn train writes {', '.join(RUN_SECTIONS)})")
         cfg = OmegaConf.merge(OmegaConf.structured(TrainCfg), saved)
     except Exception as exc:
         kind, key = getattr(exc, "object_type", None), getattr(exc, "full_key", None)
         if isinstance(exc, ConfigKeyError) and key and dataclasses.is_dataclass(kind):  # a hand edit of the file
             raise UserError(f"cannot read {path}: {not_a_setting(key, kind)} (edited since the run wrote it?)") from None
+        mistake = schema_mistake(one_line(exc)) if isinstance(exc, OmegaConfBaseException) else None
+        if mistake:
+            raise UserError(f"{path} (edited since the run wrote it?): {mistake}") from None
         raise UserError(f"cannot read {path}: {one_line(exc)}") from None
+    unset = sorted(OmegaConf.missing_keys(cfg))
+    if unset:  # a deleted key the schema has no default for
+        raise UserError(f"{path} (edited since the run wrote it?): {unset[0]} is missing; valid: a value for it (the "
+                        "schema has no default)")  # fmt: skip
     level = cfg.randomization.level
     # the group choices the run was started with: naming them again changes nothing
     own = {"task": cfg.task.name, "randomization": getattr(level, "name", level), "physics": cfg.physics.backend}

@@ -254,9 +254,31 @@ def test_a_run_config_edited_with_a_key_no_schema_has_names_the_valid_ones(train
         load_run_config(run)
 
 
+def test_a_run_config_without_a_section_its_policy_is_rebuilt_from_is_refused(trained_cartpole, tmp_path):
+    """A config.yaml whose algo: section was deleted would rebuild the policy from the schema's
+    defaults (other layer sizes, another network) and say nothing."""
+    import yaml
+
+    from robolearn.errors import UserError
+    from robolearn.run_policy import load_run_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    saved = yaml.safe_load((trained_cartpole[0] / "config.yaml").read_text())
+    del saved["algo"]
+    (run / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    with pytest.raises(UserError, match=r"config\.yaml: it holds no algo: mapping \(robolearn train writes task, algo, env, "
+                                        r"runner\)$"):  # fmt: skip
+        load_run_config(run)
+
+
 @pytest.mark.parametrize("edit, expected", [
     (("  episode_length_s: 5.0", "  episode_length_s: .nan"), r"task\.episode_length_s=nan is out of range; valid: a finite number"),
     (("  decimation: 2", "  decimation: 0"), r"task\.decimation=0 is out of range; valid: "),
+    (("  decimation: 2", "  decimation: two"), r"task\.decimation = 'two' is not an integer; valid: a whole number"),
+    (("randomization:\n  level: default", "randomization:\n  level: extreme"),
+     r"randomization\.level = 'extreme' is not one of its choices; valid: none, default, sim2real"),
+    (("  name: cartpole", "  name: ???"), r"task\.name is missing; valid: a value for it"),
 ])  # fmt: skip
 def test_a_run_config_edited_to_a_value_train_refuses_is_refused_by_eval_and_export(trained_cartpole, tmp_path, edit, expected):
     """eval, export, play and resume read config.yaml: a value train would refuse (a NaN episode
