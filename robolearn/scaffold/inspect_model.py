@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
-from robolearn.scaffold.legs import BaseJoint, Foot, feet, imu_site, planar_base
+from robolearn.scaffold.legs import BaseJoint, Foot, feet, imu_body, imu_site, planar_base
 from robolearn.scaffold.model_query import ONE_DOF, driven_joints, home_value, obj_name
 from robolearn.scene.floating_base import floating_base_joint
 from robolearn.scene.geometry import body_children, collision_geoms, geom_corners, subtree
@@ -79,7 +79,9 @@ class ModelInfo:
     """The root body's joints no actuator drives when they include a horizontal slide (a planar
     robot), else empty."""
     imu_site: str | None = None
-    """A site of the base carrying a gyro, accelerometer or framequat sensor."""
+    """A site of the base (or of a body fixed to it) carrying a gyro, accelerometer or framequat sensor."""
+    imu_body: str | None = None
+    """Where an added IMU goes: the base, or a body fixed to it named like an IMU (a URDF's imu_link)."""
     feet: list[Foot] = field(default_factory=list)
     has_home: bool = False
     has_floor: bool = False
@@ -232,6 +234,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     info.base_clearance = float(stance.xpos[base, 2]) - info.lowest if base else 0.0
 
     info.imu_site = imu_site(model, base)
+    info.imu_body = imu_body(model, base) if base else None
     near_ground = info.lowest + 0.25 * max(top - info.lowest, 1e-6)
     info.feet = feet(model, stance, base, robot, children, geoms, low, near_ground)
 

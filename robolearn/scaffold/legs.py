@@ -137,10 +137,20 @@ def _unique_body_name(model: mujoco.MjModel, name: str, taken: list[str]) -> str
 
 
 def imu_site(model: mujoco.MjModel, base: int) -> str | None:
-    """A site on the base that an IMU-type sensor reads."""
+    """A site that an IMU-type sensor reads, on the base or on a body fixed to it (an IMU link)."""
     for sensor in range(model.nsensor):
         if int(model.sensor_type[sensor]) in _IMU_SENSORS and int(model.sensor_objtype[sensor]) == int(mujoco.mjtObj.mjOBJ_SITE):
             site = int(model.sensor_objid[sensor])
-            if int(model.site_bodyid[site]) == base:
+            if int(model.body_weldid[model.site_bodyid[site]]) == int(model.body_weldid[base]):
                 return obj_name(model, mujoco.mjtObj.mjOBJ_SITE, site)
     return None
+
+
+def imu_body(model: mujoco.MjModel, base: int) -> str:
+    """Where an added IMU goes: a body fixed to the base whose name says IMU (a URDF's `imu_link`,
+    kept as a body: its frame is where the robot's IMU sits), else the base itself."""
+    for body in range(base + 1, model.nbody):
+        name = obj_name(model, mujoco.mjtObj.mjOBJ_BODY, body)
+        if int(model.body_weldid[body]) == int(model.body_weldid[base]) and "imu" in name.lower():
+            return name
+    return obj_name(model, mujoco.mjtObj.mjOBJ_BODY, base)

@@ -90,10 +90,27 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
         if template in ("reach", "pose"):
             plan_reach(plan, info, model, sites, sensors, orientation=template == "pose")
     plan_base_contacts(plan, model)
+    if info.urdf:  # an MJCF says what it draws itself (a decorative geom that collides with nothing is not a mesh)
+        _plan_shown_geoms(plan, model)
     if not info.has_light:  # a URDF has none: the videos and viewers would be dark
         plan.steps.append("add_light")
         plan.lines.append("light: missing -> added one above the robot (for videos and the viewers)")
     return plan
+
+
+def _plan_shown_geoms(plan: RobotPlan, model: mujoco.MjModel) -> None:
+    """A URDF's links keep their visual meshes (group 1, colliding with nothing) and their collision
+    geoms (group 0): both drawn, they flicker where they coincide. The collision geoms of the links
+    that have a visual geom move to group 3 (the step hide_collision_geoms)."""
+    shown = range(3)
+    robot = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) > 0 and int(model.geom_group[g]) in shown]
+    colliding = {g for g in robot if model.geom_contype[g] or model.geom_conaffinity[g]}
+    drawn = {int(model.geom_bodyid[g]) for g in robot if g not in colliding}
+    hidden = [g for g in colliding if int(model.geom_bodyid[g]) in drawn]
+    if hidden:
+        plan.steps.append("hide_collision_geoms")
+        plan.lines.append(f"collision geoms: {len(hidden)} drawn over their links' visual meshes -> moved to group 3 "
+                          "(videos and viewers draw the visual meshes alone; the collisions are unchanged)")  # fmt: skip
 
 
 def _plan_joint_kinds(plan: RobotPlan, info: ModelInfo, template: str) -> None:
@@ -233,8 +250,12 @@ def _plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
     elif plan.base and not plan.planar:
         imu = unique("imu", sites)
         plan.steps.append("add_imu")
-        plan.constants.append(const("IMU_SITE", quoted(imu), f"The IMU's site on the base (its sensors: {imu}_gyro, _acc, _quat)."))
-        plan.lines.append(f"IMU: missing -> added site '{imu}' on {plan.base} with a gyro, an accelerometer and a framequat")
+        where = info.imu_body or plan.base
+        link = f" (the model's IMU link, fixed to the base {plan.base})" if where != plan.base else ""
+        plan.constants.append(const("IMU_SITE", quoted(imu), f"The IMU's site (its sensors: {imu}_gyro, _acc, _quat)."))
+        plan.constants.append(const("IMU_BODY", quoted(where), "The body the IMU's site is on: the base, or the "
+                                                               "model's IMU link fixed to it."))  # fmt: skip
+        plan.lines.append(f"IMU: missing -> added site '{imu}' on {where}{link} with a gyro, an accelerometer and a framequat")
     _plan_feet(plan, info, sites | sensors)
     rolling = [f.body for f in info.feet if f.body in {model.body(int(model.joint(j).bodyid[0])).name for j in plan.wheels}]
     if rolling:

@@ -178,3 +178,29 @@ def test_a_tool_pitched_well_away_from_a_quarter_turn_gets_no_warning(tmp_path):
     made = new_task("pitched_60", "pose", robot=_pose_arm(tmp_path / "a", '<site name="ee" pos="0.06 0 0" euler="0 60 0"/>'),
                     out=tmp_path / "pkg")  # fmt: skip
     assert _gimbal_warning(made.lines) is None, made.lines
+
+
+@pytest.mark.parametrize("name, ranges", [("spin_unknown", {"spin": [0.2, 1.8], "nosuch": [0, 1]}),  # not in the model
+                                          ("spin_swapped", {"slider": [-0.08, 0.08], "spin": [0.2, 1.8]})])  # fmt: skip
+def test_a_target_range_per_joint_names_the_terms_joints_in_their_order(tmp_path, installed_tasks, make_env, monkeypatch,
+                                                                         name, ranges):  # fmt: skip
+    """minimal's target command has one component per joint, matched to the term's joints by
+    position: ranges naming another joint, or the joints in another order, would train each joint
+    toward another's target. The task fails at build, in one line."""
+    from robolearn.errors import UserError
+
+    (tmp_path / "spinner.xml").write_text(SPINNER)
+    new_task(name, "minimal", robot=tmp_path / "spinner.xml", out=tmp_path / "pkg")
+    yaml_file = tmp_path / "pkg" / name / f"{name}.yaml"
+    task = _task(tmp_path / "pkg", name)
+    assert list(task["commands"]["joint_target"]["ranges"]) == ["spin", "slider"]
+    task["commands"]["joint_target"]["ranges"] = ranges
+    yaml_file.write_text(yaml.safe_dump(task, sort_keys=False))
+    site = tmp_path / "site"
+    shutil.copytree(tmp_path / "pkg" / name, site / name)
+    monkeypatch.syspath_prepend(str(site))
+    installed_tasks[name] = importlib.import_module(name).TASK
+    named = ", ".join(ranges)
+    with pytest.raises(UserError, match=rf"commands\.joint_target\.ranges names {named}, but the term's joints are "
+                                        r"spin, slider; valid: one range per joint, in the joints' order"):  # fmt: skip
+        make_env(name, overrides=["randomization=none"], num_envs=2)

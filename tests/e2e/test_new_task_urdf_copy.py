@@ -5,6 +5,7 @@ ground, fixed to the trunk) left out so that the trunk is the floating base."""
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -70,3 +71,64 @@ def test_a_base_footprint_root_is_left_out_so_the_trunk_is_the_floating_base(tmp
     # the minimal template keeps it: a fixed base's root is whatever the URDF says
     kept = new_task("footprint_fixed", "minimal", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg2")
     assert not any(line.startswith("root link") for line in kept.lines)
+
+
+def _edited_model(package: Path, model_file: str) -> mujoco.MjModel:
+    """The package's copy of the robot with its robot.py edits applied, compiled."""
+    from .test_new_task import _module
+
+    spec = mujoco.MjSpec.from_file(str(package / model_file))
+    _module(package / "robot.py").apply(spec)
+    return spec.compile()
+
+
+def test_the_imu_goes_on_the_urdfs_imu_link_where_the_robots_imu_sits(tmp_path):
+    """A ROS description names the IMU's frame as a link fixed to the trunk; the copy keeps it a body
+    (fusestatic off), and the IMU's site and sensors go there, not at the trunk's origin: an
+    accelerometer 0.1 m off the centre reads what the real one does when the trunk turns."""
+    with_imu = ROVER.replace("</robot>", '  <link name="imu_link"/>\n  <joint name="imu_joint" type="fixed"><parent '
+                             'link="base_link"/><child link="imu_link"/><origin xyz="0.1 0 0.05" rpy="0 0 1.5708"/>'
+                             "</joint>\n</robot>")  # fmt: skip
+    (tmp_path / "rover.urdf").write_text(with_imu)
+    made = new_task("imu_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert "IMU: missing -> added site 'imu' on imu_link (the model's IMU link, fixed to the base base_link) with a " \
+           "gyro, an accelerometer and a framequat" in made.lines, made.lines
+    model = _edited_model(tmp_path / "pkg" / "imu_rover", "rover.urdf")
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    site = model.site("imu")
+    assert model.body(int(site.bodyid[0])).name == "imu_link"
+    base = model.body("base_link").id
+    offset = data.site_xpos[site.id] - data.xpos[base]
+    assert np.allclose(offset, [0.1, 0.0, 0.05], atol=1e-9), offset
+    # the gyro reads in the IMU's frame: turned a quarter about z from the trunk's
+    data.qvel[3:6] = [1.0, 0.0, 0.0]  # the trunk rolls at 1 rad/s
+    mujoco.mj_forward(model, data)
+    gyro = data.sensor("imu_gyro").data
+    assert np.allclose(gyro, [0.0, -1.0, 0.0], atol=1e-4), gyro  # rpy 1.5708, not exactly pi/2
+
+
+def test_a_links_collision_geom_is_hidden_where_its_visual_mesh_is_drawn(tmp_path):
+    """A URDF link has a visual (group 1, colliding with nothing) and a collision geom (group 0), in
+    one place: videos drew both and flickered. The collision geom moves to group 3, which videos
+    and viewers leave out; it collides as before. A link without a visual keeps its collision geom
+    drawn."""
+    from robolearn.render import geom_groups
+
+    package = tmp_path / "ws" / "meshed_rover"
+    (package / "meshes").mkdir(parents=True)
+    (package / "meshes" / "body.stl").write_text(_ascii_box((0.25, 0.15, 0.05)))
+    visual = ('<visual><geometry><mesh filename="package://meshed_rover/meshes/body.stl"/></geometry></visual>\n'
+              '    <collision><geometry><box size="0.5 0.3 0.1"/></geometry></collision></link>')  # fmt: skip
+    (package / "rover.urdf").write_text(ROVER.replace('<collision><geometry><box size="0.5 0.3 0.1"/></geometry></collision></link>', visual, 1))
+    made = new_task("shown_rover", "locomotion", robot=package / "rover.urdf", out=tmp_path / "pkg")
+    assert "collision geoms: 1 drawn over their links' visual meshes -> moved to group 3 (videos and viewers draw the " \
+           "visual meshes alone; the collisions are unchanged)" in made.lines, made.lines
+    model = _edited_model(tmp_path / "pkg" / "shown_rover", "rover.urdf")
+    base = model.body("base_link").id
+    mine = [g for g in range(model.ngeom) if model.geom_bodyid[g] == base]
+    groups = {(int(model.geom_group[g]), bool(model.geom_contype[g] or model.geom_conaffinity[g])) for g in mine}
+    assert groups == {(1, False), (3, True)}, groups  # the mesh drawn, the box colliding unseen
+    wheels = [g for g in range(model.ngeom) if model.body(int(model.geom_bodyid[g])).name.endswith("_wheel")]
+    assert {int(model.geom_group[g]) for g in wheels} == {0}  # no visual: still drawn
+    assert list(geom_groups(model)) == [1, 1, 1, 0, 0, 0]
