@@ -39,12 +39,18 @@ class Referee:
     """Scores a robot's trajectory with the task's terms through a 1-env BatchedEnv whose physics
     state is overwritten with the robot's on every tick (the env's own physics never steps)."""
 
-    def __init__(self, bundle_dir: Path, model_file: str, seed: int, conditions: str = "trained"):
+    def __init__(self, bundle_dir: Path, model_file: str, seed: int, conditions: str = "trained",
+                 policy_task: str | None = None):  # fmt: skip
+        """`policy_task`: the task robot.yaml says the policy was trained on, which task.yaml must be
+        (None for an imported bundle, whose referee is a task.yaml of its own)."""
         try:
             task = OmegaConf.load(bundle_dir / "task.yaml")
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise UserError(f"cannot read {bundle_dir / 'task.yaml'}: {type(exc).__name__}: {one_line(exc)}; re-export the bundle") from None
         cfg = OmegaConf.merge(OmegaConf.structured(TaskCfg), task)
+        if policy_task is not None and cfg.name != policy_task:  # a hand-assembled bundle: scored with another task's terms
+            raise UserError(f"{bundle_dir / 'task.yaml'} is task '{cfg.name}' but robot.yaml's policy was trained on "
+                            f"'{policy_task}': the bundle's files do not belong together; re-export the bundle")  # fmt: skip
         cfg.asset = str((bundle_dir / model_file).resolve())  # the bundle's copy of the MJCF
         installed = _plugin(cfg.name, bundle_dir)
         plugin = dataclasses.replace(installed or TaskPlugin(name=cfg.name, config=bundle_dir / "task.yaml"), edit_spec=None)
@@ -232,7 +238,7 @@ def open_sim(bundle_dir: Path, realtime: bool = False, timestep: float | None = 
         raise UserError(f"{bundle_dir} carries no robot model and task.yaml to simulate (an imported bundle gets them "
                         "from robolearn import ... robot=<model.xml> [task=<robolearn task>])")  # fmt: skip
     robot = MujocoRobot(bundle_dir / meta["model_file"], timestep=timestep, integrator=integrator, realtime=realtime)
-    referee = Referee(bundle_dir, meta["model_file"], seed, conditions)
+    referee = Referee(bundle_dir, meta["model_file"], seed, conditions, None if meta.get("imported_from") else meta.get("task"))
     if log is not None:  # everything checked: its folder is made now
         log.parent.mkdir(parents=True, exist_ok=True)
     return policy, robot, referee, ControlLoop(policy, robot, Safety(), log=log)

@@ -137,6 +137,16 @@ def write_plugins(site: Path, cartpole_yaml: str) -> None:
                                         "rewards: {alive: {func: is_alive}}\nterminations: {}\nevents: {}\n")  # fmt: skip
 
 
+def _resign(robot_yaml: Path, **changes) -> None:
+    """Edit robot.yaml and sign it again, as a user who knows the digest would (it then loads)."""
+    import yaml
+    from robolearn_deploy.bundle import metadata_digest
+
+    meta = {**yaml.safe_load(robot_yaml.read_text()), **changes}
+    meta["metadata_sha256"] = metadata_digest(meta)
+    robot_yaml.write_text(yaml.safe_dump(meta, sort_keys=False))
+
+
 def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
     """The files a user has: a finished run and its bundle, damaged copies of both, a notes file,
     a plain folder, two files that are not MJCF, and a broken plugin distribution."""
@@ -170,6 +180,8 @@ def build_workspace(root: Path, run: Path, cartpole_yaml: str) -> None:
     (damaged("badyaml_bundle", "bundle") / "robot.yaml").write_text("actuators: [unclosed\n")
     other = damaged("pendulum_bundle", "bundle") / "robot.yaml"  # a bundle of another task
     other.write_text(other.read_text().replace("task: cartpole", "task: pendulum", 1))
+    resigned = damaged("resigned_task_bundle", "bundle") / "robot.yaml"  # robot.yaml of another task, re-signed by hand
+    _resign(resigned, task="pendulum")
     onnx = damaged("tampered_bundle", "bundle") / "policy.onnx"
     onnx.write_bytes(onnx.read_bytes()[:-8] + b"\x00" * 8)
     (damaged("binary_bundle", "bundle") / "robot.yaml").write_bytes(bytes(range(128, 256)))  # not even text
@@ -525,6 +537,8 @@ CASES: list[Case] = [
     cli("sim2sim_corrupt_robot_yaml", "sim2sim", "bundle={ws}/badyaml_bundle", expect=("robot.yaml",), cls="file"),
     cli("sim2sim_bundle_without_onnx", "sim2sim", "bundle={ws}/nobundle_onnx", expect=("policy.onnx",), cls="file"),
     cli("sim2sim_tampered_onnx", "sim2sim", "bundle={ws}/tampered_bundle", expect=("policy.onnx",), cls="file"),
+    cli("sim2sim_task_yaml_of_another_task", "sim2sim", "bundle={ws}/resigned_task_bundle", cls="file",
+        expect=("task.yaml is task 'cartpole' but robot.yaml's policy was trained on 'pendulum'", "re-export the bundle")),
     # found by a sweep of ~330 mistakes (2026-11-28)
     train("task_null", "task=null", expect=("task=null: task= takes one name", "valid: ", "cartpole")),
     train("task_list", "task=[cartpole,pendulum]", expect=("task= takes one name", "--multirun task=a,b")),
