@@ -172,9 +172,20 @@ def play_run(run_dir: Path, checkpoint_file: Path | None, cfg: PlayCfg) -> Path:
             renderer.close()
     finally:
         env.close()
-    print(f"wrote {out} ({clip.writer.frames} frames at {1.0 / (every * env.dt):.3g} fps, "
+    print(f"wrote {out} ({clip.writer.frames} frames at {frame_rate(cfg.fps, every, env.dt)}, "
           f"{clip.writer.frames * every * env.dt:.1f} s)")
     return out
+
+
+def frame_rate(asked: float, every: int, period: float) -> str:
+    """A video's frame rate in words: a frame is drawn every `every` control steps of `period` s, so
+    the rate asked for (fps=) is rounded to one the control rate divides; the words say so where
+    the two differ (30 asked at 50 Hz control is a frame every 2 steps: 25 fps)."""
+    fps = 1.0 / (every * period)
+    if abs(fps - asked) < 0.01 * asked:
+        return f"{fps:.3g} fps"
+    steps = "every control step" if every == 1 else f"every {every} control steps"
+    return f"{fps:.3g} fps (fps={asked:g} asked; a frame {steps} of {period:g} s)"
 
 
 @dataclass

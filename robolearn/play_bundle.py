@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from robolearn.errors import UserError
-from robolearn.play import PlayCfg, output_path, overlay, scripted
+from robolearn.play import PlayCfg, frame_rate, output_path, overlay, scripted
 from robolearn.play_markers import Marks
 from robolearn.render import FrameRenderer, Mp4Writer
 
@@ -51,7 +51,8 @@ def _record(clip: BundleClip) -> Path:
     finally:
         writer.close()
         renderer.close()
-    print(f"wrote {out} ({writer.frames} frames at {clip.fps:.3g} fps, {writer.frames / clip.fps:.1f} s; "
+    print(f"wrote {out} ({writer.frames} frames at {frame_rate(cfg.fps, clip.every, clip.period)}, "
+          f"{writer.frames / clip.fps:.1f} s; "
           f"made in {time.perf_counter() - started:.1f} s)")  # fmt: skip
     return out
 

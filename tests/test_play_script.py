@@ -56,3 +56,12 @@ def test_the_camera_frames_the_robot_not_its_floor():
     </worldbody></mujoco>""")
     assert robot_size(model) == pytest.approx(1.4 + 0.02)  # the foot's capsule reaches 2 cm below the box
     assert fit_distance(model) == pytest.approx(3 * 1.42)
+
+
+def test_a_frame_rate_the_control_rate_does_not_divide_is_said_with_why():
+    """A frame is drawn every k control steps: fps=30 at 50 Hz control is 25 fps, and the line says why."""
+    from robolearn.play import frame_rate
+
+    assert frame_rate(30, 2, 0.02) == "25 fps (fps=30 asked; a frame every 2 control steps of 0.02 s)"
+    assert frame_rate(25, 2, 0.02) == "25 fps"
+    assert frame_rate(60, 1, 0.02) == "50 fps (fps=60 asked; a frame every control step of 0.02 s)"
