@@ -375,4 +375,7 @@ def print_report(result: dict) -> None:
     reasons = f" ({'; '.join(result['trip_reasons'])})" if result["trip_reasons"] else ""
     print(f"  episodes ended by the watchdog: {result['ended_by_watchdog']} of {result['episodes']}{reasons}")
     lat = result["control_step_ms"]
-    print(f"  control step (observe + infer + map): median {lat['median'] * 1e3:.0f} us, p99 {lat['p99'] * 1e3:.0f} us")
+    if math.isnan(lat["median"]):  # every episode ended at its first tick
+        print("  control step (observe + infer + map): none completed")
+    else:
+        print(f"  control step (observe + infer + map): median {lat['median'] * 1e3:.0f} us, p99 {lat['p99'] * 1e3:.0f} us")

@@ -45,6 +45,18 @@ class Policy:
         self._next_state = self.initial_state(1)
         if isinstance(self.engine, OnnxRuntimeEngine):
             self.engine.bind(self._obs, self._out, self._state, self._next_state)
+        self._refuse_nonfinite()
+
+    def _refuse_nonfinite(self) -> None:
+        """One inference at a zero observation, the state at its reset: weights or a normalizer that
+        are not finite act NaN for every input, so such a bundle is refused at load, not at the
+        robot's first tick (the watchdog would trip on every episode)."""
+        zeros = np.zeros((1, self.bundle.obs_size), np.float32)
+        out = self(zeros, *self.initial_state(1)) if self.is_recurrent else (self(zeros),)
+        if not all(np.isfinite(a).all() for a in out):
+            raise DeployError(f"{self.bundle.path}: the policy acts NaN or inf at a zero observation (its weights or "
+                              "normalizer are not finite: a training that diverged, or a damaged export); valid: "
+                              "a bundle exported from a sound checkpoint")  # fmt: skip
 
     @property
     def is_recurrent(self) -> bool:

@@ -307,3 +307,20 @@ def test_sim2sim_refuses_a_re_signed_negative_control_period_in_one_line(cartpol
     assert "robot.yaml has control_period_s: -0.02; valid: a number of seconds in 1e-4..100" in lines[0]
     assert files_of(tmp_path) == before
 
+
+
+def test_a_policy_whose_weights_are_nan_is_refused_at_load(cartpole_bundle):
+    """An ONNX whose weights are NaN, its checksum and robot.yaml signed again (so the files look
+    whole): it would act NaN on every tick, and the watchdog would end every episode at its first
+    step. Policy() refuses it in one line instead."""
+    import onnx
+    from onnx import numpy_helper
+    from robolearn_deploy.bundle import sha256
+
+    path = cartpole_bundle / "policy.onnx"
+    model = onnx.load(str(path))
+    weight = next(i for i in model.graph.initializer if numpy_helper.to_array(i).size > 8)
+    weight.CopyFrom(numpy_helper.from_array(np.full_like(numpy_helper.to_array(weight), np.nan), weight.name))
+    onnx.save(model, str(path))
+    rewrite(cartpole_bundle, lambda meta: meta["files"]["policy.onnx"].update(sha256=sha256(path)))
+    refused(cartpole_bundle, "the policy acts NaN or inf at a zero observation", "valid: a bundle exported from a sound checkpoint")

@@ -315,3 +315,15 @@ def test_the_stand_in_robot_starts_from_the_home_keyframes_activations(tmp_path)
     robot = MujocoRobot(tmp_path / "arm.xml")
     robot.reset(qpos=np.array([0.7]))
     assert robot.data.act.tolist() == [0.7]
+
+
+def test_a_report_without_a_completed_control_step_says_so(cartpole_bundle, capsys):
+    """Every episode ended at its first tick (a reading out of range at the start): no step was
+    timed, and the report says none completed instead of 'median nan us'."""
+    from robolearn.sim2sim import print_report, sim2sim
+
+    result = sim2sim(cartpole_bundle, episodes=1)
+    result["control_step_ms"] = {"median": float("nan"), "p99": float("nan")}
+    print_report(result)
+    out = capsys.readouterr().out
+    assert "control step (observe + infer + map): none completed" in out and "nan us" not in out
