@@ -18,6 +18,10 @@ from robolearn.errors import UserError, disk_full, one_line
 
 _NAME = re.compile(r"^iter_(\d+)\.pt$")
 
+FORMAT = 2
+"""The checkpoint format this robolearn writes. 2: device-side optimizer and manager-owned env state
+(format 1, without a `format` key, predates both: eval and export still read its policy)."""
+
 
 def checkpoint_path(folder: Path, iteration: int) -> Path:
     return folder / f"iter_{iteration:06d}.pt"
@@ -89,6 +93,13 @@ def load(path: Path, named: bool = False) -> dict:
                         f"({detail}); {advice}") from None  # fmt: skip
     if not isinstance(payload, dict) or not isinstance(payload.get("iteration"), int):
         raise UserError(f"checkpoint {path} is {_foreign(payload)}; {advice}")
+    written = payload.get("format", 1)
+    if not isinstance(written, int) or isinstance(written, bool) or written < 1 or payload["iteration"] < 0:
+        shown = f"format {written!r}" if payload["iteration"] >= 0 else f"iteration {payload['iteration']}"
+        raise UserError(f"checkpoint {path} holds {shown}: a damaged or hand-edited checkpoint; {advice}")
+    if written > FORMAT:
+        raise UserError(f"checkpoint {path} is format {written}, written by a newer robolearn (this one reads formats up "
+                        f"to {FORMAT}); valid: upgrade robolearn to read it")  # fmt: skip
     return payload
 
 

@@ -94,7 +94,7 @@ def test_slim_checkpoints_keep_the_weights_and_the_file_times(tmp_path):
     model = {"actor.0.weight": torch.arange(6.0).reshape(2, 3)}
     for it in (20, 40):
         path = checkpoint.checkpoint_path(folder, it)
-        checkpoint.save_atomic({"format": 3, "iteration": it, "env_steps": it * 100, "wall_time_s": it / 10,
+        checkpoint.save_atomic({"format": 2, "iteration": it, "env_steps": it * 100, "wall_time_s": it / 10,
                                 "model": model, "optimizer": {"state": torch.zeros(10_000)}, "env": {"x": 1}}, path)  # fmt: skip
         os.utime(path, (1_000_000 + it, 2_000_000 + it))
     out = tmp_path / "slim"
@@ -179,3 +179,21 @@ def test_a_state_is_judged_in_one_host_read_and_the_first_bad_entry_is_named():
     state["algorithm"]["optimizer"]["betas"][1] = math.nan  # a Python float
     assert checkpoint.nonfinite_entry(state) == "algorithm.optimizer.betas.1 (nan)"
     assert checkpoint.nonfinite_entry(state, finite=False) is None
+
+
+@pytest.mark.parametrize("edit, line", [
+    ({"format": 99}, r"is format 99, written by a newer robolearn \(this one reads formats up to 2\); valid: upgrade"),
+    ({"format": "two"}, r"holds format 'two': a damaged or hand-edited checkpoint; move it away"),
+    ({"format": True}, r"holds format True: a damaged or hand-edited checkpoint"),
+    ({"iteration": -5}, r"holds iteration -5: a damaged or hand-edited checkpoint"),
+])  # fmt: skip
+def test_a_checkpoint_of_a_newer_format_or_a_damaged_header_is_refused_by_every_reader(tmp_path, edit, line):
+    """eval, export, play and resume all load through checkpoint.load: a format from a newer robolearn
+    (its layout unknown here), a format that is not a number, or a negative iteration is one line.
+    A format-1 checkpoint (no `format` key) still loads: eval and export read its policy."""
+    path = tmp_path / "iter_000003.pt"
+    torch.save({"format": 2, "iteration": 3, "model": {}, **edit}, path)
+    with pytest.raises(UserError, match=line):
+        checkpoint.load(path)
+    torch.save({"iteration": 3, "model": {}}, path)
+    assert checkpoint.load(path)["iteration"] == 3

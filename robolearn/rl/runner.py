@@ -34,8 +34,7 @@ from robolearn.rl.storage import RolloutStorage
 ROW_KEYS = ("iteration", "env_steps", "wall_time_s", "steps_per_s", "collection_s", "learning_s")
 """The runner's own columns of a metrics row (the env's episode statistics and PPO's follow)."""
 
-CHECKPOINT_FORMAT = 2
-"""2: device-side optimizer and manager-owned env state (format 1 predates both)."""
+CHECKPOINT_FORMAT = checkpoint.FORMAT
 
 
 @contextmanager
