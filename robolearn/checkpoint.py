@@ -94,8 +94,9 @@ def load(path: Path, named: bool = False) -> dict:
     if not isinstance(payload, dict) or not isinstance(payload.get("iteration"), int):
         raise UserError(f"checkpoint {path} is {_foreign(payload)}; {advice}")
     written = payload.get("format", 1)
-    if not isinstance(written, int) or isinstance(written, bool) or written < 1 or payload["iteration"] < 0:
-        shown = f"format {written!r}" if payload["iteration"] >= 0 else f"iteration {payload['iteration']}"
+    iteration = payload["iteration"]
+    if not isinstance(written, int) or isinstance(written, bool) or written < 1 or isinstance(iteration, bool) or iteration < 0:
+        shown = f"iteration {iteration!r}" if isinstance(iteration, bool) or iteration < 0 else f"format {written!r}"
         raise UserError(f"checkpoint {path} holds {shown}: a damaged or hand-edited checkpoint; {advice}")
     if written > FORMAT:
         raise UserError(f"checkpoint {path} is format {written}, written by a newer robolearn (this one reads formats up "

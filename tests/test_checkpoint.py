@@ -186,6 +186,7 @@ def test_a_state_is_judged_in_one_host_read_and_the_first_bad_entry_is_named():
     ({"format": "two"}, r"holds format 'two': a damaged or hand-edited checkpoint; move it away"),
     ({"format": True}, r"holds format True: a damaged or hand-edited checkpoint"),
     ({"iteration": -5}, r"holds iteration -5: a damaged or hand-edited checkpoint"),
+    ({"iteration": True}, r"holds iteration True: a damaged or hand-edited checkpoint"),
 ])  # fmt: skip
 def test_a_checkpoint_of_a_newer_format_or_a_damaged_header_is_refused_by_every_reader(tmp_path, edit, line):
     """eval, export, play and resume all load through checkpoint.load: a format from a newer robolearn

@@ -275,11 +275,7 @@ class OnPolicyRunner:
         checkpoint.restore(self.alg, checkpoint.resume_part(own, "algorithm", source), source)
         checkpoint.restore(self.env, checkpoint.resume_part(own, "env", source), source)
         checkpoint.set_rng_state(checkpoint.resume_part(own, "rng", source), source)
-        iteration = payload["iteration"]
-        if isinstance(iteration, bool) or not isinstance(iteration, int) or iteration < 0:
-            raise UserError(f"checkpoint {source} says it was saved at iteration {iteration!r}; valid: an integer >= 0 "
-                            "(a damaged or hand-edited checkpoint: move it away to resume from the one before it)")  # fmt: skip
-        self.iteration = iteration
+        self.iteration = payload["iteration"]  # an integer >= 0: checkpoint.load refused any other
         self.saved_at = self.iteration
         self.env_steps = int(checkpoint.resume_part(payload, "env_steps", source))
         self.wall_time_s = float(checkpoint.resume_part(payload, "wall_time_s", source))
