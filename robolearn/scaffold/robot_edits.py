@@ -14,7 +14,7 @@ import numpy as np
 from robolearn.errors import UserError
 from robolearn.scaffold.fixed_base import plan_arm_home, plan_base_contacts
 from robolearn.scaffold.inspect_model import ModelInfo
-from robolearn.scaffold.model_query import POSE_GUESS, home_value
+from robolearn.scaffold.model_query import HOME_MARGIN, POSE_GUESS, home_value
 from robolearn.scaffold.plan import RobotPlan, const, mapping, num, object_names, quoted, short, tuple_text, unique
 from robolearn.scaffold.reach_plan import plan_reach
 from robolearn.scaffold.wheels import plan_wheels
@@ -406,5 +406,9 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
     plan.constants.append(const("DEFAULT_POSE", pose, pose_doc))
     height_value = num(plan.base_height) if plan.planar else "None"
     plan.constants.append(const("BASE_HEIGHT", height_value, height_doc, "" if plan.planar else "float | None"))
-    plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0, inside its limits, {where}; set "
-                      "DEFAULT_POSE in robot.py")
+    base_joints = {b.name for b in plan.planar}
+    moved = {name: v for name, v in plan.default_pose.items() if v != 0 and name not in base_joints}
+    off = (f" but {short([f'{name} at {v:.3g}' for name, v in moved.items()])} ({int(HOME_MARGIN * 100)} % of the "
+           "range inside a limit that 0 is on, near or beyond)") if moved else ""  # fmt: skip
+    plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0{off}, {where}; set DEFAULT_POSE in "
+                      "robot.py")
