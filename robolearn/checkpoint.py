@@ -140,19 +140,25 @@ def nonfinite_entry(state, prefix: str = "", finite: bool = True) -> str | None:
     inf, a float), or a negative variance (a normalizer's `var`); None where every entry is sound.
     `finite=False`: only the variances (a policy's NaN is told by what it does: run_policy.py).
     The tensors are judged together, one host sync per device (a GPU run saves without a sync per
-    tensor); only a broken state is walked again, entry by entry, to name the first bad one."""
+    tensor); only a broken state reads its flags one by one, to name the first bad entry."""
+    import math
+
     import torch
 
-    leaves = list(_leaves(state, prefix))
-    flags: dict = {}
-    for name, value in leaves:
-        flag = _broken_flag(value, name, finite)
+    leaves = [(name, value, _broken_flag(value, name, finite)) for name, value in _leaves(state, prefix)]
+    by_device: dict = {}
+    for _, _, flag in leaves:
         if flag is not None:
-            flags.setdefault(flag.device, []).append(flag)
-    if not any(bool(torch.stack(found).any()) for found in flags.values()):
-        if not any(_judge(value, name, finite) for name, value in leaves if not isinstance(value, torch.Tensor)):
-            return None
-    return next(filter(None, (_judge(value, name, finite) for name, value in leaves)), None)
+            by_device.setdefault(flag.device, []).append(flag)
+    tensors_sound = not any(bool(torch.stack(flags).any()) for flags in by_device.values())
+    for name, value, flag in leaves:
+        if flag is None:
+            if finite and isinstance(value, float) and not math.isfinite(value):
+                return f"{name} ({value})"
+        elif not tensors_sound and bool(flag):
+            nan = finite and not bool(torch.isfinite(value).all())
+            return f"{name} ({'NaN or inf' if nan else 'a negative variance'})"
+    return None
 
 
 def _leaves(state, prefix: str):
@@ -186,22 +192,6 @@ def _broken_flag(value, name: str, finite: bool):
         negative = (value < 0).any()
         flag = negative if flag is None else flag | negative
     return flag
-
-
-def _judge(value, name: str, finite: bool) -> str | None:
-    """One leaf's fault in words, None where it is sound."""
-    import math
-
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        if finite and value.is_floating_point() and not bool(torch.isfinite(value).all()):
-            return f"{name} (NaN or inf)"
-        if _is_variance(name) and value.is_floating_point() and bool((value < 0).any()):
-            return f"{name} (a negative variance)"
-    elif finite and isinstance(value, float) and not math.isfinite(value):
-        return f"{name} ({value})"
-    return None
 
 
 def restore(module, state: dict, source: Path) -> None:

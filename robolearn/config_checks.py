@@ -200,7 +200,12 @@ TRAINED_GROUPS = ("policy", "critic")
 def check_what_training_reads(cfg: DictConfig) -> None:
     """A task trains on its rewards and on the policy and critic observation groups: no reward at
     all leaves nothing to learn, and another group would be computed every step and read by nothing
-    (a misspelt `critic`, most often)."""
+    (a misspelt `critic`, most often). An Isaac Lab task's own managers hold both (its robolearn
+    task config has neither)."""
+    from robolearn.isaaclab import isaaclab_task
+
+    if isaaclab_task(str(OmegaConf.select(cfg, "task.name") or "")) is not None:
+        return
     rewards = OmegaConf.select(cfg, "task.rewards")
     if rewards is not None and len(rewards) == 0:
         raise UserError("task.rewards is empty: the policy would have nothing to learn; valid: at least one reward "

@@ -361,3 +361,16 @@ def test_a_task_with_no_reward_or_a_group_nothing_reads_is_refused_by_training(t
     fake_task(monkeypatch, tmp_path, "action: {actuators: [slide]}\nobservations: {policy: {terms: {q: {func: joint_pos}}}, "
                                      "critic: {terms: {q: {func: joint_pos}}}}\nrewards: {alive: {func: is_alive, weight: 1.0}}\n")  # fmt: skip
     check_what_training_reads(compose_train(["task=fake"]))
+
+
+def test_an_isaac_lab_task_trains_without_robolearn_rewards_or_groups(tmp_path, monkeypatch):
+    """`task=isaaclab:<id>`: Isaac Lab's own managers compute rewards and observations, and its
+    robolearn task config has neither, so what training reads is not checked there."""
+    from robolearn.config_checks import check_what_training_reads
+
+    fake_task(monkeypatch, tmp_path, "action: {actuators: [slide]}\n")
+    cfg = compose_train(["task=fake"])
+    with pytest.raises(UserError, match="task.rewards is empty"):
+        check_what_training_reads(cfg)
+    cfg.task.name = "isaaclab:RoboLearn-Velocity-Flat-Quadruped"
+    check_what_training_reads(cfg)

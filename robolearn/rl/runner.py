@@ -34,8 +34,6 @@ from robolearn.rl.storage import RolloutStorage
 ROW_KEYS = ("iteration", "env_steps", "wall_time_s", "steps_per_s", "collection_s", "learning_s")
 """The runner's own columns of a metrics row (the env's episode statistics and PPO's follow)."""
 
-CHECKPOINT_FORMAT = checkpoint.FORMAT
-
 
 @contextmanager
 def torch_threads(count: int | None) -> Iterator[None]:
@@ -231,7 +229,7 @@ class OnPolicyRunner:
         if not self.ranks.main:
             return
         payload = {
-            "format": CHECKPOINT_FORMAT,
+            "format": checkpoint.FORMAT,
             "iteration": self.iteration,
             "env_steps": self.env_steps,
             "wall_time_s": self.wall_time_s,
@@ -255,9 +253,9 @@ class OnPolicyRunner:
     def load(self, payload: dict, source: Path | None = None) -> None:
         """Restore everything a checkpoint holds, so that training continues bit-exactly."""
         source = source or Path("checkpoint")
-        if payload.get("format") != CHECKPOINT_FORMAT:
+        if payload.get("format") != checkpoint.FORMAT:
             raise UserError(f"{source} has checkpoint format {payload.get('format')}; this robolearn resumes format "
-                            f"{CHECKPOINT_FORMAT} (export and eval still read the policy of older checkpoints)")  # fmt: skip
+                            f"{checkpoint.FORMAT} (export and eval still read the policy of older checkpoints)")  # fmt: skip
         trained = int(payload.get("world_size", 1))
         if trained != self.ranks.world_size:
             raise UserError(resume_ranks_line(source, trained, self.ranks.world_size))
@@ -266,13 +264,13 @@ class OnPolicyRunner:
             raise UserError(f"{other}; a resume would continue on another robot; valid: restore the model it trained "
                             "with, or start a new run")  # fmt: skip
         own = payload if self.ranks.main else checkpoint.resume_part(payload, "other_ranks", source)[self.ranks.rank - 1]
-        policy = checkpoint.policy_state(payload, source)
-        broken = checkpoint.nonfinite_entry({"model": policy, "algorithm": checkpoint.resume_part(own, "algorithm", source)})
+        policy, algorithm = checkpoint.policy_state(payload, source), checkpoint.resume_part(own, "algorithm", source)
+        broken = checkpoint.nonfinite_entry({"model": policy, "algorithm": algorithm})
         if broken:
             raise UserError(f"checkpoint {source} holds {broken}: training would continue from a broken state (a damaged "
                             "or hand-edited checkpoint); move it away to resume from the one before it")  # fmt: skip
         checkpoint.restore(self.actor_critic, policy, source)
-        checkpoint.restore(self.alg, checkpoint.resume_part(own, "algorithm", source), source)
+        checkpoint.restore(self.alg, algorithm, source)
         checkpoint.restore(self.env, checkpoint.resume_part(own, "env", source), source)
         checkpoint.set_rng_state(checkpoint.resume_part(own, "rng", source), source)
         self.iteration = payload["iteration"]  # an integer >= 0: checkpoint.load refused any other

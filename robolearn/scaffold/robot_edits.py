@@ -17,6 +17,7 @@ from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.model_query import HOME_MARGIN, POSE_GUESS, home_value
 from robolearn.scaffold.plan import RobotPlan, const, mapping, num, object_names, quoted, short, tuple_text, unique
 from robolearn.scaffold.reach_plan import plan_reach
+from robolearn.scaffold.shown_geoms import plan_shown_geoms
 from robolearn.scaffold.wheels import plan_wheels
 from robolearn.scene.geometry import CLEARANCE, lowest_point
 
@@ -91,26 +92,11 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
             plan_reach(plan, info, model, sites, sensors, orientation=template == "pose")
     plan_base_contacts(plan, model)
     if info.urdf:  # an MJCF says what it draws itself (a decorative geom that collides with nothing is not a mesh)
-        _plan_shown_geoms(plan, model)
+        plan_shown_geoms(plan, model)
     if not info.has_light:  # a URDF has none: the videos and viewers would be dark
         plan.steps.append("add_light")
         plan.lines.append("light: missing -> added one above the robot (for videos and the viewers)")
     return plan
-
-
-def _plan_shown_geoms(plan: RobotPlan, model: mujoco.MjModel) -> None:
-    """A URDF's links keep their visual meshes (group 1, colliding with nothing) and their collision
-    geoms (group 0): both drawn, they flicker where they coincide. The collision geoms of the links
-    that have a visual geom move to group 3 (the step hide_collision_geoms)."""
-    shown = range(3)
-    robot = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) > 0 and int(model.geom_group[g]) in shown]
-    colliding = {g for g in robot if model.geom_contype[g] or model.geom_conaffinity[g]}
-    drawn = {int(model.geom_bodyid[g]) for g in robot if g not in colliding}
-    hidden = [g for g in colliding if int(model.geom_bodyid[g]) in drawn]
-    if hidden:
-        plan.steps.append("hide_collision_geoms")
-        plan.lines.append(f"collision geoms: {len(hidden)} drawn over their links' visual meshes -> moved to group 3 "
-                          "(videos and viewers draw the visual meshes alone; the collisions are unchanged)")  # fmt: skip
 
 
 def _plan_joint_kinds(plan: RobotPlan, info: ModelInfo, template: str) -> None:
