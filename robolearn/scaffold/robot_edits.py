@@ -17,6 +17,7 @@ from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.model_query import HOME_MARGIN, POSE_GUESS, home_value
 from robolearn.scaffold.plan import RobotPlan, const, mapping, num, object_names, quoted, short, tuple_text, unique
 from robolearn.scaffold.reach_plan import plan_reach
+from robolearn.scaffold.servo_gains import plan_servo_gains
 from robolearn.scaffold.shown_geoms import plan_shown_geoms
 from robolearn.scaffold.wheels import plan_wheels
 from robolearn.scene.geometry import CLEARANCE, lowest_point
@@ -35,6 +36,8 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
     plan = _plan_actuators(info) if info.actuators else _plan_servos(info, legged)
     if not info.actuators:
         plan_wheels(plan, info, model)
+        if "add_position_actuators" in plan.steps:
+            plan_servo_gains(plan, info, model, legged)
     joints = plan.joints
     if plan.position and plan.actuators:
         ranges = {j.name: j.range for j in info.joints if j.range}
@@ -176,20 +179,12 @@ def _plan_servos(info: ModelInfo, legged: bool) -> RobotPlan:
                           "template drives them with servos like the other joints (a cart's rail). If they are the "
                           "robot's free base, take them out of JOINTS in robot.py and the task YAML, or use --template "
                           "locomotion")  # fmt: skip
-    kp = float(max(5, round(2 * info.mass)))
-    kd = round(kp / 40, 3)
     effort = {j.name: j.effort for j in info.joints if j.effort}
     plan.steps.append("add_position_actuators")
-    plan.lines.append(f"actuators: none -> added a position servo on each of the {len(joints)} joints "
-                      f"(KP={num(kp)}, KD={num(kd)}: placeholders, set your robot's gains in robot.py)")  # fmt: skip
     if info.coupled:
         ties = [f"{j} follows {leader}" if leader else f"{j} is held still" for j, leader in info.coupled.items()]
         plan.lines.append(f"coupled joints: {short(ties)} (a joint equality, e.g. a URDF <mimic>) -> no servo, action or "
                           "command of their own")  # fmt: skip
-    plan.constants.append(const("KP", num(kp), "Position gain of every servo [N m/rad or N/m]. TODO: a placeholder "
-                                 f"(2 x the robot's {info.mass:.1f} kg): set your robot's."))  # fmt: skip
-    plan.constants.append(const("KD", num(kd), "Damping gain of every servo [N m s/rad or N s/m]. TODO: a "
-                                 "placeholder: set your robot's."))  # fmt: skip
     note = ("From the model's joint effort limits." if effort else
             "TODO: the model gives none, so the servos are not force-limited: add your motors' peak torques.")
     plan.constants.append(const("EFFORT_LIMIT", mapping({n: num(v) for n, v in effort.items()}),

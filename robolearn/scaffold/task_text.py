@@ -43,6 +43,16 @@ def _joint_pos_terms(plan: RobotPlan, joints: list[str] | None, relative: bool, 
     return dict(joint_pos_policy="\n".join(policy), joint_pos_critic="\n".join(critic))
 
 
+SERVO_ACTION_SCALE = {"minimal": 0.5, "locomotion": 0.25, "reach": 1.0, "pose": 0.5}
+"""How far from the default pose an action of 1 sets a position servo's target [rad or m], per
+template. reach draws its targets where the end effector goes with every joint within 1.2 rad of
+home (reach_plan.REACH_SPREAD): at 0.5, an arm whose servos hold it stiffly had to learn actions of
+2 and more to get there, and a light two-link arm ended 80 mm from its targets after 300 iterations,
+against 15 mm at 1.0; the built-in arm reached 8 mm at both. pose's targets lie within 0.8 rad,
+and on the built-in arm 0.5 and 1.0 gave the same errors (docs/benchmarks.md, "The reach
+template's action scale")."""
+
+
 CPU_MODEL_COPIES_BYTES = 8 * 2**30
 """What a generated recipe's environments may hold in MjModel copies on the CPU backend: each
 environment there has its own copy once an event randomizes a model field (the templates' friction
@@ -121,7 +131,7 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
                   sim_options=f"\nsim: {{integrator: {plan.integrator}}}  # the model's is euler: see README" if plan.integrator else "")  # fmt: skip
     count = values["num_actions"]
     values.update(actions_text=f"{count} action{'s' * (count != 1)}")
-    values.update(_action_values(plan, 0.25 if template == "locomotion" else 0.5))
+    values.update(_action_values(plan, SERVO_ACTION_SCALE[template]))
     if plan.soft_limits and values["action_scale"] == "1.0":  # motors strong for the model (limit_probe.py)
         values["action_scale"] = (f"{SOFT_LIMITS_SCALE}  # not 1.0: these motors overshoot the joint limits at full effort "
                                   "(see terminations); the policy's first actions push at a third of it")  # fmt: skip

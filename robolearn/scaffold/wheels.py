@@ -78,11 +78,6 @@ def plan_wheels(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None
                                 "squared): set your drives' gain."))  # fmt: skip
     if len(plan.wheels) == len(plan.joints):  # nothing left for a position servo
         plan.steps.remove("add_position_actuators")
-        plan.constants[:] = [c for c in plan.constants if not c.startswith(("KP = ", "KD = "))]
-        plan.lines[:] = [line for line in plan.lines if not line.startswith("actuators: none -> added a position servo")]
-    else:
-        plan.lines[:] = [line.replace(" joints (KP=", f" joints but the {len(radii)} wheels (KP=", 1)
-                         if line.startswith("actuators: none -> added a position servo") else line for line in plan.lines]  # fmt: skip
     sizes = sorted({num(r) for r in radii.values()})
     shown = f"{sizes[0]} m" if len(sizes) == 1 else ", ".join(f"{n} {num(r)} m" for n, r in list(radii.items())[:6])
     plan.lines.append(f"actuators: none on the wheels {short(list(radii))} (no limits, round about their axis: radius {shown}) "

@@ -110,7 +110,9 @@ def test_a_template_installs_trains_exports_and_runs_sim2sim(installed, template
 
 def test_a_bare_legged_robot_gets_what_locomotion_needs_and_trains(installed):
     ws, site, work, report = installed
-    for line in ("actuators: none -> added a position servo on each of the 12 joints", "IMU: missing -> added site 'imu'",
+    # a robot on its feet: one gain for every leg joint, 2 x its 14.9 kg (what the template's robots trained with)
+    for line in ("actuators: none -> added a position servo on each of the 12 joints (KP=30.0, KD=0.75: placeholders",
+                 "IMU: missing -> added site 'imu'",
                  "feet (guessed: the leaf body of each leg chain that reaches the ground in the standing pose): FL_calf, FR_calf, RL_calf, RR_calf",
                  "foot contact sensors: missing on 4 feet -> added touch sensors FL_calf_contact",
                  "home keyframe: missing -> added 'home'", "floating base: body trunk (free joint)"):  # fmt: skip

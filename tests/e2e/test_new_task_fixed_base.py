@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib
 import shutil
+import sys
 from pathlib import Path
 
+import mujoco
 import pytest
 import torch
 import yaml
@@ -38,6 +40,21 @@ ROVER = """<robot name="rover">
     <origin xyz="{x} {y} -0.04"/><axis xyz="0 1 0"/><limit effort="5" velocity="30"/></joint>
 """ for w, x, y in (("fl", 0.18, 0.19), ("fr", 0.18, -0.19), ("rl", -0.18, 0.19), ("rr", -0.18, -0.19))) + "</robot>"
 """A four-wheeled rover as a ROS description writes it: continuous joints, cylinder wheels, no actuators."""
+
+TWO_LINK = """<robot name="two_link">
+  <link name="base_link"><inertial><mass value="2.0"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><cylinder radius="0.05" length="0.1"/></geometry></collision></link>
+  <link name="upper"><inertial><origin xyz="0 0 0.15"/><mass value="1.0"/><inertia ixx="0.008" iyy="0.008" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 0.15"/><geometry><box size="0.04 0.04 0.3"/></geometry></collision></link>
+  <link name="fore"><inertial><origin xyz="0 0 0.125"/><mass value="0.6"/><inertia ixx="0.003" iyy="0.003" izz="0.0005" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 0.125"/><geometry><box size="0.03 0.03 0.25"/></geometry></collision></link>
+  <joint name="shoulder" type="revolute"><parent link="base_link"/><child link="upper"/><origin xyz="0 0 0.05"/>
+    <axis xyz="0 1 0"/><limit lower="-1.57" upper="1.57" effort="30" velocity="3"/></joint>
+  <joint name="elbow" type="revolute"><parent link="upper"/><child link="fore"/><origin xyz="0 0 0.3"/>
+    <axis xyz="0 1 0"/><limit lower="-2.5" upper="2.5" effort="15" velocity="3"/></joint>
+</robot>"""
+"""A light two-link arm on a horizontal axis, standing straight up at 0: 3.6 kg in all, so the one
+gain new-task gave every joint was 2 x 3.6 = 7."""
 
 
 def _install(tmp_path: Path, name: str, installed_tasks, monkeypatch):
@@ -88,3 +105,41 @@ def test_a_urdf_rovers_continuous_wheels_get_velocity_servos_and_it_drives(tmp_p
         env.step(torch.ones(2, 4))
     travelled = (env.physics.qpos[:, :2] - start).norm(dim=1)
     assert (travelled > 1.0).all(), travelled  # with a position servo on each wheel: about 1 mm
+
+
+def test_each_added_servo_is_strong_enough_for_the_links_its_joint_carries(tmp_path):
+    (tmp_path / "arm.urdf").write_text(TWO_LINK)
+    made = new_task("two_link", "minimal", robot=tmp_path / "arm.urdf", out=tmp_path / "pkg")
+    lines = "\n".join(made.lines)
+    # by hand: the shoulder carries 1.6 kg whose centre is (1.0 x 0.15 + 0.6 x 0.425) / 1.6 = 0.2531 m out
+    # when level: 1.6 x 9.81 x 0.2531 = 3.973 N m, KP 3.973 / SAG 0.05 = 79.5 -> 80; the elbow 0.6 x 9.81 x
+    # 0.125 = 0.736 N m -> 14.7 -> 15; both above the uniform floor of 7
+    assert "(KP 15.0-80.0: 2 joints raised above 7.0 to hold the links they carry within 0.05 rad, KD = KP/40.0" in lines, lines
+    assert "WARNING" not in lines, lines
+    sys.path.insert(0, str(tmp_path / "pkg"))
+    importlib.invalidate_caches()
+    try:
+        robot = importlib.import_module("two_link.robot")
+    finally:
+        sys.path.remove(str(tmp_path / "pkg"))
+    assert robot.KP == {"shoulder": 80.0, "elbow": 15.0} and robot.KD == {"shoulder": 2.0, "elbow": 0.375}
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "pkg" / "two_link" / "arm.urdf"))
+    robot.apply(spec)
+    model = spec.compile()
+    task = yaml.safe_load((tmp_path / "pkg" / "two_link" / "two_link.yaml").read_text())
+    model.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{task['sim']['integrator'].upper()}")  # as the task runs it
+    data = mujoco.MjData(model)
+    data.ctrl[:] = [1.2, 0.0]  # the arm held out near level, where its weight pulls hardest
+    for _ in range(int(3.0 / model.opt.timestep)):
+        mujoco.mj_step(model, data)
+    shoulder, elbow = data.qpos[model.joint("shoulder").qposadr[0]], data.qpos[model.joint("elbow").qposadr[0]]
+    # each gives way by at most SAG under its own load (with the old uniform KP 7: the shoulder 0.5 rad)
+    assert abs(shoulder - 1.2) < 0.05 and abs(elbow) < 0.05, (shoulder, elbow)
+    assert abs(data.qvel).max() < 1e-3  # settled
+
+
+def test_a_joint_too_weak_for_what_it_carries_is_warned_of(tmp_path):
+    (tmp_path / "arm.urdf").write_text(TWO_LINK.replace('effort="15"', 'effort="0.5"'))
+    made = new_task("weak_elbow", "minimal", robot=tmp_path / "arm.urdf", out=tmp_path / "pkg")
+    assert "WARNING: joints whose effort limit is below the weight they may carry (worst-case gravity load > " \
+           "effort, N m or N): elbow 0.74 > 0.5" in "\n".join(made.lines), made.lines
