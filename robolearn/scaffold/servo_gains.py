@@ -117,9 +117,9 @@ def plan_servo_gains(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, le
     at = next(i for i, c in enumerate(plan.constants) if c.startswith("EFFORT_LIMIT = "))
     plan.constants[at:at] = [
         const("KP", mapping({j: num(k) for j, k in gains.kp.items()}),
-              f"Position gain of each joint's servo [N m/rad or N/m]. TODO: placeholders: 2 x the robot's "
-              f"{info.mass:.1f} kg (at least 5){raised}. Set your robot's."),
+              f"Position gain of each joint's servo [N m/rad or N/m] (one number sets every joint's). TODO: "
+              f"placeholders: 2 x the robot's {info.mass:.1f} kg (at least 5){raised}. Set your robot's."),
         const("KD", mapping({j: num(k) for j, k in gains.kd.items()}),
-              f"Damping gain of each joint's servo [N m s/rad or N s/m]. TODO: placeholders (KP / {num(KD_RATIO)}): "
-              "set your robot's."),
+              f"Damping gain of each joint's servo [N m s/rad or N s/m] (one number sets every joint's). TODO: "
+              f"placeholders (KP / {num(KD_RATIO)}): set your robot's."),
     ]  # fmt: skip

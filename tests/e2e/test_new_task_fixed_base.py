@@ -136,6 +136,11 @@ def test_each_added_servo_is_strong_enough_for_the_links_its_joint_carries(tmp_p
     # each gives way by at most SAG under its own load (with the old uniform KP 7: the shoulder 0.5 rad)
     assert abs(shoulder - 1.2) < 0.05 and abs(elbow) < 0.05, (shoulder, elbow)
     assert abs(data.qvel).max() < 1e-3  # settled
+    robot.KP, robot.KD = 40.0, 1.0  # one number for every joint, as a user may set their robot's gains
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "pkg" / "two_link" / "arm.urdf"))
+    robot.apply(spec)
+    model = spec.compile()
+    assert model.actuator_gainprm[:, 0].tolist() == [40.0, 40.0] and model.actuator_biasprm[:, 2].tolist() == [-1.0, -1.0]
 
 
 def test_a_joint_too_weak_for_what_it_carries_is_warned_of(tmp_path):
