@@ -5,7 +5,7 @@ A servo holds its joint at the target against gravity with a steady error of loa
 for every joint, 2 x the robot's mass, is what the locomotion template's legged robots were
 trained with (docs/benchmarks.md), and it stays theirs. It does not fit a robot that hangs from its
 root, such as an arm fixed to the world: each joint there carries every link beyond it, out at arm's
-length, and a light two-link arm sagged 0.44 rad under KP 5. There each joint's KP is at least its
+length, and a light two-link arm sagged 0.44 rad under KP 7. There each joint's KP is at least its
 worst gravity load divided by SAG, with the uniform gain as the floor.
 """
 
@@ -30,18 +30,21 @@ KD_RATIO = 40.0
 @dataclass(frozen=True)
 class ServoGains:
     kp: dict[str, float]
-    kd: dict[str, float]
     load: dict[str, float]
     """Each joint's worst gravity load [N m or N]: what the bodies it carries weigh, at the lever
     arm of their centre of mass, turned to where gravity pulls hardest."""
     floor: float
     """The uniform gain every joint gets at least."""
 
+    @property
+    def kd(self) -> dict[str, float]:
+        return {name: _damping(k) for name, k in self.kp.items()}
+
     def summary(self) -> str:
         """'KP=24, KD=0.6' where every joint shares one gain, else the range and the rule."""
         low, high = min(self.kp.values(), default=self.floor), max(self.kp.values(), default=self.floor)
         if low == high:
-            return f"KP={num(low)}, KD={num(round(low / KD_RATIO, 3))}"
+            return f"KP={num(low)}, KD={num(_damping(low))}"
         raised = sum(k > self.floor for k in self.kp.values())
         return (f"KP {num(low)}-{num(high)}: {raised} joint{'s' * (raised != 1)} raised above {num(self.floor)} to "
                 f"hold the links they carry within {SAG} rad, KD = KP/{num(KD_RATIO)}")  # fmt: skip
@@ -85,8 +88,11 @@ def servo_gains(model: mujoco.MjModel, joints: list[str], qpos: list[float] | np
     floor = uniform_floor(mass)
     load = {name: gravity_load(model, data, model.joint(name).id) for name in joints}
     kp = {name: max(floor, _round_up(load[name] / SAG)) if hanging else floor for name in joints}
-    kd = {name: round(k / KD_RATIO, 3) for name, k in kp.items()}
-    return ServoGains(kp, kd, load, floor)
+    return ServoGains(kp, load, floor)
+
+
+def _damping(kp: float) -> float:
+    return round(kp / KD_RATIO, 3)
 
 
 def _round_up(value: float) -> float:

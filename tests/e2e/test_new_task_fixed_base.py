@@ -133,7 +133,7 @@ def test_each_added_servo_is_strong_enough_for_the_links_its_joint_carries(tmp_p
     for _ in range(int(3.0 / model.opt.timestep)):
         mujoco.mj_step(model, data)
     shoulder, elbow = data.qpos[model.joint("shoulder").qposadr[0]], data.qpos[model.joint("elbow").qposadr[0]]
-    # each gives way by at most SAG under its own load (with the old uniform KP 7: the shoulder 0.5 rad)
+    # each gives way by at most SAG under its own load (the old uniform KP 7: the shoulder fell to its 1.57 limit)
     assert abs(shoulder - 1.2) < 0.05 and abs(elbow) < 0.05, (shoulder, elbow)
     assert abs(data.qvel).max() < 1e-3  # settled
     robot.KP, robot.KD = 40.0, 1.0  # one number for every joint, as a user may set their robot's gains
