@@ -78,6 +78,32 @@ def terminate_raises():
 
 
 @contextlib.contextmanager
+def signals_deferred():
+    """SIGINT and SIGTERM wait until the block ends, then act as they would have (the handlers
+    before the block run, once per signal): for a few file operations that must happen together or
+    not at all, such as taking a run's lock and noting it as ours (a signal between the two left a
+    lock nothing removed). Main thread only; elsewhere nothing changes. Blocks nest."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def note(signum, frame):
+        if signum not in pending:
+            pending.append(signum)
+
+    # a handler that native code installed (getsignal: None) cannot be put back from Python: left alone
+    previous = {s: signal.signal(s, note) for s in SIGNALS if signal.getsignal(s) is not None}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for signum in pending:
+            signal.raise_signal(signum)  # the restored handler runs here (KeyboardInterrupt, Terminated, ...)
+
+
+@contextlib.contextmanager
 def signals_set_event():
     """Ctrl+C (SIGINT) or SIGTERM sets the event a viewer's loop checks each tick, so neither lands
     inside a call that holds the viewer's lock (the viewer's close then waited forever: MuJoCo's

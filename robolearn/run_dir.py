@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from robolearn.errors import UserError
+from robolearn.interrupts import signals_deferred
 from robolearn.manifest import alive, busy_line, read_manifest, refuse_if_training
 
 RUN_CONTENTS = ("config.yaml", "manifest.json", "metrics.jsonl", "checkpoints", "export", "tensorboard")
@@ -98,26 +99,48 @@ def lock_run_dir(path: Path, what: str) -> None:
     lock = path / LOCK
     here = platform.node()
     for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                pid, _, host = lock.read_text().strip().partition(" ")
-                pid, host = int(pid or 0), host or here  # a lock of an older robolearn holds the pid alone
-            except (OSError, ValueError):
-                pid, host = 0, here
-            if pid and host != here:  # a shared filesystem: that process cannot be checked from here
-                raise UserError(f"{path} is held by process {pid} on host {host} ({lock}): {what} would mix two "
-                                f"trainings in one run; if that process has ended, delete {lock}") from None  # fmt: skip
-            if pid and alive(pid):
-                raise UserError(busy_line(path, pid, what)) from None
-            lock.unlink(missing_ok=True)  # its process is gone
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()} {here}\n")
-        _held.append(lock)
-        return
+        with signals_deferred():  # made, written and noted as ours together: a signal between left a stale lock
+            if _take(lock, here):
+                return
+        pid, host = _lock_owner(lock, here)
+        if pid and host != here:  # a shared filesystem: that process cannot be checked from here
+            raise UserError(f"{path} is held by process {pid} on host {host} ({lock}): {what} would mix two "
+                            f"trainings in one run; if that process has ended, delete {lock}")  # fmt: skip
+        if pid and alive(pid):
+            raise UserError(busy_line(path, pid, what))
+        lock.unlink(missing_ok=True)  # its process is gone
     raise UserError(f"{path}: cannot take {LOCK} (another process keeps making it); try again")
+
+
+def _take(lock: Path, host: str) -> bool:
+    """Make `lock` holding this process's id and host, and note it as held; False if it exists."""
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    _held.append(lock)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{os.getpid()} {host}\n")
+    return True
+
+
+def _lock_owner(lock: Path, here: str) -> tuple[int, str]:
+    """The process id and host a lock names (0 if none can be read: a stale lock). An empty lock is
+    one another process has just made and is about to write its id into: read again for a second
+    before taking it for stale (taken over at once, both processes trained into the run)."""
+    for _ in range(50):
+        try:
+            text = lock.read_text().strip()
+        except OSError:  # released meanwhile, or unreadable
+            return 0, here
+        if text:
+            break
+        time.sleep(0.02)
+    pid, _, host = text.partition(" ")
+    try:
+        return int(pid or 0), host or here  # a lock of an older robolearn holds the pid alone
+    except ValueError:
+        return 0, here
 
 
 def discard_launch(path: Path, keep_dir: bool) -> None:

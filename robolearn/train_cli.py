@@ -183,7 +183,7 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     from robolearn import sweeps
     from robolearn.compose import check_sweep_jobs, compose_train
     from robolearn.config_additions import as_merges
-    from robolearn.interrupts import Terminated
+    from robolearn.interrupts import Terminated, signals_deferred
     from robolearn.paths import configs_dir
 
     multirun = _check_command_line(overrides, handover.ranks)
@@ -206,9 +206,8 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         compose_train(_settings(overrides))
     overrides = as_merges(sweeps.sweeper_direction(overrides))
     claimed, had_run_dir = None, False
-    if not multirun:
-        claimed, had_run_dir = _claim_run_dir(overrides)
-    else:
+    asked = None if multirun else _asked_run_dir(overrides)
+    if multirun:
         _claim_sweep_dir(overrides)
     failures: list[UserError] = []
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us instead of Hydra's report
@@ -216,6 +215,10 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         overrides = [*overrides, "hydra/hydra_help=robolearn"]
     saved = sys.argv
     try:  # from here a signal frees the claimed folder (making the job imports the trainer: ~2 s)
+        if asked is not None:
+            with signals_deferred():  # claimed, locked and noted here as one step: a signal lands before or after
+                had_run_dir = _claim_run_dir(asked, overrides)
+                claimed = asked
         job = _train_job(handover, had_run_dir, failures)
         main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)
         sys.argv = ["robolearn train", *overrides]
@@ -296,26 +299,31 @@ def _claim_sweep_dir(overrides: list[str]) -> None:
         raise UserError(f"hydra.sweep.dir={path} is not empty (an earlier sweep's?); choose a new directory for the sweep")
 
 
-def _claim_run_dir(overrides: list[str]) -> tuple[Path | None, bool]:
-    """An explicit hydra.run.dir is checked before Hydra writes its .hydra/ files into it; returns
-    it (None: Hydra makes the run's folder) and whether it existed before this launch (a folder of
-    the user's, kept if the run fails at once)."""
-    from robolearn.run_dir import claim_run_dir, lock_run_dir
-
+def _asked_run_dir(overrides: list[str]) -> Path | None:
+    """An explicit hydra.run.dir, which is checked and locked before Hydra writes its .hydra/ files
+    into it (None: Hydra makes the run's folder)."""
     run_dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.run.dir=")]
     flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
     if flags and flags[-1] not in ("true", "false"):
         raise UserError(f"overwrite={flags[-1]} is not valid: use overwrite=true or overwrite=false")
-    existed = False
     if run_dirs and "${" not in run_dirs[-1]:
-        existed = Path(run_dirs[-1]).expanduser().is_dir()
-        aside = claim_run_dir(Path(run_dirs[-1]).expanduser(), overwrite=bool(flags) and flags[-1] == "true")
-        lock_run_dir(Path(run_dirs[-1]).expanduser(), f"hydra.run.dir={run_dirs[-1]}")  # before Hydra writes into it
-        if aside is not None:
-            print(f"moved the run that was in {run_dirs[-1]} aside to {aside}")
-            existed = False  # the folder it was in went aside with it
-        return Path(run_dirs[-1]).expanduser(), existed
-    return None, existed
+        return Path(run_dirs[-1]).expanduser()
+    return None
+
+
+def _claim_run_dir(path: Path, overrides: list[str]) -> bool:
+    """Check `path` (overwrite=true: move the run in it aside) and lock it; returns whether the
+    folder was there before this launch (a folder of the user's, kept if the run fails at once)."""
+    from robolearn.run_dir import claim_run_dir, lock_run_dir
+
+    flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
+    existed = path.is_dir()
+    aside = claim_run_dir(path, overwrite=bool(flags) and flags[-1] == "true")
+    lock_run_dir(path, f"hydra.run.dir={path}")  # before Hydra writes into it
+    if aside is not None:
+        print(f"moved the run that was in {path} aside to {aside}")
+        existed = False  # the folder it was in went aside with it
+    return existed
 
 
 def _resume(run_dir: Path, overrides: list[str], handover: Handover) -> int:

@@ -1,0 +1,115 @@
+"""A signal that lands while a run's folder is claimed and locked: the lock is never left behind.
+
+CI once caught SIGTERM between train.lock being made and being noted as this process's: the
+process stopped with its one line, and the folder kept a lock nothing removed. These tests put the
+signal exactly there (os.open, wrapped, sends it as soon as the lock exists)."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from robolearn import run_dir
+from robolearn.interrupts import signals_deferred
+
+
+def test_a_signal_in_a_deferred_block_acts_when_the_block_ends():
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with signals_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            reached.append("after the signal")  # still inside: nothing was raised here
+    assert reached == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler before is back
+
+
+def test_deferred_blocks_nest_and_the_signal_acts_once_at_the_outer_end():
+    order = []
+    with pytest.raises(KeyboardInterrupt):
+        with signals_deferred():
+            with signals_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+            order.append("inner ended")
+        order.append("not reached")
+    assert order == ["inner ended"]
+
+
+def _signal_when_lock_made(monkeypatch, signum):
+    real_open = os.open
+
+    def open_then_signal(path, flags, *args):
+        fd = real_open(path, flags, *args)
+        if str(path).endswith(run_dir.LOCK):
+            os.kill(os.getpid(), signum)
+        return fd
+
+    monkeypatch.setattr(run_dir.os, "open", open_then_signal)
+
+
+def test_a_signal_just_after_the_lock_is_made_leaves_it_noted_and_removed(tmp_path, monkeypatch):
+    _signal_when_lock_made(monkeypatch, signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        run_dir.lock_run_dir(tmp_path / "run", "a test")
+    lock = tmp_path / "run" / run_dir.LOCK
+    assert lock.read_text().split()[0] == str(os.getpid())  # written whole before the signal acted
+    run_dir.release_run_locks()
+    assert not lock.exists()
+
+
+SIGNAL_AT_LOCK = """
+import os, sys
+from robolearn import cli, run_dir
+real_open = os.open
+def open_then_signal(path, flags, *args):
+    fd = real_open(path, flags, *args)
+    if str(path).endswith(run_dir.LOCK):
+        os.kill(os.getpid(), int(sys.argv[1]))
+    return fd
+run_dir.os.open = open_then_signal
+sys.exit(cli.main(["train", "task=quadruped_flat", "hydra.run.dir=" + sys.argv[2]]))
+"""
+
+
+def _train_signalled_at_lock(run, sig):
+    """`robolearn train` into `run`, sent `sig` as soon as its lock exists (SIGINT as from a terminal)."""
+    return subprocess.run([sys.executable, "-c", SIGNAL_AT_LOCK, str(int(sig)), str(run)], cwd=run.parent,
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_train_stopped_while_it_locks_its_folder_leaves_no_folder(tmp_path, sig):
+    run = tmp_path / "run"
+    result = _train_signalled_at_lock(run, sig)
+    assert result.returncode == 128 + sig, result.stderr
+    assert result.stderr.strip().splitlines() == ["robolearn train: stopped at once (a second signal, or outside "
+                                                  "training); only checkpoints written before can be resumed"]  # fmt: skip
+    assert not run.exists(), sorted(p.name for p in run.iterdir())
+
+
+def test_a_user_folder_stopped_while_locked_is_kept_empty_as_it_was(tmp_path):
+    run = tmp_path / "mine"
+    run.mkdir()
+    result = _train_signalled_at_lock(run, signal.SIGTERM)
+    assert result.returncode == 143, result.stderr
+    assert run.is_dir() and not any(run.iterdir())
+
+
+def test_an_empty_lock_is_read_again_before_it_is_taken_for_stale(tmp_path):
+    """Another process has just made the lock and not yet written its id: that is a live run."""
+    import platform
+    import threading
+
+    lock = tmp_path / run_dir.LOCK
+    lock.touch()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "robolearn", "train"])
+    try:
+        threading.Timer(0.2, lambda: lock.write_text(f"{other.pid} {platform.node()}\n")).start()
+        with pytest.raises(run_dir.UserError, match=f"process {other.pid}"):
+            run_dir.lock_run_dir(tmp_path, "a test")
+    finally:
+        other.kill()
+        other.wait()
+    assert lock.read_text().split()[0] == str(other.pid)  # not taken over
