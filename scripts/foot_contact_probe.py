@@ -17,32 +17,19 @@ only where those parts lie within the sensor's site.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
-import tempfile
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # robolearn from this checkout
-from robolearn.scaffold import new_task  # noqa: E402
+from generated_robot import generated_model
 
 
 def probe(robot_xml: Path, seconds: float, seed: int) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        made = new_task("probe_feet", "locomotion", robot=robot_xml, out=Path(tmp) / "pkg")
-        pkg = made.folder / "probe_feet"
-        loader = importlib.util.spec_from_file_location("probe_feet_robot", pkg / "robot.py")
-        robot = importlib.util.module_from_spec(loader)
-        loader.loader.exec_module(robot)
-        added = getattr(robot, "NEW_FOOT_SENSORS", {})
-        if not added:
-            return f"{robot_xml.name}: no foot sensors added (the model has its own, or no feet were found)"
-        asset = pkg / robot_xml.name if (pkg / robot_xml.name).is_file() else next(pkg.glob("*.xml"))
-        spec = mujoco.MjSpec.from_file(str(asset))
-        robot.apply(spec)
-        model = spec.compile()
+    model, robot, _ = generated_model(robot_xml, "locomotion", "probe_feet")
+    added = getattr(robot, "NEW_FOOT_SENSORS", {})
+    if not added:
+        return f"{robot_xml.name}: no foot sensors added (the model has its own, or no feet were found)"
     data = mujoco.MjData(model)
     feet = {sensor: model.body(body).id for sensor, (body, _, _) in added.items()}
     rng, force = np.random.default_rng(seed), np.zeros(6)

@@ -6,7 +6,8 @@ for every joint, 2 x the robot's mass, is what the locomotion template's legged 
 trained with (docs/benchmarks.md), and it stays theirs. It does not fit a robot that hangs from its
 root, such as an arm fixed to the world: each joint there carries every link beyond it, out at arm's
 length, and a light two-link arm sagged 0.44 rad under KP 7. There each joint's KP is at least its
-worst gravity load divided by SAG, with the uniform gain as the floor.
+worst gravity load divided by SAG, with the uniform gain as the floor, and its KD gives the joint
+a damping ratio of DAMPING_RATIO on its own inertia (KP / 40 left those arms ringing).
 """
 
 from __future__ import annotations
@@ -24,30 +25,45 @@ SAG = 0.05
 """The steady error [rad or m] a servo at a zero action may show under the heaviest gravity load
 its joint can carry (the links beyond it stretched out level)."""
 KD_RATIO = 40.0
-"""KD = KP / KD_RATIO: the damping new-task's uniform placeholder always had."""
+"""KD = KP / KD_RATIO: the damping of a robot on its feet (what its recipes were measured with)."""
+DAMPING_RATIO = 0.7
+"""The damping ratio a hanging robot's servo gives its joint: KD = 2 x DAMPING_RATIO x sqrt(KP x the
+joint's inertia at the stance, the other joints held); the joint's own damping comes on top. With
+KP / 40 (ratios of 0.1-0.45 on most arm joints) a 0.4 rad step of one target overshot by up to 55 %
+on the four arms of docs/benchmarks.md ("Servo damping"), by at most 11 % with this."""
 
 
 @dataclass(frozen=True)
 class ServoGains:
     kp: dict[str, float]
+    kd: dict[str, float]
     load: dict[str, float]
     """Each joint's worst gravity load [N m or N]: what the bodies it carries weigh, at the lever
     arm of their centre of mass, turned to where gravity pulls hardest."""
     floor: float
     """The uniform gain every joint gets at least."""
-
-    @property
-    def kd(self) -> dict[str, float]:
-        return {name: _damping(k) for name, k in self.kp.items()}
+    hanging: bool
 
     def summary(self) -> str:
-        """'KP=24, KD=0.6' where every joint shares one gain, else the range and the rule."""
-        low, high = min(self.kp.values(), default=self.floor), max(self.kp.values(), default=self.floor)
+        """'KP=24, KD=0.6' where every joint shares one gain, else the ranges and the rules."""
+        return f"{self._kp_summary()}, {self._kd_summary()}"
+
+    def _kp_summary(self) -> str:
+        low, high = _span(self.kp, self.floor)
         if low == high:
-            return f"KP={num(low)}, KD={num(_damping(low))}"
+            return f"KP={num(low)}"
         raised = sum(k > self.floor for k in self.kp.values())
         return (f"KP {num(low)}-{num(high)}: {raised} joint{'s' * (raised != 1)} raised above {num(self.floor)} to "
-                f"hold the links they carry within {SAG} rad, KD = KP/{num(KD_RATIO)}")  # fmt: skip
+                f"hold the links they carry within {SAG} rad")  # fmt: skip
+
+    def _kd_summary(self) -> str:
+        low, high = _span(self.kd, _damping(self.floor))
+        value = f"KD={num(low)}" if low == high else f"KD {num(low)}-{num(high)}"
+        return f"{value} for a damping ratio of {DAMPING_RATIO}" if self.hanging else value
+
+
+def _span(gains: dict[str, float], default: float) -> tuple[float, float]:
+    return min(gains.values(), default=default), max(gains.values(), default=default)
 
 
 def uniform_floor(mass: float) -> float:
@@ -83,16 +99,35 @@ def servo_gains(model: mujoco.MjModel, joints: list[str], qpos: list[float] | np
     base) loads its joints the other way round: they all get the uniform gain."""
     data = mujoco.MjData(model)
     data.qpos[:] = qpos
-    mujoco.mj_kinematics(model, data)
-    mujoco.mj_comPos(model, data)
+    mujoco.mj_forward(model, data)
     floor = uniform_floor(mass)
     load = {name: gravity_load(model, data, model.joint(name).id) for name in joints}
-    kp = {name: max(floor, _round_up(load[name] / SAG)) if hanging else floor for name in joints}
-    return ServoGains(kp, load, floor)
+    if not hanging:
+        return ServoGains({name: floor for name in joints}, {name: _damping(floor) for name in joints}, load, floor,
+                          hanging)  # fmt: skip
+    kp = {name: max(floor, _round_up(load[name] / SAG)) for name in joints}
+    kd = {name: _round_2(2 * DAMPING_RATIO * math.sqrt(kp[name] * joint_inertia(model, data, name))) for name in joints}
+    return ServoGains(kp, kd, load, floor, hanging)
+
+
+def joint_inertia(model: mujoco.MjModel, data: mujoco.MjData, name: str) -> float:
+    """The inertia [kg m^2, or kg for a slide] a joint's servo moves with the other joints held: the
+    diagonal of the joint-space inertia matrix, its armature included (after mj_forward)."""
+    full = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, data, full)
+    dof = int(model.joint(name).dofadr[0])
+    return float(full[dof, dof])
 
 
 def _damping(kp: float) -> float:
     return round(kp / KD_RATIO, 3)
+
+
+def _round_2(value: float) -> float:
+    """`value` to two significant digits (4.717 -> 4.7, 0.6034 -> 0.6)."""
+    if value <= 0:
+        return 0.0
+    return float(round(value, 1 - math.floor(math.log10(value))))
 
 
 def _round_up(value: float) -> float:
@@ -120,6 +155,8 @@ def plan_servo_gains(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, le
                           f"load > effort, N m or N): {short(weak)}; they sag where the links beyond them reach out "
                           "(check the model's effort limits and masses)")  # fmt: skip
     raised = f", raised where a joint carries more weight than that holds within {SAG} rad" if hanging else ""
+    damping = (f"a damping ratio of {DAMPING_RATIO} on each joint's inertia in the stance, 2 x {DAMPING_RATIO} x "
+               "sqrt(KP x inertia)" if hanging else f"KP / {num(KD_RATIO)}")  # fmt: skip
     at = next(i for i, c in enumerate(plan.constants) if c.startswith("EFFORT_LIMIT = "))
     plan.constants[at:at] = [
         const("KP", mapping({j: num(k) for j, k in gains.kp.items()}),
@@ -127,5 +164,5 @@ def plan_servo_gains(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, le
               f"placeholders: 2 x the robot's {info.mass:.1f} kg (at least 5){raised}. Set your robot's."),
         const("KD", mapping({j: num(k) for j, k in gains.kd.items()}),
               f"Damping gain of each joint's servo [N m s/rad or N s/m] (one number sets every joint's). TODO: "
-              f"placeholders (KP / {num(KD_RATIO)}): set your robot's."),
+              f"placeholders ({damping}): set your robot's."),
     ]  # fmt: skip

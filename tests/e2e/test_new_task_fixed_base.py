@@ -113,8 +113,12 @@ def test_each_added_servo_is_strong_enough_for_the_links_its_joint_carries(tmp_p
     lines = "\n".join(made.lines)
     # by hand: the shoulder carries 1.6 kg whose centre is (1.0 x 0.15 + 0.6 x 0.425) / 1.6 = 0.2531 m out
     # when level: 1.6 x 9.81 x 0.2531 = 3.973 N m, KP 3.973 / SAG 0.05 = 79.5 -> 80; the elbow 0.6 x 9.81 x
-    # 0.125 = 0.736 N m -> 14.7 -> 15; both above the uniform floor of 7
-    assert "(KP 15.0-80.0: 2 joints raised above 7.0 to hold the links they carry within 0.05 rad, KD = KP/40.0" in lines, lines
+    # 0.125 = 0.736 N m -> 14.7 -> 15; both above the uniform floor of 7. KD for a damping ratio of 0.7 on
+    # each joint's inertia in the stance (upright), the other joint held: the shoulder turns 0.008 + 1.0 x 0.15^2
+    # + 0.003 + 0.6 x 0.425^2 = 0.141875 kg m^2, KD = 2 x 0.7 x sqrt(80 x 0.141875) = 4.717 -> 4.7; the elbow
+    # 0.003 + 0.6 x 0.125^2 = 0.012375, 1.4 x sqrt(15 x 0.012375) = 0.603 -> 0.6
+    assert ("(KP 15.0-80.0: 2 joints raised above 7.0 to hold the links they carry within 0.05 rad, KD 0.6-4.7 for a "
+            "damping ratio of 0.7: placeholders") in lines, lines  # fmt: skip
     assert "WARNING" not in lines, lines
     sys.path.insert(0, str(tmp_path / "pkg"))
     importlib.invalidate_caches()
@@ -122,7 +126,7 @@ def test_each_added_servo_is_strong_enough_for_the_links_its_joint_carries(tmp_p
         robot = importlib.import_module("two_link.robot")
     finally:
         sys.path.remove(str(tmp_path / "pkg"))
-    assert robot.KP == {"shoulder": 80.0, "elbow": 15.0} and robot.KD == {"shoulder": 2.0, "elbow": 0.375}
+    assert robot.KP == {"shoulder": 80.0, "elbow": 15.0} and robot.KD == {"shoulder": 4.7, "elbow": 0.6}
     spec = mujoco.MjSpec.from_file(str(tmp_path / "pkg" / "two_link" / "arm.urdf"))
     robot.apply(spec)
     model = spec.compile()
@@ -130,9 +134,13 @@ def test_each_added_servo_is_strong_enough_for_the_links_its_joint_carries(tmp_p
     model.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{task['sim']['integrator'].upper()}")  # as the task runs it
     data = mujoco.MjData(model)
     data.ctrl[:] = [1.2, 0.0]  # the arm held out near level, where its weight pulls hardest
+    peak = 0.0
     for _ in range(int(3.0 / model.opt.timestep)):
         mujoco.mj_step(model, data)
+        peak = max(peak, data.qpos[model.joint("shoulder").qposadr[0]])
     shoulder, elbow = data.qpos[model.joint("shoulder").qposadr[0]], data.qpos[model.joint("elbow").qposadr[0]]
+    # the 1.2 rad step overshoots by 0.08 rad (KD = KP / 40, the old placeholder: by 0.36, to 1.61 past its 1.57 limit)
+    assert peak - shoulder < 0.15, (peak, shoulder)
     # each gives way by at most SAG under its own load (the old uniform KP 7: the shoulder fell to its 1.57 limit)
     assert abs(shoulder - 1.2) < 0.05 and abs(elbow) < 0.05, (shoulder, elbow)
     assert abs(data.qvel).max() < 1e-3  # settled
