@@ -7,6 +7,7 @@ hold each near one angle)."""
 from __future__ import annotations
 
 import importlib
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 import torch
 import yaml
 
+from robolearn.errors import UserError
 from robolearn.scaffold import new_task
 
 ARM = """<mujoco model="arm3"><compiler angle="radian"/><worldbody><light pos="0 0 3"/>
@@ -149,6 +151,11 @@ def test_each_added_servo_is_strong_enough_for_the_links_its_joint_carries(tmp_p
     robot.apply(spec)
     model = spec.compile()
     assert model.actuator_gainprm[:, 0].tolist() == [40.0, 40.0] and model.actuator_biasprm[:, 2].tolist() == [-1.0, -1.0]
+    for kp, kd, said in [({"shoulder": 80.0}, 1.0, "robot.py's KP for joint 'elbow' is None"),  # a joint left out
+                         (40.0, "1", "robot.py's KD for joint 'shoulder' is '1'"), (-5.0, 1.0, "KP for joint 'shoulder' is -5.0")]:  # fmt: skip
+        robot.KP, robot.KD = kp, kd
+        with pytest.raises(UserError, match=re.escape(said) + ".*valid: a finite number >= 0"):
+            robot.apply(mujoco.MjSpec.from_file(str(tmp_path / "pkg" / "two_link" / "arm.urdf")))
 
 
 def test_a_joint_too_weak_for_what_it_carries_is_warned_of(tmp_path):
