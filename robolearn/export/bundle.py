@@ -36,6 +36,7 @@ from robolearn.evaluate import evaluate
 from robolearn.export.metadata import policy_state, robot_metadata, runtime_gap, versions, write_robot_yaml
 from robolearn.export.onnx import (INPUT_NAME, OUTPUT_NAME, SEQUENCES, ParityReport, check_parity, export_onnx,
                                    state_input, state_output)  # fmt: skip
+from robolearn.interrupts import signals_deferred
 from robolearn.model_files import model_files, outside_files, write_compiled
 from robolearn.rl.models import ActorCritic, Controller, InferencePolicy, PolicyGraph
 from robolearn.run_dir import check_export_target
@@ -250,18 +251,20 @@ def staging_dir(out_dir: Path) -> Path:
 
 def install(staging: Path, out_dir: Path) -> None:
     """Put a finished bundle in place: an existing one at `out_dir` (an empty directory or a
-    bundle, check_export_target) is swapped out as a whole and removed only afterwards."""
+    bundle, check_export_target) is swapped out as a whole and removed only afterwards; Ctrl-C or
+    SIGTERM acts once the swap is done (the new bundle in place, the earlier one gone)."""
     previous = None
-    if out_dir.exists():
-        previous = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.previous-", dir=out_dir.parent))
-        previous.rmdir()
-        out_dir.rename(previous)
-    try:
-        staging.rename(out_dir)
-    except BaseException:  # the earlier bundle goes back where it was
+    with signals_deferred():  # a signal between the two moves left the earlier bundle aside under a hidden name
+        if out_dir.exists():
+            previous = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.previous-", dir=out_dir.parent))
+            previous.rmdir()
+            out_dir.rename(previous)
+        try:
+            staging.rename(out_dir)
+        except BaseException:  # the earlier bundle goes back where it was
+            if previous is not None:
+                previous.rename(out_dir)
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         if previous is not None:
-            previous.rename(out_dir)
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if previous is not None:
-        shutil.rmtree(previous, ignore_errors=True)
+            shutil.rmtree(previous, ignore_errors=True)

@@ -1,8 +1,9 @@
-"""A signal that lands while a run's folder is claimed and locked: the lock is never left behind.
+"""A signal that lands inside a few file steps that must happen together: a run's lock made and
+noted as this process's, a bundle swapped for the one it replaces. It acts once they are done.
 
 CI once caught SIGTERM between train.lock being made and being noted as this process's: the
 process stopped with its one line, and the folder kept a lock nothing removed. These tests put the
-signal exactly there (os.open, wrapped, sends it as soon as the lock exists)."""
+signal exactly there (os.open or a rename, wrapped, sends it)."""
 
 import os
 import signal
@@ -113,3 +114,28 @@ def test_an_empty_lock_is_read_again_before_it_is_taken_for_stale(tmp_path):
         other.kill()
         other.wait()
     assert lock.read_text().split()[0] == str(other.pid)  # not taken over
+
+
+def test_a_signal_while_a_bundle_is_swapped_waits_until_the_new_one_is_in_place(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from robolearn.export.bundle import install
+
+    out, staging = tmp_path / "export", tmp_path / ".export.staging-1"
+    out.mkdir()
+    (out / "robot.yaml").write_text("old")
+    staging.mkdir()
+    (staging / "robot.yaml").write_text("new")
+    real_rename = Path.rename
+
+    def rename_then_signal(self, target):
+        moved = real_rename(self, target)
+        if self == out:  # the earlier bundle has just gone aside
+            os.kill(os.getpid(), signal.SIGINT)
+        return moved
+
+    monkeypatch.setattr(Path, "rename", rename_then_signal)
+    with pytest.raises(KeyboardInterrupt):
+        install(staging, out)
+    assert (out / "robot.yaml").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # nothing left aside under a hidden name
