@@ -107,7 +107,7 @@ def test_an_empty_lock_is_read_again_before_it_is_taken_for_stale(tmp_path):
     lock.touch()
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "robolearn", "train"])
     try:
-        threading.Timer(0.2, lambda: lock.write_text(f"{other.pid} {platform.node()}\n")).start()
+        threading.Timer(0.05, lambda: lock.write_text(f"{other.pid} {platform.node()}\n")).start()
         with pytest.raises(run_dir.UserError, match=f"process {other.pid}"):
             run_dir.lock_run_dir(tmp_path, "a test")
     finally:
