@@ -43,6 +43,9 @@ class Interrupted(BaseException):
 
     def line(self) -> str:
         name = signal.Signals(self.signum).name
+        if self.exporting and self._bundle_written():  # the signal came while the bundle was moved into place
+            return (f"stopped by {name} after the last iteration ({self.iteration}, checkpoint {self.checkpoint}) and its "
+                    f"export: the bundle in {self.run_dir / 'export'} is this policy's")  # fmt: skip
         if self.exporting:
             earlier = " (export/ keeps the bundle it held)" if (self.run_dir / "export" / "robot.yaml").is_file() else ""
             return (f"stopped by {name} while the trained policy was evaluated and exported, after the last iteration "
@@ -55,6 +58,18 @@ class Interrupted(BaseException):
         else:
             how = f"robolearn train resume={self.run_dir}"
         return f"stopped by {name} after iteration {self.iteration}, checkpoint {self.checkpoint}; continue with: {how}"
+
+
+    def _bundle_written(self) -> bool:
+        """Whether export/ holds the bundle of the checkpoint training stopped at."""
+        import yaml
+
+        try:
+            trained = yaml.safe_load((self.run_dir / "export" / "robot.yaml").read_text()).get("trained_to") or {}
+        except (OSError, yaml.YAMLError, AttributeError):
+            return False
+        return (self.checkpoint is not None and trained.get("iteration") == self.iteration
+                and trained.get("checkpoint") == self.checkpoint.name)  # fmt: skip
 
 
 class Terminated(BaseException):
@@ -79,28 +94,34 @@ def terminate_raises():
 
 @contextlib.contextmanager
 def signals_deferred():
-    """SIGINT and SIGTERM wait until the block ends, then act as they would have (the handlers
-    before the block run, once per signal): for a few file operations that must happen together or
-    not at all, such as taking a run's lock and noting it as ours (a signal between the two left a
-    lock nothing removed). Main thread only; elsewhere nothing changes. Blocks nest."""
+    """SIGINT and SIGTERM wait until the block ends; then the first that came acts as it would have
+    (the handler before the block runs): for a few file operations that must happen together or not
+    at all, such as taking a run's lock and noting it as ours (a signal between the two left a lock
+    nothing removed). Main thread only; elsewhere nothing changes. Blocks nest. Not for use inside
+    stop_on_signals, whose watcher would count the signal raised again as a second one."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     pending: list[int] = []
 
     def note(signum, frame):
-        if signum not in pending:
-            pending.append(signum)
+        pending.append(signum)
 
-    # a handler that native code installed (getsignal: None) cannot be put back from Python: left alone
-    previous = {s: signal.signal(s, note) for s in SIGNALS if signal.getsignal(s) is not None}
+    previous = {}
     try:
+        for s in SIGNALS:  # one at a time inside the try: a signal between leaves none of them swapped
+            if signal.getsignal(s) is not None:  # a native handler (None) cannot be put back from Python
+                previous[s] = signal.signal(s, note)
         yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        for signum in pending:
-            signal.raise_signal(signum)  # the restored handler runs here (KeyboardInterrupt, Terminated, ...)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # none lands while the handlers go back
+        try:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        if pending:
+            signal.raise_signal(pending[0])  # the restored handler runs here (KeyboardInterrupt, Terminated, ...)
 
 
 @contextlib.contextmanager

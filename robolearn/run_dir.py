@@ -94,21 +94,25 @@ def lock_run_dir(path: Path, what: str) -> None:
     """Hold `path` for this process until it exits (train.lock, with its pid): a second training or
     resume started into it meanwhile is refused in one line, even when both start at once (the
     manifest that also tells is written only once training starts). A lock left by a process that
-    no longer runs is taken over."""
+    no longer runs is taken over, by one process only where several find it at once."""
     path.mkdir(parents=True, exist_ok=True)
     lock = path / LOCK
     here = platform.node()
-    for _ in range(2):
+    for _ in range(3):
         with signals_deferred():  # made, written and noted as ours together: a signal between left a stale lock
             if _take(lock, here):
                 return
-        pid, host = _lock_owner(lock, here)
+        owner = _lock_owner(lock, here)
+        if owner is None:  # released meanwhile
+            continue
+        pid, host, seen = owner
         if pid and host != here:  # a shared filesystem: that process cannot be checked from here
             raise UserError(f"{path} is held by process {pid} on host {host} ({lock}): {what} would mix two "
                             f"trainings in one run; if that process has ended, delete {lock}")  # fmt: skip
         if pid and alive(pid):
             raise UserError(busy_line(path, pid, what))
-        lock.unlink(missing_ok=True)  # its process is gone
+        with signals_deferred():
+            _remove_stale(lock, seen)  # its process is gone
     raise UserError(f"{path}: cannot take {LOCK} (another process keeps making it); try again")
 
 
@@ -124,23 +128,52 @@ def _take(lock: Path, host: str) -> bool:
     return True
 
 
-def _lock_owner(lock: Path, here: str) -> tuple[int, str]:
-    """The process id and host a lock names (0 if none can be read: a stale lock). An empty lock is
-    one another process has just made and is about to write its id into: read again for a second
-    before taking it for stale (taken over at once, both processes trained into the run)."""
+def _lock_owner(lock: Path, here: str) -> tuple[int, str, tuple] | None:
+    """The process id and host a lock names (0 if none can be read: a stale lock) and what tells
+    that very file (_identity); None if it is gone. An empty lock is one another process has just
+    made and is about to write its id into: read again for a second before taking it for stale."""
     for _ in range(50):
-        try:
-            text = lock.read_text().strip()
-        except OSError:  # released meanwhile, or unreadable
-            return 0, here
-        if text:
+        seen = _identity(lock)
+        if seen is None:
+            return None
+        if seen[-1]:
             break
         time.sleep(0.02)
-    pid, _, host = text.partition(" ")
+    pid, _, host = seen[-1].strip().partition(" ")
     try:
-        return int(pid or 0), host or here  # a lock of an older robolearn holds the pid alone
+        return int(pid or 0), host or here, seen  # a lock of an older robolearn holds the pid alone
     except ValueError:
-        return 0, here
+        return 0, here, seen
+
+
+def _identity(lock: Path) -> tuple | None:
+    """(inode, modification time, text) of the file at `lock`, None if there is none: a lock made
+    anew differs in one of them, even where its inode is the one a removed lock had."""
+    try:
+        stat = lock.stat()
+        return stat.st_ino, stat.st_mtime_ns, lock.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:  # unreadable: a stale lock to take over
+        return (0, 0, "")
+
+
+def _remove_stale(lock: Path, seen: tuple) -> None:
+    """Remove `lock` if it is still the stale one read as `seen`. Another process that found the same
+    stale lock may have removed it and made its own meanwhile (a plain unlink here took that one
+    away, and both trained into the run): the file is moved aside first, and put back if it is not
+    the stale one."""
+    aside = lock.with_name(f".{LOCK}.stale-{os.getpid()}")
+    try:
+        os.rename(lock, aside)
+    except FileNotFoundError:
+        return
+    if _identity(aside) != seen:
+        try:
+            os.link(aside, lock)  # another process's lock, back in place
+        except FileExistsError:  # a third one made a lock meanwhile: that one stands
+            pass
+    aside.unlink(missing_ok=True)
 
 
 def discard_launch(path: Path, keep_dir: bool) -> None:

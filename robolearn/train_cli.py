@@ -218,7 +218,7 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         if asked is not None:
             with signals_deferred():  # claimed, locked and noted here as one step: a signal lands before or after
                 had_run_dir = _claim_run_dir(asked, overrides)
-                claimed = asked
+                claimed = Path(asked).expanduser()
         job = _train_job(handover, had_run_dir, failures)
         main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)
         sys.argv = ["robolearn train", *overrides]
@@ -299,29 +299,31 @@ def _claim_sweep_dir(overrides: list[str]) -> None:
         raise UserError(f"hydra.sweep.dir={path} is not empty (an earlier sweep's?); choose a new directory for the sweep")
 
 
-def _asked_run_dir(overrides: list[str]) -> Path | None:
-    """An explicit hydra.run.dir, which is checked and locked before Hydra writes its .hydra/ files
-    into it (None: Hydra makes the run's folder)."""
+def _asked_run_dir(overrides: list[str]) -> str | None:
+    """An explicit hydra.run.dir as given, which is checked and locked before Hydra writes its
+    .hydra/ files into it (None: Hydra makes the run's folder)."""
     run_dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.run.dir=")]
     flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
     if flags and flags[-1] not in ("true", "false"):
         raise UserError(f"overwrite={flags[-1]} is not valid: use overwrite=true or overwrite=false")
     if run_dirs and "${" not in run_dirs[-1]:
-        return Path(run_dirs[-1]).expanduser()
+        return run_dirs[-1]
     return None
 
 
-def _claim_run_dir(path: Path, overrides: list[str]) -> bool:
-    """Check `path` (overwrite=true: move the run in it aside) and lock it; returns whether the
-    folder was there before this launch (a folder of the user's, kept if the run fails at once)."""
+def _claim_run_dir(asked: str, overrides: list[str]) -> bool:
+    """Check the folder hydra.run.dir=`asked` names (overwrite=true: move the run in it aside) and lock
+    it; returns whether it was there before this launch (a folder of the user's, kept if the run
+    fails at once)."""
     from robolearn.run_dir import claim_run_dir, lock_run_dir
 
+    path = Path(asked).expanduser()
     flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
     existed = path.is_dir()
     aside = claim_run_dir(path, overwrite=bool(flags) and flags[-1] == "true")
-    lock_run_dir(path, f"hydra.run.dir={path}")  # before Hydra writes into it
+    lock_run_dir(path, f"hydra.run.dir={asked}")  # before Hydra writes into it
     if aside is not None:
-        print(f"moved the run that was in {path} aside to {aside}")
+        print(f"moved the run that was in {asked} aside to {aside}")
         existed = False  # the folder it was in went aside with it
     return existed
 

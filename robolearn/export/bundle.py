@@ -252,19 +252,22 @@ def staging_dir(out_dir: Path) -> Path:
 def install(staging: Path, out_dir: Path) -> None:
     """Put a finished bundle in place: an existing one at `out_dir` (an empty directory or a
     bundle, check_export_target) is swapped out as a whole and removed only afterwards; Ctrl-C or
-    SIGTERM acts once the swap is done (the new bundle in place, the earlier one gone)."""
-    previous = None
-    with signals_deferred():  # a signal between the two moves left the earlier bundle aside under a hidden name
-        if out_dir.exists():
-            previous = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.previous-", dir=out_dir.parent))
-            previous.rmdir()
-            out_dir.rename(previous)
-        try:
-            staging.rename(out_dir)
-        except BaseException:  # the earlier bundle goes back where it was
-            if previous is not None:
-                previous.rename(out_dir)
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        if previous is not None:
+    SIGTERM during the swap acts once it is done (the new bundle in place, the earlier one removed)."""
+    previous, swapped = None, False
+    try:
+        with signals_deferred():  # a signal between the two moves left the earlier bundle aside, none at out_dir
+            if out_dir.exists():
+                previous = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.previous-", dir=out_dir.parent))
+                previous.rmdir()
+                out_dir.rename(previous)
+            try:
+                staging.rename(out_dir)
+                swapped = True
+            except BaseException:  # the earlier bundle goes back where it was
+                if previous is not None:
+                    previous.rename(out_dir)
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+    finally:
+        if swapped and previous is not None:  # a signal that came during the swap acts after this
             shutil.rmtree(previous, ignore_errors=True)

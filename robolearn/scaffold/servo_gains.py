@@ -29,8 +29,9 @@ KD_RATIO = 40.0
 DAMPING_RATIO = 0.7
 """The damping ratio a hanging robot's servo gives its joint: KD = 2 x DAMPING_RATIO x sqrt(KP x the
 joint's inertia at the stance, the other joints held); the joint's own damping comes on top. With
-KP / 40 (ratios of 0.1-0.45 on most arm joints) a 0.4 rad step of one target overshot by up to 55 %
-on the four arms of docs/benchmarks.md ("Servo damping"), by at most 11 % with this."""
+KP / 40 (ratios of 0.1-0.45 on most arm joints, up to 1.2 on a light wrist) a 0.4 rad step of one
+target overshot by up to 55 % on the four arms of docs/benchmarks.md ("Servo damping"), by at most
+6.5 % with this; it raises KD on most joints and lowers it on the few that KP / 40 overdamped."""
 
 
 @dataclass(frozen=True)

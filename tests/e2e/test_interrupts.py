@@ -96,6 +96,19 @@ def test_a_signal_before_the_first_iteration_says_there_is_nothing_to_resume(tmp
     assert "no checkpoint to resume from" in stopped.line() and "resume=" not in stopped.line()
 
 
+def test_a_signal_that_came_while_the_bundle_was_moved_into_place_says_it_was_written(tmp_path):
+    """install() lets a signal act once the bundle is in place: the line then says so, not 'no new bundle'."""
+    from robolearn.interrupts import Interrupted
+
+    (tmp_path / "export").mkdir()
+    stopped = Interrupted(signal.SIGINT, tmp_path, 300, tmp_path / "checkpoints" / "iter_000300.pt", exporting=True)
+    (tmp_path / "export" / "robot.yaml").write_text("trained_to: {iteration: 200, checkpoint: iter_000200.pt}\n")
+    assert "no new bundle was written (export/ keeps the bundle it held)" in stopped.line()  # an earlier run's
+    (tmp_path / "export" / "robot.yaml").write_text("trained_to: {iteration: 300, checkpoint: iter_000300.pt}\n")
+    assert stopped.line() == (f"stopped by SIGINT after the last iteration (300, checkpoint {stopped.checkpoint}) and "
+                              f"its export: the bundle in {tmp_path / 'export'} is this policy's")  # fmt: skip
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_while_training_starts_is_one_line_and_leaves_no_empty_run(tmp_path, sig):
     """Stopped after the run's folder was claimed (its lock written), before the first iteration (the
@@ -116,6 +129,46 @@ def test_a_signal_while_training_starts_is_one_line_and_leaves_no_empty_run(tmp_
     assert stderr.strip().splitlines() == ["robolearn train: stopped at once (a second signal, or outside training); "
                                            "only checkpoints written before can be resumed"], stderr  # fmt: skip
     assert not run.exists(), sorted(p.name for p in run.iterdir())
+
+
+SIGNAL_AT_LOCK = """
+import os, sys
+from robolearn import cli, run_dir
+real_open = os.open
+def open_then_signal(path, flags, *args):
+    fd = real_open(path, flags, *args)
+    if str(path).endswith(run_dir.LOCK):
+        os.kill(os.getpid(), int(sys.argv[1]))
+    return fd
+run_dir.os.open = open_then_signal
+sys.exit(cli.main(["train", "task=quadruped_flat", "hydra.run.dir=" + sys.argv[2]]))
+"""
+
+
+def _train_signalled_at_lock(run, sig):
+    """`robolearn train` into `run`, sent `sig` as soon as its lock exists (os.open wrapped: CI once caught
+    SIGTERM between the lock's creation and its note as this process's, which left the lock behind)."""
+    return subprocess.run([sys.executable, "-c", SIGNAL_AT_LOCK, str(int(sig)), str(run)], cwd=run.parent,
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_train_stopped_while_it_locks_its_folder_leaves_no_folder(tmp_path, sig):
+    run = tmp_path / "run"
+    result = _train_signalled_at_lock(run, sig)
+    assert result.returncode == 128 + sig, result.stderr
+    assert result.stderr.strip().splitlines() == ["robolearn train: stopped at once (a second signal, or outside "
+                                                  "training); only checkpoints written before can be resumed"]  # fmt: skip
+    assert not run.exists(), sorted(p.name for p in run.iterdir())
+
+
+def test_a_user_folder_stopped_while_locked_is_kept_empty_as_it_was(tmp_path):
+    run = tmp_path / "mine"
+    run.mkdir()
+    result = _train_signalled_at_lock(run, signal.SIGTERM)
+    assert result.returncode == 143, result.stderr
+    assert run.is_dir() and not any(run.iterdir())
 
 
 NATIVE_WAIT = """

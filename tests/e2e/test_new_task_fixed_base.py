@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import mujoco
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -156,6 +157,10 @@ def test_each_added_servo_is_strong_enough_for_the_links_its_joint_carries(tmp_p
         robot.KP, robot.KD = kp, kd
         with pytest.raises(UserError, match=re.escape(said) + ".*valid: a finite number >= 0"):
             robot.apply(mujoco.MjSpec.from_file(str(tmp_path / "pkg" / "two_link" / "arm.urdf")))
+    robot.KP, robot.KD = {"shoulder": np.float32(80.0), "elbow": np.int64(15)}, np.float64(1.0)  # numbers from numpy
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "pkg" / "two_link" / "arm.urdf"))
+    robot.apply(spec)
+    assert spec.compile().actuator_gainprm[:, 0].tolist() == [80.0, 15.0]
 
 
 def test_a_joint_too_weak_for_what_it_carries_is_warned_of(tmp_path):

@@ -1,9 +1,11 @@
-"""A signal that lands inside a few file steps that must happen together: a run's lock made and
-noted as this process's, a bundle swapped for the one it replaces. It acts once they are done.
+"""File steps that must happen together: a run's lock made and noted as this process's, a stale lock
+taken over, a bundle swapped for the one it replaces. A signal that lands inside acts once they are
+done; two processes at once do not both win.
 
 CI once caught SIGTERM between train.lock being made and being noted as this process's: the
 process stopped with its one line, and the folder kept a lock nothing removed. These tests put the
-signal exactly there (os.open or a rename, wrapped, sends it)."""
+signal exactly there (os.open or a rename, wrapped, sends it). The same through `robolearn train`:
+tests/e2e/test_interrupts.py."""
 
 import os
 import signal
@@ -59,45 +61,6 @@ def test_a_signal_just_after_the_lock_is_made_leaves_it_noted_and_removed(tmp_pa
     assert not lock.exists()
 
 
-SIGNAL_AT_LOCK = """
-import os, sys
-from robolearn import cli, run_dir
-real_open = os.open
-def open_then_signal(path, flags, *args):
-    fd = real_open(path, flags, *args)
-    if str(path).endswith(run_dir.LOCK):
-        os.kill(os.getpid(), int(sys.argv[1]))
-    return fd
-run_dir.os.open = open_then_signal
-sys.exit(cli.main(["train", "task=quadruped_flat", "hydra.run.dir=" + sys.argv[2]]))
-"""
-
-
-def _train_signalled_at_lock(run, sig):
-    """`robolearn train` into `run`, sent `sig` as soon as its lock exists (SIGINT as from a terminal)."""
-    return subprocess.run([sys.executable, "-c", SIGNAL_AT_LOCK, str(int(sig)), str(run)], cwd=run.parent,
-                          capture_output=True, text=True, timeout=120,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
-
-
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_train_stopped_while_it_locks_its_folder_leaves_no_folder(tmp_path, sig):
-    run = tmp_path / "run"
-    result = _train_signalled_at_lock(run, sig)
-    assert result.returncode == 128 + sig, result.stderr
-    assert result.stderr.strip().splitlines() == ["robolearn train: stopped at once (a second signal, or outside "
-                                                  "training); only checkpoints written before can be resumed"]  # fmt: skip
-    assert not run.exists(), sorted(p.name for p in run.iterdir())
-
-
-def test_a_user_folder_stopped_while_locked_is_kept_empty_as_it_was(tmp_path):
-    run = tmp_path / "mine"
-    run.mkdir()
-    result = _train_signalled_at_lock(run, signal.SIGTERM)
-    assert result.returncode == 143, result.stderr
-    assert run.is_dir() and not any(run.iterdir())
-
-
 def test_an_empty_lock_is_read_again_before_it_is_taken_for_stale(tmp_path):
     """Another process has just made the lock and not yet written its id: that is a live run."""
     import platform
@@ -139,3 +102,23 @@ def test_a_signal_while_a_bundle_is_swapped_waits_until_the_new_one_is_in_place(
         install(staging, out)
     assert (out / "robot.yaml").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # nothing left aside under a hidden name
+
+
+def test_a_stale_lock_is_taken_over_by_one_of_two_processes_that_find_it(tmp_path):
+    """Both read the lock of a process that is gone; the first removes it and makes its own; the
+    second, removing what it read, must not take the first one's lock away (both trained)."""
+    import platform
+
+    lock = tmp_path / run_dir.LOCK
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock.write_text(f"{gone.stdout.strip()} {platform.node()}\n")
+    pid, _, seen = run_dir._lock_owner(lock, platform.node())  # the second process reads it ...
+    assert pid == int(gone.stdout) and not run_dir.alive(pid)
+    lock.unlink()  # ... while the first takes it over
+    lock.write_text(f"{os.getpid() + 1} {platform.node()}\n")
+    first = lock.read_text()
+    run_dir._remove_stale(lock, seen)  # the second's takeover
+    assert lock.read_text() == first  # the first's lock stands
+    assert sorted(p.name for p in tmp_path.iterdir()) == [run_dir.LOCK]
+    run_dir._remove_stale(lock, run_dir._lock_owner(lock, platform.node())[2])  # what it read is what is there
+    assert not lock.exists()
