@@ -28,10 +28,13 @@ KD_RATIO = 40.0
 """KD = KP / KD_RATIO: the damping of a robot on its feet (what its recipes were measured with)."""
 DAMPING_RATIO = 0.7
 """The damping ratio a hanging robot's servo gives its joint: KD = 2 x DAMPING_RATIO x sqrt(KP x the
-joint's inertia at the stance, the other joints held); the joint's own damping comes on top. With
-KP / 40 (ratios of 0.1-0.45 on most arm joints, up to 1.2 on a light wrist) a 0.4 rad step of one
+joint's inertia at the stance, the other joints held), never below KP / KD_RATIO; the joint's own
+damping comes on top. With KP / 40 (ratios of 0.1-0.45 on most arm joints) a 0.4 rad step of one
 target overshot by up to 55 % on the four arms of docs/benchmarks.md ("Servo damping"), by at most
-6.5 % with this; it raises KD on most joints and lowers it on the few that KP / 40 overdamped."""
+6.5 % with this. The floor is for light links: implicitfast integrates the damping implicitly but
+the spring explicitly, stable only while KD > timestep x KP / 2 - 2 x inertia / timestep, and a
+10 g finger under a robot-sized KP needs more damping than its ratio asks for (KP / 40 is above
+timestep x KP for any timestep up to 25 ms)."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class ServoGains:
     def _kd_summary(self) -> str:
         low, high = _span(self.kd, _damping(self.floor))
         value = f"KD={num(low)}" if low == high else f"KD {num(low)}-{num(high)}"
-        return f"{value} for a damping ratio of {DAMPING_RATIO}" if self.hanging else value
+        return f"{value} for a damping ratio of {DAMPING_RATIO} (at least KP/{num(KD_RATIO)})" if self.hanging else value
 
 
 def _span(gains: dict[str, float], default: float) -> tuple[float, float]:
@@ -107,7 +110,8 @@ def servo_gains(model: mujoco.MjModel, joints: list[str], qpos: list[float] | np
         return ServoGains({name: floor for name in joints}, {name: _damping(floor) for name in joints}, load, floor,
                           hanging)  # fmt: skip
     kp = {name: max(floor, _round_up(load[name] / SAG)) for name in joints}
-    kd = {name: _round_2(2 * DAMPING_RATIO * math.sqrt(kp[name] * joint_inertia(model, data, name))) for name in joints}
+    kd = {name: max(_damping(kp[name]), _round_2(2 * DAMPING_RATIO * math.sqrt(kp[name] * joint_inertia(model, data, name))))
+          for name in joints}  # fmt: skip
     return ServoGains(kp, kd, load, floor, hanging)
 
 
@@ -157,7 +161,7 @@ def plan_servo_gains(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, le
                           "(check the model's effort limits and masses)")  # fmt: skip
     raised = f", raised where a joint carries more weight than that holds within {SAG} rad" if hanging else ""
     damping = (f"a damping ratio of {DAMPING_RATIO} on each joint's inertia in the stance, 2 x {DAMPING_RATIO} x "
-               "sqrt(KP x inertia)" if hanging else f"KP / {num(KD_RATIO)}")  # fmt: skip
+               f"sqrt(KP x inertia), at least KP / {num(KD_RATIO)}" if hanging else f"KP / {num(KD_RATIO)}")  # fmt: skip
     at = next(i for i, c in enumerate(plan.constants) if c.startswith("EFFORT_LIMIT = "))
     plan.constants[at:at] = [
         const("KP", mapping({j: num(k) for j, k in gains.kp.items()}),

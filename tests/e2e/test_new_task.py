@@ -420,6 +420,9 @@ def test_servos_on_light_links_get_the_integrator_that_keeps_them_stable(tmp_pat
     package = tmp_path / "pkg" / "light_arm"
     assert yaml.safe_load((package / "light_arm.yaml").read_text())["sim"] == {"integrator": "implicitfast"}
     robot = _module(package / "robot.py")
+    # a damping ratio of 0.7 on the finger's ~3.6e-6 kg m^2 would be KD 0.017: below timestep x KP / 2 = 0.042,
+    # where implicitfast's explicit spring blows up; the floor KP / 40 holds it
+    assert robot.KP == {"shoulder": 42.0, "wrist": 42.0} and robot.KD["wrist"] == 1.05, (robot.KP, robot.KD)
     for integrator, stable in ((mujoco.mjtIntegrator.mjINT_EULER, False), (mujoco.mjtIntegrator.mjINT_IMPLICITFAST, True)):
         spec = mujoco.MjSpec.from_file(str(package / "light.xml"))
         robot.apply(spec)

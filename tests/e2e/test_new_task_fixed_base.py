@@ -119,9 +119,9 @@ def test_each_added_servo_is_strong_enough_for_the_links_its_joint_carries(tmp_p
     # 0.125 = 0.736 N m -> 14.7 -> 15; both above the uniform floor of 7. KD for a damping ratio of 0.7 on
     # each joint's inertia in the stance (upright), the other joint held: the shoulder turns 0.008 + 1.0 x 0.15^2
     # + 0.003 + 0.6 x 0.425^2 = 0.141875 kg m^2, KD = 2 x 0.7 x sqrt(80 x 0.141875) = 4.717 -> 4.7; the elbow
-    # 0.003 + 0.6 x 0.125^2 = 0.012375, 1.4 x sqrt(15 x 0.012375) = 0.603 -> 0.6
+    # 0.003 + 0.6 x 0.125^2 = 0.012375, 1.4 x sqrt(15 x 0.012375) = 0.603 -> 0.6 (both above KP / 40: 2.0, 0.375)
     assert ("(KP 15.0-80.0: 2 joints raised above 7.0 to hold the links they carry within 0.05 rad, KD 0.6-4.7 for a "
-            "damping ratio of 0.7: placeholders") in lines, lines  # fmt: skip
+            "damping ratio of 0.7 (at least KP/40.0): placeholders") in lines, lines  # fmt: skip
     assert "WARNING" not in lines, lines
     sys.path.insert(0, str(tmp_path / "pkg"))
     importlib.invalidate_caches()
