@@ -59,7 +59,6 @@ class Interrupted(BaseException):
             how = f"robolearn train resume={self.run_dir}"
         return f"stopped by {name} after iteration {self.iteration}, checkpoint {self.checkpoint}; continue with: {how}"
 
-
     def _bundle_written(self) -> bool:
         """Whether export/ holds the bundle of the checkpoint training stopped at."""
         import yaml

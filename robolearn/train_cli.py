@@ -206,7 +206,7 @@ def _lead(overrides: list[str], handover: Handover) -> int:
         compose_train(_settings(overrides))
     overrides = as_merges(sweeps.sweeper_direction(overrides))
     claimed, had_run_dir = None, False
-    asked = None if multirun else _asked_run_dir(overrides)
+    asked, overwrite = (None, False) if multirun else _asked_run_dir(overrides)
     if multirun:
         _claim_sweep_dir(overrides)
     failures: list[UserError] = []
@@ -217,7 +217,7 @@ def _lead(overrides: list[str], handover: Handover) -> int:
     try:  # from here a signal frees the claimed folder (making the job imports the trainer: ~2 s)
         if asked is not None:
             with signals_deferred():  # claimed, locked and noted here as one step: a signal lands before or after
-                had_run_dir = _claim_run_dir(asked, overrides)
+                had_run_dir = _claim_run_dir(asked, overwrite)
                 claimed = Path(asked).expanduser()
         job = _train_job(handover, had_run_dir, failures)
         main = hydra.main(config_path=str(configs_dir()), config_name="train", version_base="1.3")(job)
@@ -299,28 +299,28 @@ def _claim_sweep_dir(overrides: list[str]) -> None:
         raise UserError(f"hydra.sweep.dir={path} is not empty (an earlier sweep's?); choose a new directory for the sweep")
 
 
-def _asked_run_dir(overrides: list[str]) -> str | None:
+def _asked_run_dir(overrides: list[str]) -> tuple[str | None, bool]:
     """An explicit hydra.run.dir as given, which is checked and locked before Hydra writes its
-    .hydra/ files into it (None: Hydra makes the run's folder)."""
+    .hydra/ files into it (None: Hydra makes the run's folder), and whether overwrite=true."""
     run_dirs = [a.split("=", 1)[1] for a in overrides if a.startswith("hydra.run.dir=")]
     flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
     if flags and flags[-1] not in ("true", "false"):
         raise UserError(f"overwrite={flags[-1]} is not valid: use overwrite=true or overwrite=false")
+    overwrite = bool(flags) and flags[-1] == "true"
     if run_dirs and "${" not in run_dirs[-1]:
-        return run_dirs[-1]
-    return None
+        return run_dirs[-1], overwrite
+    return None, overwrite
 
 
-def _claim_run_dir(asked: str, overrides: list[str]) -> bool:
+def _claim_run_dir(asked: str, overwrite: bool) -> bool:
     """Check the folder hydra.run.dir=`asked` names (overwrite=true: move the run in it aside) and lock
     it; returns whether it was there before this launch (a folder of the user's, kept if the run
     fails at once)."""
     from robolearn.run_dir import claim_run_dir, lock_run_dir
 
     path = Path(asked).expanduser()
-    flags = [a.split("=", 1)[1].strip().lower() for a in overrides if a.startswith("overwrite=")]
     existed = path.is_dir()
-    aside = claim_run_dir(path, overwrite=bool(flags) and flags[-1] == "true")
+    aside = claim_run_dir(path, overwrite=overwrite)
     lock_run_dir(path, f"hydra.run.dir={asked}")  # before Hydra writes into it
     if aside is not None:
         print(f"moved the run that was in {asked} aside to {aside}")

@@ -32,7 +32,8 @@ joint's inertia at the stance, the other joints held), never below KP / KD_RATIO
 damping comes on top. With KP / 40 (ratios of 0.1-0.45 on most arm joints) a 0.4 rad step of one
 target overshot by up to 55 % on the four arms of docs/benchmarks.md ("Servo damping"), by at most
 6.5 % with this. The floor is for light links: implicitfast integrates the damping implicitly but
-the spring explicitly, stable only while KD > timestep x KP / 2 - 2 x inertia / timestep, and a
+the spring explicitly, stable only while KD > timestep x KP / 2 - 2 x inertia / timestep (derived
+for one joint, not measured), and a
 10 g finger under a robot-sized KP needs more damping than its ratio asks for (KP / 40 is above
 timestep x KP for any timestep up to 25 ms)."""
 
@@ -110,18 +111,17 @@ def servo_gains(model: mujoco.MjModel, joints: list[str], qpos: list[float] | np
         return ServoGains({name: floor for name in joints}, {name: _damping(floor) for name in joints}, load, floor,
                           hanging)  # fmt: skip
     kp = {name: max(floor, _round_up(load[name] / SAG)) for name in joints}
-    kd = {name: max(_damping(kp[name]), _round_2(2 * DAMPING_RATIO * math.sqrt(kp[name] * joint_inertia(model, data, name))))
-          for name in joints}  # fmt: skip
+    inertia = joint_inertias(model, data, joints)
+    kd = {name: max(_damping(kp[name]), _round_2(2 * DAMPING_RATIO * math.sqrt(kp[name] * inertia[name]))) for name in joints}
     return ServoGains(kp, kd, load, floor, hanging)
 
 
-def joint_inertia(model: mujoco.MjModel, data: mujoco.MjData, name: str) -> float:
-    """The inertia [kg m^2, or kg for a slide] a joint's servo moves with the other joints held: the
-    diagonal of the joint-space inertia matrix, its armature included (after mj_forward)."""
+def joint_inertias(model: mujoco.MjModel, data: mujoco.MjData, joints: list[str]) -> dict[str, float]:
+    """The inertia [kg m^2, or kg for a slide] each joint's servo moves with the other joints held:
+    the diagonal of the joint-space inertia matrix, armature included (after mj_forward)."""
     full = np.zeros((model.nv, model.nv))
     mujoco.mj_fullM(model, data, full)
-    dof = int(model.joint(name).dofadr[0])
-    return float(full[dof, dof])
+    return {name: float(full[model.joint(name).dofadr[0], model.joint(name).dofadr[0]]) for name in joints}
 
 
 def _damping(kp: float) -> float:
