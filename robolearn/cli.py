@@ -13,6 +13,7 @@ import signal
 import sys
 import warnings
 from contextlib import nullcontext
+from pathlib import Path
 
 from robolearn.cli_args import bundle_path, flag, flags, key_values, number, optional_path
 from robolearn.hydra_errors import hydra_error_message
@@ -316,10 +317,10 @@ def main(argv: list[str] | None = None) -> int:
         if not rank_prefix():  # under torchrun rank 0 says it for every rank
             print(f"robolearn {verb}: {exc.line()}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        return _stopped(verb)
-    except Terminated:
-        return _stopped(verb, signal.SIGTERM)
+    except KeyboardInterrupt as exc:
+        return _stopped(verb, written=getattr(exc, "bundle_written", None))
+    except Terminated as exc:
+        return _stopped(verb, signal.SIGTERM, getattr(exc, "bundle_written", None))
     except Exception as exc:
         if _interrupted(exc):
             return _stopped(verb)
@@ -369,9 +370,9 @@ def _compose_choices(choices: list[str]):
     return compose_train(choices)
 
 
-def _stopped(verb: str, signum: int = signal.SIGINT) -> int:
+def _stopped(verb: str, signum: int = signal.SIGINT, written: Path | None = None) -> int:
     """Ctrl-C outside a training iteration, or SIGTERM in a verb other than train/tune: one line,
-    exit 130 (143)."""
+    exit 130 (143). `written`: a bundle the verb finished putting in place before the signal acted."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a further Ctrl-C must not break the exit (JAX's atexit)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if verb == "train":
@@ -379,7 +380,8 @@ def _stopped(verb: str, signum: int = signal.SIGINT) -> int:
               f"written before can be resumed", file=sys.stderr)  # fmt: skip
     else:
         how = "Ctrl+C" if signum == signal.SIGINT else signal.Signals(signum).name
-        print(f"robolearn {verb}: stopped ({how})", file=sys.stderr)
+        done = f" once the bundle was in place: {written} is complete" if written is not None else ""
+        print(f"robolearn {verb}: stopped ({how}){done}", file=sys.stderr)
     return 128 + signum
 
 

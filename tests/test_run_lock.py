@@ -98,10 +98,26 @@ def test_a_signal_while_a_bundle_is_swapped_waits_until_the_new_one_is_in_place(
         return moved
 
     monkeypatch.setattr(Path, "rename", rename_then_signal)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         install(staging, out)
     assert (out / "robot.yaml").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # nothing left aside under a hidden name
+    assert stopped.value.bundle_written == out  # so the verb's line can say the bundle is whole
+
+
+def test_the_stopped_line_of_export_says_when_its_bundle_was_in_place(capsys, tmp_path):
+    from robolearn.cli import _stopped
+
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # _stopped ignores further signals
+    try:
+        assert _stopped("export", signal.SIGTERM, tmp_path / "bundle") == 143
+        assert capsys.readouterr().err == (f"robolearn export: stopped (SIGTERM) once the bundle was in place: "
+                                           f"{tmp_path / 'bundle'} is complete\n")  # fmt: skip
+        assert _stopped("import") == 130
+        assert capsys.readouterr().err == "robolearn import: stopped (Ctrl+C)\n"
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
 
 
 def test_a_stale_lock_is_taken_over_by_one_of_two_processes_that_find_it(tmp_path):

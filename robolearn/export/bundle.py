@@ -36,7 +36,7 @@ from robolearn.evaluate import evaluate
 from robolearn.export.metadata import policy_state, robot_metadata, runtime_gap, versions, write_robot_yaml
 from robolearn.export.onnx import (INPUT_NAME, OUTPUT_NAME, SEQUENCES, ParityReport, check_parity, export_onnx,
                                    state_input, state_output)  # fmt: skip
-from robolearn.interrupts import signals_deferred
+from robolearn.interrupts import Terminated, signals_deferred
 from robolearn.model_files import model_files, outside_files, write_compiled
 from robolearn.rl.models import ActorCritic, Controller, InferencePolicy, PolicyGraph
 from robolearn.run_dir import check_export_target
@@ -268,6 +268,10 @@ def install(staging: Path, out_dir: Path) -> None:
                     previous.rename(out_dir)
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
+    except (KeyboardInterrupt, Terminated) as stop:
+        if swapped:  # the signal waited for the swap: the verb's "stopped" line says the bundle is whole
+            stop.bundle_written = out_dir
+        raise
     finally:
         if swapped and previous is not None:  # a signal that came during the swap acts after this
             shutil.rmtree(previous, ignore_errors=True)
