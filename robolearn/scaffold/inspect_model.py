@@ -108,7 +108,7 @@ class ModelInfo:
     tip_site: str | None = None
     """A site on the tip body (the end effector's, if the model marks one)."""
     tip_named: bool = False
-    """The end effector is a site whose name says so (end_effector_sites), not the longest chain's tip."""
+    """The end effector is a site or a fixed link whose name says so (end_effector_rank), not the longest chain's tip."""
     ee_sensor: str | None = None
     """A framepos sensor of a site (an end-effector position sensor), None if there is none."""
     ee_sensor_skipped: str | None = None
@@ -342,30 +342,36 @@ def _stance_qpos(model: mujoco.MjModel, info: ModelInfo, base: int) -> np.ndarra
     return qpos
 
 
-END_EFFECTOR_WORDS = ("tcp", "ee", "eef", "endeffector", "end_effector", "grasp", "pinch", "tool", "attachment", "gripper")
-"""Words in a site's name (split at _, -, . and spaces, or the whole name) that make it the end
-effector, most telling first: tcp_site, ee, grasp (dm_control's manipulator), attachment_site
-(MuJoCo Menagerie's arms)."""
+END_EFFECTOR_WORDS = ("tcp", "ee", "eef", "endeffector", "end_effector", "grasp", "grasptarget", "pinch", "tool", "attachment",
+                      "gripper", "flange")  # fmt: skip
+"""Words in a site's or a fixed link's name (split at _, -, ., spaces and camelCase humps, trailing
+digits dropped, or the whole name) that make it the end effector, most telling first: tcp_site,
+panda_hand_tcp, ee_link, grasp (dm_control's manipulator), tool0, attachment_site (MuJoCo
+Menagerie's arms), gripper_frame_link."""
+
+
+def end_effector_rank(name: str) -> int | None:
+    """Where a name's most telling word stands in END_EFFECTOR_WORDS; None if it names no end effector
+    (a touch sensor's site on a finger, dm_control's thumbtip_touch, does not)."""
+    parts = [p for p in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", name) if p]
+    words = {name.lower(), name.lower().replace("_", ""), *(p.lower() for p in parts), *(p.lower().rstrip("0123456789") for p in parts)}
+    if "touch" in words:
+        return None
+    ranks = [k for k, word in enumerate(END_EFFECTOR_WORDS) if word in words]
+    return min(ranks) if ranks else None
 
 
 def end_effector_sites(model: mujoco.MjModel, sites: list[int]) -> dict[int, int]:
     """Of `sites`, those whose name says end effector, each with its rank in END_EFFECTOR_WORDS."""
-    found = {}
-    for s in sites:
-        name = obj_name(model, mujoco.mjtObj.mjOBJ_SITE, s).lower()
-        words = {name, *re.split(r"[_\-. ]+", name), name.replace("_", "")}
-        if "touch" in words:  # a touch sensor's site on a finger (dm_control's thumbtip_touch)
-            continue
-        ranks = [k for k, word in enumerate(END_EFFECTOR_WORDS) if word in words]
-        if ranks:
-            found[s] = min(ranks)
-    return found
+    ranks = {s: end_effector_rank(obj_name(model, mujoco.mjtObj.mjOBJ_SITE, s)) for s in sites}
+    return {s: rank for s, rank in ranks.items() if rank is not None}
 
 
 def _tip(info: ModelInfo, model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int],
          children: dict, geoms: list[int]) -> None:  # fmt: skip
-    """The tip of the longest joint chain (an arm's end effector): its body, a site on it, and the
-    far end of its geometry along the line from the chain's root (info.tip, tip_site, tip_point)."""
+    """The end effector (info.tip, tip_site, tip_point): a site or fixed link whose name says so, else
+    the tip of the longest joint chain; a site on it; and the far end of its geometry along the line
+    from the chain's root (the origin of a link named as a frame, such as tool0)."""
 
     def chain_length(b: int) -> int:
         n = 0
@@ -382,9 +388,19 @@ def _tip(info: ModelInfo, model: mujoco.MjModel, data: mujoco.MjData, base: int,
     # a site a tendon or muscle path runs through (MyoSuite's TRIlong-P5) is not an end effector
     bodies = set(robot)
     named = end_effector_sites(model, [s for s in range(model.nsite) if int(model.site_bodyid[s]) in bodies and s not in wrapped])
+    # a fixed link that a URDF names as the tool's frame (panda_hand_tcp, tool0, gripper_frame_link): a
+    # body without joints of its own, not a finger, whose chain ends past it
+    frames = {b: end_effector_rank(obj_name(model, mujoco.mjtObj.mjOBJ_BODY, b)) for b in robot
+              if b != base and not int(model.body_jntnum[b]) and chain_length(b)}  # fmt: skip
+    frames = {b: rank for b, rank in frames.items() if rank is not None}
     if named:  # a site the model names as the end effector (tcp_site, grasp, attachment_site) beats the guess
         best = max(named, key=lambda s: (-named[s], chain_length(int(model.site_bodyid[s])), -s))
         tip, info.tip_named = int(model.site_bodyid[best]), True
+    elif frames:
+        tip = max(frames, key=lambda b: (-frames[b], chain_length(b), -b))
+        info.tip_named = True
+        if END_EFFECTOR_WORDS[frames[tip]] != "gripper":  # a frame (tcp, ee_link, tool0): its origin is the point
+            geoms = []
     info.tip = obj_name(model, mujoco.mjtObj.mjOBJ_BODY, tip) or None
     tip_sites = [best] if named else [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip and s not in wrapped]
     info.tip_site = obj_name(model, mujoco.mjtObj.mjOBJ_SITE, tip_sites[0]) or None if tip_sites else None

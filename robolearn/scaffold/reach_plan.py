@@ -57,12 +57,14 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
         else:
             site, point, frame = unique("ee", sites), np.array(info.tip_point), np.array([1.0, 0.0, 0.0, 0.0])
             plan.steps.append("add_ee_site")
-            plan.constants.append(const("EE_BODY", quoted(info.tip), "The end effector's body (new-task's guess: the end of "
-                                         "the longest joint chain)."))  # fmt: skip
+            why = "its name says so" if info.tip_named else "guessed: the end of the longest joint chain"
+            where = ("its origin" if not np.any(point) else
+                     "its geometry's point farthest from the arm's base")  # fmt: skip
+            plan.constants.append(const("EE_BODY", quoted(info.tip), f"The end effector's body (new-task: {why})."))
             plan.constants.append(const("EE_POINT", tuple_text(point), "The end effector's point in EE_BODY's frame [m] "
-                                         "(new-task's guess: its geometry's point farthest from the arm's base)."))  # fmt: skip
-            plan.lines.append(f"end effector (guessed: the end of the longest joint chain): body {info.tip} -> added site "
-                              f"'{site}' at {tuple_text(point)} in its frame")  # fmt: skip
+                                         f"(new-task's guess: {where})."))  # fmt: skip
+            plan.lines.append(f"end effector ({why}): body {info.tip} -> added site '{site}' at {tuple_text(point)} "
+                              "in its frame")  # fmt: skip
         if info.ee_sensor_skipped:
             plan.lines.append(f"{info.ee_sensor_skipped}: not taken for the end effector's position")
         plan.ee_sensor = unique("ee_pos", sensors)

@@ -17,6 +17,7 @@ from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.model_query import HOME_MARGIN, POSE_GUESS, home_value
 from robolearn.scaffold.plan import RobotPlan, const, mapping, num, object_names, quoted, short, tuple_text, unique
 from robolearn.scaffold.reach_plan import plan_reach
+from robolearn.scaffold.self_contacts import plan_self_contacts
 from robolearn.scaffold.servo_gains import plan_servo_gains
 from robolearn.scaffold.shown_geoms import plan_shown_geoms
 from robolearn.scaffold.wheels import plan_wheels
@@ -93,7 +94,9 @@ def plan_robot(info: ModelInfo, model: mujoco.MjModel, template: str) -> RobotPl
         plan_arm_home(plan, info, model)
         if template in ("reach", "pose"):
             plan_reach(plan, info, model, sites, sensors, orientation=template == "pose")
-    plan_base_contacts(plan, model)
+    if "add_free_joint" not in plan.steps:  # a root that will move freely is no longer fixed to the world
+        plan_base_contacts(plan, model)
+    plan_self_contacts(plan, info, model)
     if info.urdf:  # an MJCF says what it draws itself (a decorative geom that collides with nothing is not a mesh)
         plan_shown_geoms(plan, model)
     if not info.has_light:  # a URDF has none: the videos and viewers would be dark

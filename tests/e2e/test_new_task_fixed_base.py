@@ -168,3 +168,37 @@ def test_a_joint_too_weak_for_what_it_carries_is_warned_of(tmp_path):
     made = new_task("weak_elbow", "minimal", robot=tmp_path / "arm.urdf", out=tmp_path / "pkg")
     assert "WARNING: joints whose effort limit is below the weight they may carry (worst-case gravity load > " \
            "effort, N m or N): elbow 0.74 > 0.5" in "\n".join(made.lines), made.lines
+
+
+def _gripper_arm(palm: str, frame: str | None, finger: str) -> str:
+    """TWO_LINK with a gripper as ROS descriptions write one: a palm link fixed to the forearm, an
+    optional fixed tool-frame link without geometry 8 cm past it, and a finger on a prismatic joint
+    (the end of the longest joint chain)."""
+    tool = "" if frame is None else f"""<link name="{frame}"/>
+  <joint name="{frame}_joint" type="fixed"><parent link="{palm}"/><child link="{frame}"/><origin xyz="0 0 0.08"/></joint>"""
+    return TWO_LINK.replace("</robot>", f"""
+  <link name="{palm}"><inertial><mass value="0.3"/><inertia ixx="0.0003" iyy="0.0003" izz="0.0003" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 0.02"/><geometry><box size="0.06 0.02 0.04"/></geometry></collision></link>
+  <joint name="palm_joint" type="fixed"><parent link="fore"/><child link="{palm}"/><origin xyz="0 0 0.25"/></joint>
+  {tool}
+  <link name="{finger}"><inertial><mass value="0.05"/><inertia ixx="1e-5" iyy="1e-5" izz="1e-5" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 0.03"/><geometry><box size="0.01 0.02 0.06"/></geometry></collision></link>
+  <joint name="finger_joint" type="prismatic"><parent link="{palm}"/><child link="{finger}"/><origin xyz="0.02 0 0.04"/>
+    <axis xyz="1 0 0"/><limit lower="0" upper="0.03" effort="20" velocity="0.2"/></joint>
+</robot>""")
+
+
+@pytest.mark.parametrize("palm, frame, finger, body, point", [
+    ("hand", "hand_tcp", "left_finger", "hand_tcp", (0.0, 0.0, 0.0)),  # Franka: panda_hand_tcp
+    ("wrist_flange", "tool0", "jaw", "tool0", (0.0, 0.0, 0.0)),  # ROS-Industrial: tool0 (a digit after the word)
+    ("gripperStator", None, "gripperMover", "gripperStator", (0.0, 0.0, 0.04)),  # Unitree Z1: camelCase, the gripper's body
+])  # fmt: skip
+def test_a_link_whose_name_says_end_effector_beats_the_finger_at_the_end_of_the_chain(tmp_path, palm, frame, finger, body, point):
+    """A URDF has no sites: its tool frame is a fixed link. The longest joint chain ends at a finger
+    (the end effector was put on Franka's left finger, SO-101's and Z1's jaws); a fixed link named as
+    a tool frame is taken at its origin, a link named as the gripper at its geometry's far point."""
+    (tmp_path / "arm.urdf").write_text(_gripper_arm(palm, frame, finger))
+    made = new_task("gripper_arm", "reach", robot=tmp_path / "arm.urdf", out=tmp_path / "pkg")
+    assert f"end effector (its name says so): body {body} -> added site 'ee' at {point} in its frame" in "\n".join(made.lines), made.lines
+    robot = (tmp_path / "pkg" / "gripper_arm" / "robot.py").read_text()
+    assert f'EE_BODY = "{body}"' in robot and f"EE_POINT = {point}" in robot

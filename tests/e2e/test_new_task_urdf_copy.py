@@ -132,3 +132,37 @@ def test_a_links_collision_geom_is_hidden_where_its_visual_mesh_is_drawn(tmp_pat
     wheels = [g for g in range(model.ngeom) if model.body(int(model.geom_bodyid[g])).name.endswith("_wheel")]
     assert {int(model.geom_group[g]) for g in wheels} == {0}  # no visual: still drawn
     assert list(geom_groups(model)) == [1, 1, 1, 0, 0, 0]
+
+
+def test_links_that_overlap_at_home_are_excluded_and_the_rest_still_collide(tmp_path):
+    """A rover whose collision boxes are coarse: a fender link on a hinge under an arm link sinks 3 cm
+    into the chassis at home (neither is the other's parent, so MuJoCo collides them, and the
+    contact pushes the fender off from the first step). new-task excludes that pair, names it with
+    its depth, and leaves every other pair colliding; a locomotion robot's root gets no 'fixed to the
+    world' exclusions (it is given a free joint)."""
+    fender = ROVER.replace("</robot>", """  <link name="mount"><inertial><mass value="0.2"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="mount_joint" type="revolute"><parent link="base_link"/><child link="mount"/><origin xyz="0 0 0.2"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="5" velocity="1"/></joint>
+  <link name="fender"><inertial><mass value="0.2"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 -0.15"/><geometry><box size="0.1 0.1 0.06"/></geometry></collision></link>
+  <joint name="fender_joint" type="revolute"><parent link="mount"/><child link="fender"/>
+    <axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="5" velocity="1"/></joint>
+</robot>""")  # fmt: skip
+    (tmp_path / "rover.urdf").write_text(fender)
+    depth = 0.05 - (0.2 - 0.15 - 0.03)  # the chassis box's top face (z 0.05) against the fender box's bottom face
+    made = new_task("fender_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    lines = "\n".join(made.lines)
+    assert f"self-contacts: base_link-fender {depth * 1000:.1f} mm overlap in the home pose -> excluded" in lines, lines
+    assert "fixed to the world" not in lines
+    model = _edited_model(tmp_path / "pkg" / "fender_rover", "rover.urdf")
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    mujoco.mj_forward(model, data)
+    pairs = {tuple(sorted((model.body(int(model.geom_bodyid[c.geom1])).name, model.body(int(model.geom_bodyid[c.geom2])).name)))
+             for c in data.contact[: data.ncon]}  # fmt: skip
+    assert ("base_link", "fender") not in pairs
+    data.qpos[model.joint("fender_joint").qposadr[0]] = 0.0
+    data.qpos[2] -= 0.5  # sunk into the floor: the fender still touches the ground
+    mujoco.mj_forward(model, data)
+    assert any("fender" in (model.body(int(model.geom_bodyid[c.geom1])).name, model.body(int(model.geom_bodyid[c.geom2])).name)
+               for c in data.contact[: data.ncon]), "the fender no longer collides at all"  # fmt: skip
