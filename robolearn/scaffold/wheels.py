@@ -1,11 +1,12 @@
 """Wheels: where a model without actuators gets a velocity servo instead of a position servo.
 
-A wheel is a hinge without limits (a URDF's `continuous` joint, an MJCF hinge without range) whose
-body carries no further joint and whose collision geometry is round about the hinge's axis (a
-sphere, or a cylinder, capsule or round ellipsoid turning on its own axis). A position servo holds
-such a joint near one angle, so a rover could not drive; its policy commands the wheel's speed.
-A continuous joint that is not a wheel (an arm's endless wrist, a caster's swivel) keeps its
-position servo.
+A wheel is a hinge without limits (a URDF's `continuous` joint, an MJCF hinge without range) on a
+horizontal axis, whose body carries no further joint (directly or through fixed links) and whose
+collision geometry is round about the hinge's axis and centred on it (a sphere, or a cylinder,
+capsule or round ellipsoid turning on its own axis). A position servo holds such a joint near one
+angle, so a rover could not drive; its policy commands the wheel's speed. A continuous joint that
+is not a wheel keeps its position servo: an arm's endless wrist, a caster's or a head's swivel (a
+vertical axis), a pendulum's bob (off the axis), a leg's hip motor (it carries the knee).
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ import numpy as np
 
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.plan import RobotPlan, const, mapping, num, short
+
+LEVEL = 0.26
+"""A wheel's axis is within ~15 degrees of horizontal in the model's pose: |axis . z| below this."""
+
+ON_AXIS = 0.05
+"""A round geom's centre lies on the hinge's axis within this fraction of its radius."""
 
 RIM_SPEED = 2.0
 """The speed a wheel's rim reaches at full action [m/s]: the placeholder top speed of new-task's
@@ -28,30 +35,40 @@ def wheel_radii(info: ModelInfo, model: mujoco.MjModel) -> dict[str, float]:
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
     mujoco.mj_comPos(model, data)  # xaxis
-    carriers = {int(model.body_parentid[model.jnt_bodyid[j]]) for j in range(model.njnt)}
+    carriers = set()  # every body with a joint somewhere below it (a fixed link between counts as nothing)
+    for j in range(model.njnt):
+        b = int(model.body_parentid[model.jnt_bodyid[j]])
+        while b and b not in carriers:
+            carriers.add(b)
+            b = int(model.body_parentid[b])
     wheels = {}
     for joint in info.joints:
         if joint.slide or joint.range is not None:
             continue
         j = model.joint(joint.name).id
         body = int(model.jnt_bodyid[j])
-        if body in carriers or int(model.body_jntnum[body]) != 1:
+        if body in carriers or int(model.body_jntnum[body]) != 1 or abs(float(data.xaxis[j][2])) >= LEVEL:
             continue
-        radius = _round_radius(model, data, body, data.xaxis[j])
+        radius = _round_radius(model, data, body, data.xanchor[j], data.xaxis[j])
         if radius:
             wheels[joint.name] = radius
     return wheels
 
 
-def _round_radius(model: mujoco.MjModel, data: mujoco.MjData, body: int, axis: np.ndarray) -> float | None:
-    """The largest radius of the body's collision geoms that are round about `axis`, None if the
-    body has collision geoms and not all of them are."""
+def _round_radius(model: mujoco.MjModel, data: mujoco.MjData, body: int, anchor: np.ndarray, axis: np.ndarray) -> float | None:
+    """The largest radius of the body's collision geoms that are round about the line through
+    `anchor` along `axis` and centred on it, None if the body has collision geoms and not all of
+    them are."""
     radii = []
     for g in range(model.ngeom):
         if int(model.geom_bodyid[g]) != body or not (model.geom_contype[g] or model.geom_conaffinity[g]):
             continue
         kind, size = int(model.geom_type[g]), model.geom_size[g]
         along = abs(float(data.geom_xmat[g].reshape(3, 3)[:, 2] @ axis))
+        offset = data.geom_xpos[g] - anchor
+        off_axis = float(np.linalg.norm(offset - (offset @ axis) * axis))
+        if off_axis > ON_AXIS * float(size[0]):
+            return None
         if kind == int(mujoco.mjtGeom.mjGEOM_SPHERE):
             radii.append(float(size[0]))
         elif kind in _ROUND_ABOUT_AXIS and along > 0.99 and (kind != int(mujoco.mjtGeom.mjGEOM_ELLIPSOID) or np.isclose(size[0], size[1])):

@@ -202,3 +202,35 @@ def test_a_link_whose_name_says_end_effector_beats_the_finger_at_the_end_of_the_
     assert f"end effector (its name says so): body {body} -> added site 'ee' at {point} in its frame" in "\n".join(made.lines), made.lines
     robot = (tmp_path / "pkg" / "gripper_arm" / "robot.py").read_text()
     assert f'EE_BODY = "{body}"' in robot and f"EE_POINT = {point}" in robot
+
+
+def _one_hinge(child: str, joint_origin: str = "", axis: str = "0 1 0", carried: str = "") -> str:
+    """ROVER with one more continuous joint on base_link, to body `child`'s geometry."""
+    return ROVER.replace("</robot>", f"""  <link name="extra"><inertial><mass value="0.3"/><inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    {child}</link>
+  <joint name="extra_joint" type="continuous"><parent link="base_link"/><child link="extra"/><origin {joint_origin}/><axis xyz="{axis}"/><limit effort="5" velocity="30"/></joint>
+{carried}</robot>""")  # fmt: skip
+
+
+@pytest.mark.parametrize("what, urdf", [
+    ("a swivel on a vertical axis (r2d2's head)",
+     _one_hinge('<collision><geometry><sphere radius="0.1"/></geometry></collision>', 'xyz="0 0 0.2"', axis="0 0 1")),
+    ("a sphere off the axis (a pendulum's bob)",
+     _one_hinge('<collision><origin xyz="0 0 -0.3"/><geometry><sphere radius="0.05"/></geometry></collision>', 'xyz="0 0 0.2"')),
+    ("a hip motor that carries a knee through a fixed link (minitaur)",
+     _one_hinge('<collision><origin rpy="1.5708 0 0"/><geometry><cylinder radius="0.04" length="0.03"/></geometry></collision>',
+                'xyz="0 0.2 0"', carried="""  <link name="upper"><inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="upper_fixed" type="fixed"><parent link="extra"/><child link="upper"/></joint>
+  <link name="lower"><inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="knee" type="revolute"><parent link="upper"/><child link="lower"/><origin xyz="0 0 -0.1"/><axis xyz="0 1 0"/><limit lower="-2" upper="0" effort="5" velocity="10"/></joint>
+""")),
+])  # fmt: skip
+def test_a_continuous_joint_that_is_no_wheel_keeps_its_position_servo(tmp_path, what, urdf):
+    """Each is an unlimited hinge whose body's geometry is round (what wheels.py looked at), but it
+    does not roll the robot along: only the rover's four wheels get velocity servos."""
+    (tmp_path / "rover.urdf").write_text(urdf)
+    made = new_task("not_wheels", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    wheels = next(line for line in made.lines if line.startswith("actuators: none on the wheels"))
+    assert wheels.startswith("actuators: none on the wheels fl_wheel_joint, fr_wheel_joint, rl_wheel_joint, rr_wheel_joint (no limits"), (what, wheels)
+    robot = (tmp_path / "pkg" / "not_wheels" / "robot.py").read_text()
+    assert '"extra_joint"' not in robot.split("WHEEL_SPEED")[1].split('"""')[0], what
