@@ -10,6 +10,7 @@ its compiled MJCF, includes inlined, with the files it loads copied next to it (
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -93,4 +94,15 @@ def write_compiled(asset: Path, dest: Path, name: str, edit=None, reserved: tupl
         item.file = rel.as_posix()
     spec.meshdir, spec.texturedir, spec.strippath = "", "", False  # every path is now relative to the MJCF
     spec.modelfiledir = f"{dest}{os.sep}"  # to_xml compiles again: from the copies
-    (dest / name).write_text(spec.to_xml())
+    (dest / name).write_text(_balanced(spec.to_xml(), spec))
+
+
+def _balanced(xml: str, spec: mujoco.MjSpec) -> str:
+    """`xml` with the compiler's balanceinertia kept: MuJoCo's writer leaves it out, and the explicit
+    inertias it writes at 6 digits may again miss A + B >= C by 1e-10 (an Allegro hand URDF: the
+    bundle did not load in sim2sim)."""
+    if not spec.compiler.balanceinertia or re.search(r"<compiler[^>]*\bbalanceinertia=", xml):
+        return xml
+    if re.search(r"<compiler\b", xml):
+        return re.sub(r"<compiler\b", '<compiler balanceinertia="true"', xml, count=1)
+    return re.sub(r"(<mujoco\b[^>]*>)", r'\1\n  <compiler balanceinertia="true"/>', xml, count=1)

@@ -89,3 +89,22 @@ def test_a_bundle_carries_a_model_that_reaches_outside_its_folder(tmp_path):
     copy_model(arm, staging, "arm.xml")
     assert sorted(digest(staging)) == ["arm.xml", "meshes/collision/link.stl", "meshes/visual/link.stl"]
     same_model(staging / "arm.xml", arm)
+
+
+def test_the_compiled_copy_keeps_balanceinertia(tmp_path):
+    """MuJoCo's writer leaves the compiler's balanceinertia out while it writes the balanced
+    inertias at 6 digits, which may miss A + B >= C again by 1e-10 (an Allegro hand URDF's bundle did
+    not load in sim2sim); the copy says balanceinertia itself."""
+    from robolearn.model_files import write_compiled
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "hand.xml").write_text("""<mujoco><compiler balanceinertia="true"/><worldbody>
+      <body name="finger"><joint name="j" axis="0 1 0"/><inertial pos="0 0 0" mass="0.01" diaginertia="1e-6 1e-6 3.0000001e-6"/>
+      <geom type="box" size="0.01 0.01 0.01" contype="0" conaffinity="0"/></body></worldbody></mujoco>""")
+    (tmp_path / "out").mkdir()
+    write_compiled(tmp_path / "src" / "hand.xml", tmp_path / "out", "hand.xml")
+    written = (tmp_path / "out" / "hand.xml").read_text()
+    assert 'balanceinertia="true"' in written
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "out" / "hand.xml"))
+    inertia = sorted(model.body_inertia[model.body("finger").id])
+    assert inertia[0] + inertia[1] >= inertia[2]

@@ -40,9 +40,10 @@ from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.limit_probe import PROBE_S, soft_limits
 from robolearn.scaffold.plan import TEMPLATES, render, short
 from robolearn.scaffold.robot_edits import plan_robot
-from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, unique_file_names, urdf_meshes
+from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, parse_urdf, unique_file_names, urdf_meshes
+from robolearn.scaffold.stand_check import stand_warning
 from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
-from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint
+from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes
 
 TEMPLATE_NAMES = ("minimal", "locomotion", "reach", "pose")
 BUILTIN_MODELS = {"locomotion": "quadruped.xml", "reach": "arm.xml", "pose": "arm.xml"}
@@ -151,7 +152,7 @@ def _copy_urdf(source: Path, package: Path, legged: bool) -> tuple[Path, list[st
     binary, for a legged robot a base_footprint root left out)."""
     collision = urdf_meshes(source, "collision")
     visual = urdf_meshes(source, "visual")
-    if _urdf_compiler(ET.parse(source)).get("discardvisual") == "true" or not visual:
+    if _urdf_compiler(parse_urdf(source)).get("discardvisual") == "true" or not visual:
         target, _, notes = _write_urdf(source, package, collision, None, legged)
         return target, notes
     target, copies, notes = _write_urdf(source, package, {**visual, **collision}, "false", legged)
@@ -183,8 +184,9 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
     into meshes/ under names of their own, and its compiler element set (`discard_visual`: None
     keeps the URDF's own); returns the copy, each mesh file's name there and the report's lines on
     what changed (urdf_copy.py)."""
-    tree = ET.parse(source, ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)))  # keep the comments
+    tree = parse_urdf(source, comments=True)  # keep the comments
     notes = [note] if legged and (note := drop_footprint(tree)) else []
+    notes += [note] if (note := endless_revolutes(tree)) else []
     compiler = _urdf_compiler(tree)
     compiler.set("fusestatic", "false")  # links without joints stay bodies: the base link keeps its name
     if discard_visual is not None:
@@ -208,6 +210,19 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
     target = package / source.name
     tree.write(target, encoding="utf-8")
     return target, names, notes
+
+
+def _about_the_copy(message: str, robot: Path, copy: Path) -> str:
+    """A load or compile error of new-task's copy of `robot`, told about the user's files: the copy
+    lives in a staging folder that is gone when the message is read."""
+    message = message.replace(str(copy), str(robot))
+    message = re.sub(r"(?:[^\s']*/)?\.[^/\s']*\.new-task-[^/\s']*/[^/\s']*/", "", message)  # <staging>/<package>/
+    dae = re.search(r"no decoder found for mesh file '(?:meshes/)?([^']+\.dae)'", message, re.IGNORECASE)
+    if dae:
+        return (f"cannot compile robot model {robot}: its collision mesh {dae.group(1)} is COLLADA (.dae), which MuJoCo "
+                "cannot read; valid: STL, OBJ or MSH (convert it, e.g. with Blender or trimesh, and point the "
+                "<collision> element at the copy)")  # fmt: skip
+    return message
 
 
 def _builtin_model(template: str, package: Path) -> Path:
@@ -262,8 +277,14 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
         model_path, copy_note = _copy_model(robot, package)
         copy_notes = [copy_note] if copy_note else []
     shown = robot or model_path.name
-    spec = load_spec(model_path)
-    model = compile_spec(spec, robot or model_path)
+    try:
+        spec = load_spec(model_path)
+        model = compile_spec(spec, robot or model_path)
+    except UserError as exc:
+        if robot is None:
+            raise
+        load_spec(robot)  # where the user's own file fails to parse, MuJoCo's message names its lines, not the copy's
+        raise UserError(_about_the_copy(str(exc), robot, model_path)) from None
     info = inspect_model(robot or model_path, model, urdf=model_path.suffix.lower() == ".urdf")
     plan = plan_robot(info, model, template)
     found = [*plan.lines, *copy_notes]
@@ -281,6 +302,10 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
             result.lines.append(f"joint limits: soft for the motors ({joint} goes {past:.2f} rad past its range within "
                                 f"{PROBE_S:g} s at full effort) -> no past_joint_limits termination (it would end nearly "
                                 "every early episode); the joint_limits penalty keeps the policy off them")  # fmt: skip
+    if template == "locomotion" and plan.position and not plan.planar and plan.base and mujoco.mj_name2id(edited, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0:
+        warning = stand_warning(edited, plan.base, plan.integrator)  # the home pose, held by the servos it got
+        if warning:
+            result.lines.append(warning)
     asset = model_path.relative_to(package).as_posix()
     copied = physics_copy(load_spec(model_path), model)[0]  # what the CPU backend copies per environment
     model_bytes = mujoco.mj_sizeModel(copied if copied is not None else model)
@@ -304,7 +329,7 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
     robot_rows = (f"| `{name}/robot.py` | the robot's constants (joints, gains, default pose, ...) and the edits "
                   f"`apply(spec)` makes to `{asset}` before it compiles |\n") if robot_py else ""  # fmt: skip
     robot_rows += f"| `{name}/{asset}` | the robot model{' and its meshes' if model_path.suffix == '.urdf' else ''} |\n"
-    findings = "\n## What new-task found in the model\n\n" + "".join(f"- {line}\n" for line in found)
+    findings = "\n## What new-task found in the model\n\n" + "".join(f"- {line}\n" for line in result.lines)
     (root / "README.md").write_text(render(
         TEMPLATES / "common" / "README.md.tmpl", project=project, summary=summary, name=name, package=name,
         template=template, robot_arg=f" --robot {shown.name}" if robot else "", robot_rows=robot_rows,

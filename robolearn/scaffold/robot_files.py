@@ -42,11 +42,19 @@ def urdf_meshes(path: Path, within: str) -> dict[str, Path]:
     """The mesh files a URDF's `within` elements ('visual' or 'collision') name: each `filename` as
     written (`package://<pkg>/...`, looked up in the folders above it) and the file it is."""
     try:
-        tree = ET.parse(path)
+        tree = parse_urdf(path)
     except (OSError, ET.ParseError) as exc:
         raise UserError(f"cannot read robot model {path}: {one_line(exc)}") from None
     names = {mesh.get("filename", "") for element in tree.getroot().iter(within) for mesh in element.iter("mesh")}
     return {name: _find_urdf_file(path, name) for name in sorted(names - {""})}
+
+
+def parse_urdf(path: Path, comments: bool = False) -> ET.ElementTree:
+    """A URDF's XML as MuJoCo and ROS read it: blank lines before the `<?xml` declaration and NUL bytes
+    at the end (pybullet's humanoid.urdf) are no error there, so they are none here."""
+    data = path.read_bytes().lstrip().rstrip(b"\x00 \t\r\n")
+    parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)) if comments else None
+    return ET.ElementTree(ET.fromstring(data, parser=parser))
 
 
 def unique_file_names(files: list[Path]) -> dict[Path, str]:

@@ -77,3 +77,33 @@ def drop_footprint(tree: ET.ElementTree) -> str | None:
     return (f"root link {roots[0]}: massless, without geometry, fixed to {child} -> left out of the copy, so {child} "
             "is the floating base (a free joint goes on a body of the world only, and the base's height and IMU are "
             f"read at its frame, not at the ground)")
+
+
+ENDLESS = 1000.0
+"""A revolute joint whose limits span more than this [rad] has none: ROS descriptions write a
+continuous joint (a rotor, a wheel) as revolute with limits of +-1e16."""
+
+
+def endless_revolutes(tree: ET.ElementTree) -> str | None:
+    """Make each revolute joint whose limits span more than ENDLESS a continuous one (its effort and
+    velocity limits kept): as written, MuJoCo takes the +-1e16 limits literally, and new-task planned
+    position targets across them. Returns the report line, None where there is none."""
+    changed = []
+    for joint in tree.getroot().findall("joint"):
+        limit = joint.find("limit")
+        if joint.get("type") != "revolute" or limit is None:
+            continue
+        try:
+            span = float(limit.get("upper", "0")) - float(limit.get("lower", "0"))
+        except ValueError:  # MuJoCo's own parse names it
+            continue
+        if span > ENDLESS:
+            joint.set("type", "continuous")
+            limit.attrib.pop("lower", None)
+            limit.attrib.pop("upper", None)
+            changed.append((joint.get("name"), span))
+    if not changed:
+        return None
+    names = ", ".join(name for name, _ in changed[:6]) + (f", ... ({len(changed)} in all)" if len(changed) > 6 else "")
+    return (f"joints {names}: revolute with limits {changed[0][1] / 2:.3g} rad either side, a ROS way to write a joint "
+            "without limits -> continuous in the copy")

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+import pytest
 
+from robolearn.errors import UserError
 from robolearn.scaffold import new_task
 
 from .test_new_task_fixed_base import ROVER
@@ -166,3 +168,49 @@ def test_links_that_overlap_at_home_are_excluded_and_the_rest_still_collide(tmp_
     mujoco.mj_forward(model, data)
     assert any("fender" in (model.body(int(model.geom_bodyid[c.geom1])).name, model.body(int(model.geom_bodyid[c.geom2])).name)
                for c in data.contact[: data.ncon]), "the fender no longer collides at all"  # fmt: skip
+
+
+def test_a_revolute_joint_with_limits_of_1e16_is_copied_as_continuous(tmp_path):
+    """ROS descriptions write a rotor's or wheel's joint as revolute with limits of +-1e16: MuJoCo
+    took them literally, and new-task planned position targets of +-8e15 rad (every env step
+    diverged). The copy makes them continuous and says so."""
+    (tmp_path / "rover.urdf").write_text(ROVER.replace('type="continuous"', 'type="revolute"').replace(
+        '<limit effort="5" velocity="30"/>', '<limit effort="5" lower="-1e+16" upper="1e+16" velocity="30"/>'))  # fmt: skip
+    made = new_task("endless_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert ("joints fl_wheel_joint, fr_wheel_joint, rl_wheel_joint, rr_wheel_joint: revolute with limits 1e+16 rad either "
+            "side, a ROS way to write a joint without limits -> continuous in the copy") in made.lines, made.lines  # fmt: skip
+    assert any(line.startswith("actuators: none on the wheels fl_wheel_joint") for line in made.lines)  # wheels again
+    model = _edited_model(tmp_path / "pkg" / "endless_rover", "rover.urdf")
+    assert not model.jnt_limited[model.joint("fl_wheel_joint").id]
+
+
+@pytest.mark.parametrize("dressing", [lambda text: "\n\n" + text, lambda text: text + "\x00"])
+def test_a_urdf_that_mujoco_reads_is_read_with_blank_lines_before_it_or_nul_bytes_after(tmp_path, dressing):
+    (tmp_path / "rover.urdf").write_bytes(dressing('<?xml version="1.0"?>\n' + ROVER).encode())
+    made = new_task("dressed_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert made.lines[0].startswith("joints: 4 hinge")
+
+
+def test_an_error_in_the_users_urdf_names_the_users_file_and_line(tmp_path):
+    """MuJoCo's message for the copy named a staging folder that is gone by then, and the copy's
+    line; the user's own file and line are what to fix."""
+    broken = ROVER.replace('<origin xyz="0.18 0.19 -0.04"/>', '<origin xyz="$(optenv X 0.18) 0.19 -0.04"/>')  # xacro left in
+    (tmp_path / "rover.urdf").write_text(broken)
+    line = 1 + broken.splitlines().index(next(s for s in broken.splitlines() if "optenv" in s))
+    with pytest.raises(UserError) as error:
+        new_task("xacro_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert str(error.value) == (f"cannot load robot model {tmp_path / 'rover.urdf'}: XML Error: bad format in attribute 'xyz' "
+                                f"Element 'origin', line {line}")  # fmt: skip
+
+
+def test_a_collision_mesh_mujoco_cannot_read_is_named_with_the_formats_it_can(tmp_path):
+    (tmp_path / "meshes").mkdir()
+    (tmp_path / "meshes" / "chassis.dae").write_text("<COLLADA/>")
+    (tmp_path / "rover.urdf").write_text(ROVER.replace('<collision><geometry><box size="0.5 0.3 0.1"/></geometry></collision>',
+                                                       '<collision><geometry><mesh filename="meshes/chassis.dae"/></geometry></collision>'))  # fmt: skip
+    with pytest.raises(UserError) as error:
+        new_task("dae_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert str(error.value) == (f"cannot compile robot model {tmp_path / 'rover.urdf'}: its collision mesh chassis.dae is "
+                                "COLLADA (.dae), which MuJoCo cannot read; valid: STL, OBJ or MSH (convert it, e.g. with "
+                                "Blender or trimesh, and point the <collision> element at the copy)")  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["meshes", "rover.urdf"]  # no staging folder left behind

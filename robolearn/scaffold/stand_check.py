@@ -1,0 +1,77 @@
+"""Does a legged robot stand in its home pose, held there by the servos new-task gave it?
+
+new-task's home pose is a guess (each joint at 0 inside its limits) and its gains are placeholders.
+A guess can put every foot ahead of the hips (pybullet's A1: it tips back onto its thighs), and a
+heavy robot can sag under 2 x its mass (AlienGo); then every episode starts falling and nothing
+says why. This holds the pose for a second, as training's first steps would, and the report warns
+where the robot sinks or tips, and whether stronger gains alone would hold it.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import mujoco
+import numpy as np
+
+HOLD_S = 1.0
+"""How long the pose is held [s]."""
+
+SINK = 0.25
+"""A base that ends lower than this fraction of its home height below it has not stood."""
+
+TIP = np.radians(20.0)
+"""A base that turns more than this from its home orientation has not stood [rad]."""
+
+STRONGER = 4.0
+"""The gain factor tried when the pose does not hold: KP x 4, KD x 2."""
+
+
+def hold(model: mujoco.MjModel, base: str, integrator: str | None = None, gain: float = 1.0) -> tuple[float, float, float]:
+    """The base's height at home and after HOLD_S of holding the `home` keyframe's controls, and how
+    far it turned [m, m, rad]; servo gains scaled by `gain` (KD by its square root)."""
+    model = copy.deepcopy(model)
+    if integrator:
+        model.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
+    for a in _servos(model):
+        model.actuator_gainprm[a, 0] *= gain
+        model.actuator_biasprm[a, 1] *= gain
+        model.actuator_biasprm[a, 2] *= np.sqrt(gain)
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    mujoco.mj_forward(model, data)
+    servos = _servos(model)
+    data.ctrl[servos] = data.actuator_length[servos]  # each servo's target: where its joint is at home
+    body = model.body(base).id
+    start_z, start_r = float(data.xpos[body, 2]), data.xmat[body].reshape(3, 3).copy()
+    for _ in range(int(round(HOLD_S / model.opt.timestep))):
+        mujoco.mj_step(model, data)
+        if not np.isfinite(data.qpos).all():
+            return start_z, float("nan"), float("nan")
+    turn = start_r.T @ data.xmat[body].reshape(3, 3)
+    angle = float(np.arccos(np.clip((np.trace(turn) - 1) / 2, -1.0, 1.0)))
+    return start_z, float(data.xpos[body, 2]), angle
+
+
+def stand_warning(model: mujoco.MjModel, base: str, integrator: str | None) -> str | None:
+    """A report line where the home pose does not hold (hold), None where it does."""
+    start, end, turned = hold(model, base, integrator)
+    if _stood(start, end, turned):
+        return None
+    how = ("the simulation diverges" if not np.isfinite(end) else
+           f"the base's height goes from {start:.3f} to {end:.3f} m and it turns {np.degrees(turned):.0f} degrees")  # fmt: skip
+    stronger = hold(model, base, integrator, STRONGER)
+    why = (f"with KP x {STRONGER:g} it stands: the placeholder gains are too weak for this robot; set KP and KD in robot.py"
+           if _stood(*stronger) else
+           f"it does not stand with KP x {STRONGER:g} either: the pose is off balance (e.g. feet not under the hips); "
+           "set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)")  # fmt: skip
+    return f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {how}: every episode would start falling; {why}"
+
+
+def _servos(model: mujoco.MjModel) -> list[int]:
+    """The position servos: an affine bias that pulls toward the control (biasprm[1] = -kp)."""
+    return [a for a in range(model.nu) if model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE and model.actuator_biasprm[a, 1] < 0]
+
+
+def _stood(start: float, end: float, turned: float) -> bool:
+    return bool(np.isfinite(end) and end >= (1 - SINK) * start and turned <= TIP)
