@@ -17,12 +17,14 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import mujoco
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from robolearn.scaffold import _copy_urdf as copy_urdf  # noqa: E402
 from robolearn.scaffold.inspect_model import inspect_model  # noqa: E402
 
 FAST = ["env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1", "runner.video_interval=0",
@@ -30,13 +32,20 @@ FAST = ["env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1
 
 
 def default_template(model: Path) -> str:
+    """locomotion for a model with a floating or planar base, reach otherwise; a URDF is read as
+    new-task copies it (its package:// meshes found, its root fixed to the world as MuJoCo reads
+    a URDF: a legged URDF is told apart by its feet)."""
     mujoco.set_mju_user_warning(lambda message: None)  # the stages print the model's warnings, not this guess
     try:
-        m = mujoco.MjModel.from_xml_path(str(model))
+        with tempfile.TemporaryDirectory() as folder:
+            m = mujoco.MjModel.from_xml_path(str(copy_urdf(model, Path(folder), legged=False)[0])) \
+                if model.suffix.lower() == ".urdf" else mujoco.MjModel.from_xml_path(str(model))  # fmt: skip
+            info = inspect_model(model, m, urdf=model.suffix.lower() == ".urdf")
     except Exception:  # new-task reports the load error itself
         return "minimal"
-    info = inspect_model(model, m)  # a free body that carries no joint (a loose object) is not a floating base
-    return "locomotion" if info.base or info.planar else "reach"
+    if info.base or info.planar:  # a free body that carries no joint (a loose object) is not a floating base
+        return "locomotion"
+    return "locomotion" if model.suffix.lower() == ".urdf" and len(info.feet) >= 2 else "reach"
 
 
 def first_error(text: str) -> str:

@@ -43,7 +43,7 @@ from robolearn.scaffold.robot_edits import plan_robot
 from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, parse_urdf, unique_file_names, urdf_meshes
 from robolearn.scaffold.stand_check import stand_warning
 from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
-from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes
+from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes, massless_links
 
 TEMPLATE_NAMES = ("minimal", "locomotion", "reach", "pose")
 BUILTIN_MODELS = {"locomotion": "quadruped.xml", "reach": "arm.xml", "pose": "arm.xml"}
@@ -187,6 +187,7 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
     tree = parse_urdf(source, comments=True)  # keep the comments
     notes = [note] if legged and (note := drop_footprint(tree)) else []
     notes += [note] if (note := endless_revolutes(tree)) else []
+    notes += [note] if (note := massless_links(tree, legged)) else []
     compiler = _urdf_compiler(tree)
     compiler.set("fusestatic", "false")  # links without joints stay bodies: the base link keeps its name
     if discard_visual is not None:

@@ -107,3 +107,53 @@ def endless_revolutes(tree: ET.ElementTree) -> str | None:
     names = ", ".join(name for name, _ in changed[:6]) + (f", ... ({len(changed)} in all)" if len(changed) > 6 else "")
     return (f"joints {names}: revolute with limits {changed[0][1] / 2:.3g} rad either side, a ROS way to write a joint "
             "without limits -> continuous in the copy")
+
+
+def massless_links(tree: ET.ElementTree, legged: bool) -> str | None:
+    """A URDF link without `<inertial>` has no mass (URDF's rule); MuJoCo's default gives it the mass
+    of its geometry at the density of water (an ANYmal's 0.58 m trunk box: 29 kg of 52). Where
+    every such link is welded (by fixed joints) to a link that has an `<inertial>`, or to the root of
+    a robot fixed to the world, the copy's compiler says inertiafromgeom="false": MuJoCo refuses a
+    massless body that moves (where one would, a warning says so and nothing changes). The URDF's
+    own setting stands. Returns the report line, None where there is nothing to say."""
+    robot = tree.getroot()
+    extension = robot.find("mujoco")
+    compiler = extension.find("compiler") if extension is not None else None
+    if compiler is not None and compiler.get("inertiafromgeom") is not None:
+        return None
+    links = {link.get("name"): link for link in robot.findall("link")}
+    group = {name: name for name in links}  # each link's weld group, joined over fixed joints
+
+    def find(name: str) -> str:
+        while group[name] != name:
+            name = group[name]
+        return name
+
+    parents = {}
+    for joint in robot.findall("joint"):
+        parent, child = joint.find("parent"), joint.find("child")
+        if parent is None or child is None or parent.get("link") not in links or child.get("link") not in links:
+            return None  # MuJoCo's own message names a broken tree
+        parents[child.get("link")] = parent.get("link")
+        if joint.get("type") == "fixed":
+            group[find(child.get("link"))] = find(parent.get("link"))
+    weighed = {find(name) for name, link in links.items() if link.find("inertial") is not None}
+    roots = [name for name in links if name not in parents]
+    if not legged:
+        weighed |= {find(name) for name in roots}  # fixed to the world: it does not move
+    bare = [name for name, link in links.items()  # geometry MuJoCo would weigh (visual geoms count too)
+            if link.find("inertial") is None and (link.find("collision") is not None or link.find("visual") is not None)]  # fmt: skip
+    if not bare:
+        return None
+    moving = [name for name in bare if find(name) not in weighed]
+    if moving:
+        shown = ", ".join(moving[:6]) + (f", ... ({len(moving)} in all)" if len(moving) > 6 else "")
+        return (f"WARNING: links without <inertial> that move with nothing else to weigh them: {shown} -> MuJoCo gives "
+                "them the mass of their geometry as water (a massless moving body does not compile); give each an "
+                "<inertial> with its real mass")  # fmt: skip
+    if compiler is None:
+        compiler = ET.SubElement(extension if extension is not None else ET.SubElement(robot, "mujoco"), "compiler")
+    compiler.set("inertiafromgeom", "false")
+    shown = ", ".join(bare[:6]) + (f", ... ({len(bare)} in all)" if len(bare) > 6 else "")
+    return (f"links without <inertial>: {shown} -> massless, as URDF reads them (MuJoCo would weigh their "
+            "geometry as water: inertiafromgeom=\"false\" in the copy)")

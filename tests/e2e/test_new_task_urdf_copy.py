@@ -214,3 +214,25 @@ def test_a_collision_mesh_mujoco_cannot_read_is_named_with_the_formats_it_can(tm
                                 "COLLADA (.dae), which MuJoCo cannot read; valid: STL, OBJ or MSH (convert it, e.g. with "
                                 "Blender or trimesh, and point the <collision> element at the copy)")  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["meshes", "rover.urdf"]  # no staging folder left behind
+
+
+def test_a_link_without_inertial_is_massless_as_urdf_says_where_mujoco_allows(tmp_path):
+    """MuJoCo weighs a URDF link without <inertial> as water-filled geometry (an ANYmal trunk box: 29
+    kg of a 52 kg robot, and its servo gains sized from 81 kg). Where the link is welded to one that
+    has an <inertial>, the copy makes it massless; where it would move with nothing to weigh it
+    (MuJoCo refuses that), the report warns and the mass stays."""
+    no_trunk_mass = ROVER.replace('<link name="base_link"><inertial><mass value="8"/><inertia ixx="0.1" iyy="0.1" izz="0.1" '
+                                  'ixy="0" ixz="0" iyz="0"/></inertial>', '<link name="base_link">')  # fmt: skip
+    weighed = no_trunk_mass.replace("</robot>", """  <link name="base_inertia"><inertial><mass value="8"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="base_inertia_joint" type="fixed"><parent link="base_link"/><child link="base_inertia"/></joint>
+</robot>""")  # fmt: skip
+    (tmp_path / "weighed.urdf").write_text(weighed)
+    made = new_task("weighed_rover", "locomotion", robot=tmp_path / "weighed.urdf", out=tmp_path / "pkg")
+    assert any(line.startswith("links without <inertial>: base_link -> massless, as URDF reads them") for line in made.lines), made.lines
+    model = _edited_model(tmp_path / "pkg" / "weighed_rover", "weighed.urdf")
+    assert np.isclose(model.body_subtreemass[model.body("base_link").id], 8 + 4 * 0.5)  # not + 0.5 x 0.3 x 0.1 m of water
+    (tmp_path / "bare.urdf").write_text(no_trunk_mass)
+    made = new_task("bare_rover", "locomotion", robot=tmp_path / "bare.urdf", out=tmp_path / "pkg2")
+    assert any(line.startswith("WARNING: links without <inertial> that move with nothing else to weigh them: base_link") for line in made.lines)
+    model = _edited_model(tmp_path / "pkg2" / "bare_rover", "bare.urdf")
+    assert np.isclose(model.body_mass[model.body("base_link").id], 1000 * 0.5 * 0.3 * 0.1)
