@@ -63,7 +63,7 @@ def stand_warning(model: mujoco.MjModel, base: str, integrator: str | None) -> s
     stronger = hold(model, base, integrator, STRONGER)
     why = (f"with KP x {STRONGER:g} it stands: the placeholder gains are too weak for this robot; set KP and KD in robot.py"
            if _stood(*stronger) else
-           f"it does not stand with KP x {STRONGER:g} either: the pose is off balance (e.g. feet not under the hips); "
+           f"it does not stand with KP x {STRONGER:g} either: the pose is off balance (e.g. the feet not around the centre of mass); "
            "set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)")  # fmt: skip
     return f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {how}: every episode would start falling; {why}"
 

@@ -50,3 +50,64 @@ def test_the_task_integrator_is_the_one_held_with():
     model = _table(kp=800)
     model.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
     assert hold(model, "base", "implicitfast") == hold(_table(kp=800), "base")
+
+
+def _dog(knee_range: str = "-2.7 -0.9") -> str:
+    """A 10 kg URDF quadruped shaped like pybullet's A1: hip abduction, thigh and calf, the calf's
+    range leaving 0 out (so new-task bends it 10 % inside its upper limit, with the thigh at 0)."""
+    inertial = '<inertial><mass value="{m}"/><inertia ixx="{i}" iyy="{i}" izz="{i}" ixy="0" ixz="0" iyz="0"/></inertial>'
+    legs = ""
+    for leg, x, y in (("FR", 0.18, -0.05), ("FL", 0.18, 0.05), ("RR", -0.18, -0.05), ("RL", -0.18, 0.05)):
+        lower, upper = knee_range.split()
+        legs += f"""
+  <link name="{leg}_hip">{inertial.format(m=0.5, i=1e-3)}</link>
+  <joint name="{leg}_hip_joint" type="revolute"><parent link="trunk"/><child link="{leg}_hip"/><origin xyz="{x} {y} 0"/>
+    <axis xyz="1 0 0"/><limit lower="-0.8" upper="0.8" effort="20" velocity="20"/></joint>
+  <link name="{leg}_thigh">{inertial.format(m=0.8, i=2e-3)}<collision><origin xyz="0 0 -0.1"/><geometry><box size="0.03 0.03 0.2"/></geometry></collision></link>
+  <joint name="{leg}_thigh_joint" type="revolute"><parent link="{leg}_hip"/><child link="{leg}_thigh"/><origin xyz="0 {0.08 if y > 0 else -0.08} 0"/>
+    <axis xyz="0 1 0"/><limit lower="-1.0" upper="3.0" effort="20" velocity="20"/></joint>
+  <link name="{leg}_calf">{inertial.format(m=0.2, i=1e-3)}<collision><origin xyz="0 0 -0.1"/><geometry><box size="0.02 0.02 0.2"/></geometry></collision></link>
+  <joint name="{leg}_calf_joint" type="revolute"><parent link="{leg}_thigh"/><child link="{leg}_calf"/><origin xyz="0 0 -0.2"/>
+    <axis xyz="0 1 0"/><limit lower="{lower}" upper="{upper}" effort="20" velocity="20"/></joint>
+  <link name="{leg}_foot">{inertial.format(m=0.05, i=1e-5)}<collision><geometry><sphere radius="0.02"/></geometry></collision></link>
+  <joint name="{leg}_foot_fixed" type="fixed"><parent link="{leg}_calf"/><child link="{leg}_foot"/><origin xyz="0 0 -0.2"/></joint>"""
+    return f"""<robot name="dog">
+  <link name="trunk">{inertial.format(m=4.0, i=0.02)}<collision><geometry><box size="0.4 0.2 0.1"/></geometry></collision></link>{legs}
+</robot>"""
+
+
+def _feet_against_com(package, model_file: str) -> float:
+    """Along x, the middle of the home pose's feet less the centre of mass [m]."""
+    from .test_new_task_urdf_copy import _edited_model
+
+    model = _edited_model(package, model_file)
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    mujoco.mj_forward(model, data)
+    feet = [data.xpos[model.body(f"{leg}_foot").id, 0] for leg in ("FR", "FL", "RR", "RL")]
+    return float(sum(feet) / 4 - data.subtree_com[model.body("trunk").id, 0])
+
+
+def test_a_quadrupeds_guessed_pose_gets_its_feet_around_its_centre_of_mass(tmp_path):
+    """Each joint at 0 inside its limits bends the calves back with the thighs at 0: every foot
+    ~0.17 m ahead of its hip, and the robot tips back (pybullet's A1, AlienGo, Unitree's Go2). The
+    thighs turn until the feet's middle is under the centre of mass; joints stay inside their limits."""
+    from robolearn.scaffold import new_task
+
+    (tmp_path / "dog.urdf").write_text(_dog())
+    made = new_task("dog_walk", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
+    line = next(line for line in made.lines if line.startswith("home pose:"))
+    before = float(line.split("the middle of the feet stood ")[1].split(" m")[0])
+    assert before > 0.1, line
+    assert "FR_thigh_joint 0.0 -> " in line and "FR_calf_joint" not in line.split("->", 1)[0], line
+    assert abs(_feet_against_com(tmp_path / "pkg" / "dog_walk", "dog.urdf")) < 0.02
+    assert not any(line.startswith("WARNING: holding the home pose") for line in made.lines), made.lines
+
+
+def test_feet_that_already_surround_the_centre_of_mass_stay_where_they_are(tmp_path):
+    """Calves whose range holds 0 stand straight under the hips: nothing to move, no line."""
+    from robolearn.scaffold import new_task
+
+    (tmp_path / "dog.urdf").write_text(_dog(knee_range="-2.7 0.5"))
+    made = new_task("straight_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
+    assert not any(line.startswith("home pose:") for line in made.lines), made.lines
