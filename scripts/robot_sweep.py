@@ -6,7 +6,8 @@ For each model: `robolearn new-task sweep_<i> --robot MODEL --template TEMPLATE`
 template: locomotion for a model with a free joint or a planar base, reach otherwise), a regular pip install of
 the generated package, `robolearn train` for a few iterations (with the --train overrides, e.g. physics=warp), `robolearn export`, and
 `robolearn sim2sim` of the bundle. Prints one row per model: the stage it reached, the time each
-stage took, and the first error line where a stage failed. Nothing is shipped with it: point it
+stage took, the first error line where a stage failed, and "cannot learn" where training's
+episodes all end within a few steps on one termination. Nothing is shipped with it: point it
 at models you have (dm_control's suite, gymnasium's MuJoCo assets, MuJoCo Menagerie, robosuite,
 a robot's own URDF package). Results are recorded in docs/authoring.md ("Third-party models").
 """
@@ -14,6 +15,7 @@ a robot's own URDF package). Results are recorded in docs/authoring.md ("Third-p
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -90,7 +92,29 @@ def sweep_one(index: int, model: Path, template: str, work: Path, iterations: in
             row["error"] = f"{label}: {error}"
             return row
         row["reached"] = label
+        if label == "train":
+            row["doubt"] = untrainable(run_dir)
     return row
+
+
+def untrainable(run_dir: Path) -> str:
+    """What makes a task that went through every stage unlearnable, read from its last training
+    iteration: every episode ending within a few steps on one termination (a base that starts
+    below its height termination, a pose that falls at once); "" where nothing does."""
+    try:
+        last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    except (OSError, IndexError, ValueError):
+        return ""
+    ended = {k.split("/", 1)[1]: v for k, v in last.items() if k.startswith("termination/") and isinstance(v, (int, float))}
+    length = last.get("mean_episode_length")
+    if not ended or length is None or length > SHORT:
+        return ""
+    cause, share = max(ended.items(), key=lambda item: item[1])
+    return f"episodes last {length:.1f} steps, {share:.0%} end on {cause}" if share >= 0.9 else ""
+
+
+SHORT = 5
+"""A mean episode length (control steps) at or under which a task cannot learn to move."""
 
 
 def refused(row: dict) -> bool:
@@ -107,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per stage")
     parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE", help="a training override")
     args = parser.parse_args(argv)
+    args.work = args.work.resolve()  # the stages run in it: a relative path would be read from there
     if args.work.exists():
         parser.error(f"{args.work} already exists; the sweep writes into a new folder only")
     args.work.mkdir(parents=True)
@@ -120,12 +145,14 @@ def main(argv: list[str] | None = None) -> int:
         timing = " ".join(f"{k} {v:.0f}s" for k, v in row["seconds"].items())
         status = ("ok" if row["reached"] == "sim2sim" else f"trained; no bundle ({row['error']})"
                   if refused(row) else f"FAILED at {row['error']}")  # fmt: skip
+        if row.get("doubt"):
+            status += f", but cannot learn: {row['doubt']}"
         print(f"{model.name:<28} {row['template']:<10} {status}  ({timing})", flush=True)
     failed = [r for r in rows if r["reached"] != "sim2sim" and not refused(r)]
     print(f"{sum(r['reached'] == 'sim2sim' for r in rows)}/{len(rows)} models went through new-task, install, train, "
-          f"export and sim2sim; {sum(map(refused, rows))} trained but have actuators a deploy bundle cannot carry; "
-          f"{len(failed)} failed")  # fmt: skip
-    return 1 if failed else 0
+          f"export and sim2sim ({sum(bool(r.get('doubt')) for r in rows)} of them cannot learn); "
+          f"{sum(map(refused, rows))} trained but have actuators a deploy bundle cannot carry; {len(failed)} failed")  # fmt: skip
+    return 1 if failed or any(r.get("doubt") for r in rows) else 0
 
 
 if __name__ == "__main__":
