@@ -407,8 +407,12 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
     height_value = num(plan.base_height) if plan.planar else "None"
     plan.constants.append(const("BASE_HEIGHT", height_value, height_doc, "" if plan.planar else "float | None"))
     base_joints = {b.name for b in plan.planar}
-    moved = {name: v for name, v in plan.default_pose.items() if v != 0 and name not in base_joints}
+    guessed = {j.name: home_value(j.range) for j in info.joints}
+    moved = {name: v for name, v in plan.default_pose.items()  # 10 % inside a limit (the legs' move has its own line)
+             if v != 0 and name not in base_joints and abs(v - guessed.get(name, v)) < 1e-9}  # fmt: skip
     off = (f" but {short([f'{name} at {v:.3g}' for name, v in moved.items()])} ({int(HOME_MARGIN * 100)} % of the "
            "range inside a limit that 0 is on, near or beyond)") if moved else ""  # fmt: skip
+    if any(abs(v - guessed.get(name, v)) > 1e-9 for name, v in plan.default_pose.items() if name not in base_joints):
+        off += ", the legs moved as the line above says"
     plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0{off}, {where}; set DEFAULT_POSE in "
                       "robot.py")
