@@ -336,7 +336,9 @@ def _feet_under_com(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> 
     """Move the leg joints of the guessed pose so the feet's middle is under the centre of mass (stance.py)."""
     ranges = {j.name: j.range for j in info.joints if j.range}
     guessed = dict(plan.default_pose)
-    plan.default_pose, before = feet_under_com(model, plan.base, info.feet, guessed, ranges, HOME_MARGIN)
+    legs = {name: value for name, value in guessed.items() if name not in plan.wheels}  # a wheel's turn moves no foot
+    posed, before = feet_under_com(model, plan.base, info.feet, legs, ranges, HOME_MARGIN)
+    plan.default_pose = {**guessed, **posed}
     moved = [name for name, value in plan.default_pose.items() if abs(value - guessed[name]) > 1e-4]
     if moved:
         shown = short([f"{name} {num(guessed[name])} -> {num(plan.default_pose[name])}" for name in moved])
