@@ -140,7 +140,7 @@ def _copy_model(source: Path, package: Path) -> tuple[Path, str | None]:
     return package / source.name, None
 
 
-def _copy_urdf(source: Path, package: Path, legged: bool) -> tuple[Path, list[str]]:
+def copy_urdf(source: Path, package: Path, legged: bool) -> tuple[Path, list[str]]:
     """Copy a URDF and its meshes into meshes/, each under a name of its own (a ROS package's
     meshes/visual/link1.stl and meshes/collision/link1.stl become link1.stl and link1_2.stl, and
     the copy's `filename`s say so), and tell MuJoCo where they are in its URDF extension:
@@ -273,7 +273,7 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
     if robot is None:
         model_path = _builtin_model(template, package)
     elif robot.suffix.lower() == ".urdf":
-        model_path, copy_notes = _copy_urdf(robot, package, legged=template == "locomotion")
+        model_path, copy_notes = copy_urdf(robot, package, legged=template == "locomotion")
     else:
         model_path, copy_note = _copy_model(robot, package)
         copy_notes = [copy_note] if copy_note else []

@@ -1,13 +1,12 @@
 """What `robolearn new-task --robot` reads from a robot model: its 1-DoF joints and actuators (the
 robot's, apart from objects' and targets'), the floating base, the `home` keyframe, the floor, an
-arm's tip and, through legs.py, a planar base, the IMU and the feet with their contact sensors.
+arm's tip (end_effector.py) and, through legs.py, a planar base, the IMU and the feet with their contact sensors.
 Read from the compiled MjModel (names, kinematics at the model's default and standing poses);
 `robot_edits.py` turns what is missing into a spec edit the generated task applies.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
+from robolearn.scaffold.end_effector import end_effector
 from robolearn.scaffold.legs import BaseJoint, Foot, feet, imu_body, imu_site, planar_base
 from robolearn.scaffold.model_query import ONE_DOF, driven_joints, home_value, obj_name
 from robolearn.scene.floating_base import floating_base_joint
@@ -108,7 +108,7 @@ class ModelInfo:
     tip_site: str | None = None
     """A site on the tip body (the end effector's, if the model marks one)."""
     tip_named: bool = False
-    """The end effector is a site or a fixed link whose name says so (end_effector_rank), not the longest chain's tip."""
+    """The end effector is a site or a fixed link whose name says so (end_effector.py), not the longest chain's tip."""
     ee_sensor: str | None = None
     """A framepos sensor of a site (an end-effector position sensor), None if there is none."""
     ee_sensor_skipped: str | None = None
@@ -119,7 +119,7 @@ class ModelInfo:
         return bool(self.actuators) and all(a.kind == "position" for a in self.actuators)
 
 
-def _actuator_kind(model: mujoco.MjModel, a: int) -> str:
+def actuator_kind(model: mujoco.MjModel, a: int) -> str:
     gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
     if int(model.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
         return "other"
@@ -189,7 +189,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
         if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT) and int(model.jnt_type[target]) in ONE_DOF:
             joint = obj_name(model, mujoco.mjtObj.mjOBJ_JOINT, target)
         ctrlrange = tuple(float(v) for v in model.actuator_ctrlrange[a]) if model.actuator_ctrllimited[a] else None
-        info.actuators.append(Actuator(obj_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, _actuator_kind(model, a),
+        info.actuators.append(Actuator(obj_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a), joint, actuator_kind(model, a),
                                        ctrlrange, float(model.actuator_gear[a, 0]), _actuator_damping(model, a)))  # fmt: skip
 
     children = body_children(model)
@@ -247,7 +247,10 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
                     continue
                 info.ee_sensor = obj_name(model, mujoco.mjtObj.mjOBJ_SENSOR, sensor) or None
                 break
-    _tip(info, model, data, base, robot, children, geoms)
+    tip = end_effector(model, data, base, robot, children, geoms)
+    if tip is not None:
+        info.tip, info.tip_site, info.tip_named = tip.body, tip.site, tip.named
+        info.tip_point = tip.point or info.tip_point
     return info
 
 
@@ -340,76 +343,3 @@ def _stance_qpos(model: mujoco.MjModel, info: ModelInfo, base: int) -> np.ndarra
         if int(model.jnt_type[j]) in ONE_DOF:
             qpos[model.jnt_qposadr[j]] = home_value(tuple(model.jnt_range[j]) if model.jnt_limited[j] else None)
     return qpos
-
-
-END_EFFECTOR_WORDS = ("tcp", "ee", "eef", "endeffector", "end_effector", "grasp", "grasptarget", "pinch", "tool", "attachment",
-                      "gripper", "flange")  # fmt: skip
-"""Words in a site's or a fixed link's name (split at _, -, ., spaces and camelCase humps, trailing
-digits dropped, or the whole name) that make it the end effector, most telling first: tcp_site,
-panda_hand_tcp, ee_link, grasp (dm_control's manipulator), tool0, attachment_site (MuJoCo
-Menagerie's arms), gripper_frame_link."""
-
-
-def end_effector_rank(name: str) -> int | None:
-    """Where a name's most telling word stands in END_EFFECTOR_WORDS; None if it names no end effector
-    (a touch sensor's site on a finger, dm_control's thumbtip_touch, does not)."""
-    parts = [p for p in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", name) if p]
-    words = {name.lower(), name.lower().replace("_", ""), *(p.lower() for p in parts), *(p.lower().rstrip("0123456789") for p in parts)}
-    if "touch" in words:
-        return None
-    ranks = [k for k, word in enumerate(END_EFFECTOR_WORDS) if word in words]
-    return min(ranks) if ranks else None
-
-
-def end_effector_sites(model: mujoco.MjModel, sites: list[int]) -> dict[int, int]:
-    """Of `sites`, those whose name says end effector, each with its rank in END_EFFECTOR_WORDS."""
-    ranks = {s: end_effector_rank(obj_name(model, mujoco.mjtObj.mjOBJ_SITE, s)) for s in sites}
-    return {s: rank for s, rank in ranks.items() if rank is not None}
-
-
-def _tip(info: ModelInfo, model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int],
-         children: dict, geoms: list[int]) -> None:  # fmt: skip
-    """The end effector (info.tip, tip_site, tip_point): a site or fixed link whose name says so, else
-    the tip of the longest joint chain; a site on it; and the far end of its geometry along the line
-    from the chain's root (the origin of a link named as a frame, such as tool0)."""
-
-    def chain_length(b: int) -> int:
-        n = 0
-        while b and b != base:
-            n += int(model.body_jntnum[b])
-            b = int(model.body_parentid[b])
-        return n
-
-    leaves = [b for b in robot if not children[b]]
-    if not leaves:
-        return
-    tip = max(leaves, key=lambda b: (chain_length(b), -b))
-    wrapped = {int(model.wrap_objid[w]) for w in range(model.nwrap) if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_SITE)}
-    # a site a tendon or muscle path runs through (MyoSuite's TRIlong-P5) is not an end effector
-    bodies = set(robot)
-    named = end_effector_sites(model, [s for s in range(model.nsite) if int(model.site_bodyid[s]) in bodies and s not in wrapped])
-    # a fixed link that a URDF names as the tool's frame (panda_hand_tcp, tool0, gripper_frame_link): a
-    # body without joints of its own, not a finger, whose chain ends past it
-    frames = {b: end_effector_rank(obj_name(model, mujoco.mjtObj.mjOBJ_BODY, b)) for b in robot
-              if b != base and not int(model.body_jntnum[b]) and chain_length(b)}  # fmt: skip
-    frames = {b: rank for b, rank in frames.items() if rank is not None}
-    if named:  # a site the model names as the end effector (tcp_site, grasp, attachment_site) beats the guess
-        best = max(named, key=lambda s: (-named[s], chain_length(int(model.site_bodyid[s])), -s))
-        tip, info.tip_named = int(model.site_bodyid[best]), True
-    elif frames:
-        tip = max(frames, key=lambda b: (-frames[b], chain_length(b), -b))
-        info.tip_named = True
-        if END_EFFECTOR_WORDS[frames[tip]] != "gripper":  # a frame (tcp, ee_link, tool0): its origin is the point
-            geoms = []
-    info.tip = obj_name(model, mujoco.mjtObj.mjOBJ_BODY, tip) or None
-    tip_sites = [best] if named else [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip and s not in wrapped]
-    info.tip_site = obj_name(model, mujoco.mjtObj.mjOBJ_SITE, tip_sites[0]) or None if tip_sites else None
-    tip_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == tip]
-    if tip_geoms:
-        origin = data.xpos[base] if base else np.zeros(3)
-        g = max(tip_geoms, key=lambda g: np.linalg.norm(data.geom_xpos[g] - origin))
-        center = data.geom_xpos[g]
-        u = (center - origin) / max(np.linalg.norm(center - origin), 1e-9)
-        far = center + u * float(((geom_corners(model, data, g) - center) @ u).max())
-        local = data.xmat[tip].reshape(3, 3).T @ (far - data.xpos[tip])
-        info.tip_point = tuple(round(float(v), 4) for v in local)

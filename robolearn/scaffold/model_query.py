@@ -37,3 +37,17 @@ def home_value(joint_range: tuple[float, float] | None) -> float:
 POSE_GUESS = (f"each joint at 0, or {int(HOME_MARGIN * 100)} % of its range inside its limits where 0 lies outside "
               "them or nearer a limit than that")
 """new-task's default pose in words (robot.py's DEFAULT_POSE docs and the report)."""
+
+
+def chain_joints(model: mujoco.MjModel, body: int, ref: int, driven: list[str] | None) -> list[str]:
+    """The hinge/slide joints between body `ref` and body `body`, nearest `body` first (what moves an
+    end effector or a foot in ref's frame): those of `driven`, or all of them where `driven` is None
+    (actuators on tendons or muscles move joints without naming them)."""
+    chain = []
+    b = body
+    while b not in (ref, 0):
+        for j in range(int(model.body_jntadr[b]), int(model.body_jntadr[b]) + int(model.body_jntnum[b])):
+            if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+                chain.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j))
+        b = int(model.body_parentid[b])
+    return [name for name in chain if name and (driven is None or name in driven)]

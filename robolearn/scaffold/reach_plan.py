@@ -10,6 +10,7 @@ import numpy as np
 
 from robolearn.errors import UserError
 from robolearn.scaffold.inspect_model import ModelInfo
+from robolearn.scaffold.model_query import chain_joints
 from robolearn.scaffold.plan import RobotPlan, const, quoted, tuple_text, unique
 from robolearn.scaffold.pose_plan import JOINT_SPREAD, NEAR, plan_orientation
 from robolearn.scaffold.tool import Tool
@@ -76,7 +77,7 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
                           f"'{site}' in the frame of {plan.base}")  # fmt: skip
         site_name = site
     tool = Tool(body, np.asarray(point, dtype=float), np.asarray(frame, dtype=float), ref)
-    joints = _chain_joints(model, body, ref, plan.joints if plan.joint_actuators else None)
+    joints = chain_joints(model, body, ref, plan.joints if plan.joint_actuators else None)
     positions, _ = tool.samples(info, model, joints, around=np.asarray(info.stance_qpos), spread=REACH_SPREAD)
     plan.workspace = _workspace(model, ref, positions)
     plan.workspace_note = f"middle 80 % of where it goes with every joint within {REACH_SPREAD} rad of the default pose"
@@ -96,20 +97,6 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
             plan.workspace = _workspace(model, ref, near)
             plan.workspace_note = (f"middle 80 % of where it goes with every joint within {JOINT_SPREAD} rad of the default "
                                    f"pose and the tool within {NEAR} rad of its orientation there")  # fmt: skip
-
-
-def _chain_joints(model: mujoco.MjModel, body: int, ref: int, driven: list[str] | None) -> list[str]:
-    """The hinge/slide joints between body `ref` and body `body` (what moves the end effector in
-    ref's frame): those of `driven`, or all of them where `driven` is None (actuators on tendons
-    or muscles move joints without naming them)."""
-    chain = []
-    b = body
-    while b not in (ref, 0):
-        for j in range(int(model.body_jntadr[b]), int(model.body_jntadr[b]) + int(model.body_jntnum[b])):
-            if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
-                chain.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j))
-        b = int(model.body_parentid[b])
-    return [name for name in chain if name and (driven is None or name in driven)]
 
 
 def _workspace(model: mujoco.MjModel, ref: int, positions: np.ndarray) -> list[tuple[float, float]]:

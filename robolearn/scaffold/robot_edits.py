@@ -20,7 +20,7 @@ from robolearn.scaffold.reach_plan import plan_reach
 from robolearn.scaffold.self_contacts import plan_self_contacts
 from robolearn.scaffold.servo_gains import plan_servo_gains
 from robolearn.scaffold.shown_geoms import plan_shown_geoms
-from robolearn.scaffold.stance import feet_under_com
+from robolearn.scaffold.stance import plan_stance
 from robolearn.scaffold.wheels import plan_wheels
 from robolearn.scene.geometry import CLEARANCE, lowest_point
 
@@ -332,21 +332,6 @@ def _plan_feet(plan: RobotPlan, info: ModelInfo, taken: set[str]) -> None:
         plan.lines.append(f"foot contact sensors: {short(have, 8)}")
 
 
-def _feet_under_com(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
-    """Move the leg joints of the guessed pose so the feet's middle is under the centre of mass (stance.py)."""
-    ranges = {j.name: j.range for j in info.joints if j.range}
-    guessed = dict(plan.default_pose)
-    legs = {name: value for name, value in guessed.items() if name not in plan.wheels}  # a wheel's turn moves no foot
-    posed, before = feet_under_com(model, plan.base, info.feet, legs, ranges, HOME_MARGIN)
-    plan.default_pose = {**guessed, **posed}
-    moved = [name for name, value in plan.default_pose.items() if abs(value - guessed[name]) > 1e-4]
-    if moved:
-        shown = short([f"{name} {num(guessed[name])} -> {num(plan.default_pose[name])}" for name in moved])
-        plan.lines.append(f"home pose: with each joint at 0 (inside its limits) the middle of the feet stood {before:.3f} m "
-                          f"ahead of or behind the centre of mass -> moved {len(moved)} leg joints to put it under it: "
-                          f"{shown}")  # fmt: skip
-
-
 def _posed(model: mujoco.MjModel, plan: RobotPlan, qpos: np.ndarray | None = None) -> tuple[mujoco.MjData, float, float]:
     """The robot at `qpos` (default: the model's qpos0 with plan.default_pose): its data, the base
     body's height and the lowest point of the robot [m]."""
@@ -377,7 +362,7 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
     for b in plan.planar:
         plan.default_pose[b.name] = b.qpos0
     if not plan.planar and info.feet:
-        _feet_under_com(plan, info, model)
+        plan_stance(plan, info, model)
     _, base_z, lowest = _posed(model, plan)
     lift = CLEARANCE - lowest
     height = next((b for b in plan.planar if b.role == "height"), None)

@@ -16,6 +16,7 @@ import numpy as np
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.model_query import obj_name
 from robolearn.scaffold.plan import RobotPlan, const, quoted, short
+from robolearn.scene.geometry import body_children, subtree
 
 PENETRATION = 1e-4
 """How deep [m] two links must overlap at home to be excluded (a contact at 0 is two surfaces
@@ -54,7 +55,7 @@ def plan_self_contacts(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) 
     root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, info.root) if info.root else -1
     if root <= 0:
         return
-    robot = {b for b in range(model.nbody) if _below(model, b, root)}
+    robot = set(subtree(body_children(model), root))
     found = overlapping_links(model, home_qpos(plan, info, model), robot)
     named = {(obj_name(model, mujoco.mjtObj.mjOBJ_BODY, a), obj_name(model, mujoco.mjtObj.mjOBJ_BODY, b)): depth
              for (a, b), depth in sorted(found.items(), key=lambda item: -item[1])}  # fmt: skip
@@ -74,10 +75,3 @@ def plan_self_contacts(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) 
     plan.lines.append(f"self-contacts: {shown} overlap in the home pose -> excluded (SELF_CONTACT_EXCLUDES: the "
                       "links' collision geometry would push them apart from the first step)")  # fmt: skip
 
-
-def _below(model: mujoco.MjModel, body: int, root: int) -> bool:
-    while body > 0:
-        if body == root:
-            return True
-        body = int(model.body_parentid[body])
-    return False

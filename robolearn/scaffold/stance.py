@@ -16,7 +16,10 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.legs import Foot
+from robolearn.scaffold.model_query import HOME_MARGIN, chain_joints
+from robolearn.scaffold.plan import RobotPlan, num, short
 
 TOLERANCE = 0.02
 """Feet whose middle is within this of the centre of mass along x [m] are left where they are."""
@@ -24,25 +27,32 @@ TOLERANCE = 0.02
 ITERATIONS = 100
 
 DEEPER = 10.0
-"""Each joint farther down a leg costs this many times more to move (squared change)."""
+"""Each joint farther down a leg costs this many times more to move (squared change): the thigh
+turns before the knee bends further (a deeper crouch asks more of the placeholder gains)."""
 
 
-def leg_joints(model: mujoco.MjModel, foot: int, base: int, driven: set[str]) -> list[int]:
-    """The driven hinge joints between the base and a foot body, hip first."""
-    chain, b = [], foot
-    while b not in (base, 0):
-        for j in range(int(model.body_jntadr[b]), int(model.body_jntadr[b]) + int(model.body_jntnum[b])):
-            if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE) and model.joint(j).name in driven:
-                chain.append(j)
-        b = int(model.body_parentid[b])
-    return chain[::-1]
+def plan_stance(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
+    """Move the leg joints of plan.default_pose so the feet's middle is under the centre of mass (the
+    wheels' turn moves no foot: left out), and say so in the report."""
+    ranges = {j.name: j.range for j in info.joints if j.range}
+    guessed = dict(plan.default_pose)
+    legs = {name: value for name, value in guessed.items() if name not in plan.wheels}
+    posed, before = feet_under_com(model, plan.base, info.feet, legs, ranges, HOME_MARGIN)
+    plan.default_pose = {**guessed, **posed}
+    moved = [name for name, value in plan.default_pose.items() if abs(value - guessed[name]) > 1e-4]
+    if moved:
+        shown = short([f"{name} {num(guessed[name])} -> {num(plan.default_pose[name])}" for name in moved])
+        plan.lines.append(f"home pose: with each joint at 0 (inside its limits) the middle of the feet stood {before:.3f} m "
+                          f"ahead of or behind the centre of mass -> moved {len(moved)} leg joints to put it under it: "
+                          f"{shown}")  # fmt: skip
 
 
 def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[str, float],
-                    ranges: dict[str, tuple[float, float]], margin: float) -> tuple[dict[str, float], float]:  # fmt: skip
-    """The pose with the feet's middle under the centre of mass (module doc), each joint at least
-    `margin` of its range inside its limits; and how far the middle was from it before [m]. The pose
-    comes back unchanged where it is within TOLERANCE, or where the legs cannot get it there."""
+                   ranges: dict[str, tuple[float, float]], margin: float) -> tuple[dict[str, float], float]:  # fmt: skip
+    """`pose` with the feet's middle under the centre of mass (module doc), each joint of `pose` that
+    moves a foot at least `margin` of its range inside its limits; and how far the middle was from
+    it before [m]. The pose comes back unchanged where it is within TOLERANCE, where the legs cannot
+    get it there, or where fewer than three feet hang on joints of `pose`."""
     base_id = model.body(base).id
     data = mujoco.MjData(model)
     data.qpos[:] = model.qpos0
@@ -50,73 +60,51 @@ def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dic
         data.qpos[model.joint(name).qposadr[0]] = value
     mujoco.mj_kinematics(model, data)
     forward = data.xmat[base_id].reshape(3, 3)[:, 0].copy()
-    legs = []
+    legs = []  # (foot body, contact point in its frame, the leg's joints in `pose`, hip first)
     for foot in feet:
         body = int(model.geom(foot.geom).bodyid[0]) if foot.geom else model.body(foot.body).id  # an unnamed foot: by a geom of it
-        joints = leg_joints(model, body, base_id, set(pose))
-        if joints:
-            legs.append((body, np.array(foot.point), joints))
+        chain = chain_joints(model, body, base_id, list(pose))[::-1]
+        if chain:
+            legs.append((body, np.array(foot.point), chain))
     if len(legs) < 3:  # a biped: left as guessed (module doc)
         return pose, 0.0
-    joints = sorted({j for _, _, chain in legs for j in chain})
-    column = {j: k for k, j in enumerate(joints)}
-    adr = np.array([model.jnt_qposadr[j] for j in joints])
-    low, high = [], []
-    for j in joints:
-        lo, hi = ranges.get(model.joint(j).name, (-np.pi, np.pi))
-        low.append(lo + margin * (hi - lo))
-        high.append(hi - margin * (hi - lo))
-    low, high = np.array(low), np.array(high)
-    start = data.qpos[adr].copy()
-    # a joint's change costs more the farther down its leg it is: the thigh turns before the knee bends
-    # further (a deeper crouch asks more of the placeholder gains)
-    cost = np.ones(len(joints))
-    for *_, chain in legs:
-        for depth, j in enumerate(chain):
-            cost[column[j]] = max(cost[column[j]], float(DEEPER ** depth))
+    names = sorted({name for *_, chain in legs for name in chain})
+    joints = [model.joint(name) for name in names]
+    dofs = np.array([int(j.dofadr[0]) for j in joints])
+    adr = np.array([int(j.qposadr[0]) for j in joints])
+    lo = np.array([ranges.get(name, (-np.pi, np.pi))[0] for name in names])
+    hi = np.array([ranges.get(name, (-np.pi, np.pi))[1] for name in names])
+    low, high = lo + margin * (hi - lo), hi - margin * (hi - lo)
+    depth = {name: k for *_, chain in legs for k, name in enumerate(chain)}
+    cost = np.array([DEEPER ** depth[name] for name in names])
 
-    def residual() -> tuple[np.ndarray, np.ndarray]:
-        """The feet's middle less the centre of mass, along x, and its gradient in the leg joints."""
+    def offset() -> tuple[float, np.ndarray]:
+        """The feet's middle less the centre of mass along x, and its gradient in the joints."""
         mujoco.mj_kinematics(model, data)
         mujoco.mj_comPos(model, data)
-        com = np.zeros((3, model.nv))
-        mujoco.mj_jacSubtreeCom(model, data, com, base_id)
-        rows = [-forward @ data.subtree_com[base_id]]
-        jac = [_columns(-forward @ com, model, joints, column)]
+        jac = np.zeros((3, model.nv))
+        mujoco.mj_jacSubtreeCom(model, data, jac, base_id)
+        value, gradient = -forward @ data.subtree_com[base_id], -(forward @ jac)[dofs]
         for body, point, _ in legs:
             world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
-            jp = np.zeros((3, model.nv))
-            mujoco.mj_jac(model, data, jp, None, world, body)
-            rows[0] += forward @ world / len(legs)
-            jac[0] = jac[0] + _columns(forward @ jp, model, joints, column) / len(legs)
-        return np.array(rows, dtype=float), np.array(jac, dtype=float).reshape(len(rows), len(joints))
+            mujoco.mj_jac(model, data, jac, None, world, body)
+            value += forward @ world / len(legs)
+            gradient = gradient + (forward @ jac)[dofs] / len(legs)
+        return float(value), gradient
 
-    r, _ = residual()
-    before = abs(float(r[0]))
+    before = abs(offset()[0])
     if before <= TOLERANCE:
         return pose, before
-    q = start.copy()
-    for _ in range(ITERATIONS):
+    q = data.qpos[adr].copy()
+    for _ in range(ITERATIONS):  # the cheapest (cost-weighted, least-squares) joint change that closes the offset
         data.qpos[adr] = q
-        r, J = residual()
-        # damped least squares from the guessed pose: the cheapest joint change (cost-weighted) that closes the residual
-        scaled = J / np.sqrt(cost)
-        step = np.linalg.solve(scaled.T @ scaled + 1e-6 * np.eye(len(joints)), -(scaled.T @ r)) / np.sqrt(cost)
+        value, gradient = offset()
+        scaled = gradient / np.sqrt(cost)
+        step = -value * scaled / (scaled @ scaled + 1e-6) / np.sqrt(cost)
         q = np.clip(q + step, low, high)
         if np.linalg.norm(step) < 1e-7:
             break
     data.qpos[adr] = q
-    r, _ = residual()
-    if abs(float(r[0])) > max(TOLERANCE, 0.5 * before):
+    if abs(offset()[0]) > max(TOLERANCE, 0.5 * before):
         return pose, before  # the legs' limits do not allow it: keep the guess (the stand check says what happens)
-    moved = dict(pose)
-    for k, j in enumerate(joints):
-        moved[model.joint(j).name] = round(float(q[k]), 4)
-    return moved, before
-
-
-def _columns(row: np.ndarray, model: mujoco.MjModel, joints: list[int], column: dict[int, int]) -> np.ndarray:
-    out = np.zeros(len(joints))
-    for j, k in column.items():
-        out[k] = row[model.jnt_dofadr[j]]
-    return out
+    return {**pose, **{name: round(float(v), 4) for name, v in zip(names, q)}}, before

@@ -14,6 +14,8 @@ import copy
 import mujoco
 import numpy as np
 
+from robolearn.scaffold.inspect_model import actuator_kind
+
 HOLD_S = 1.0
 """How long the pose is held [s]."""
 
@@ -33,14 +35,13 @@ def hold(model: mujoco.MjModel, base: str, integrator: str | None = None, gain: 
     model = copy.deepcopy(model)
     if integrator:
         model.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
-    for a in _servos(model):
-        model.actuator_gainprm[a, 0] *= gain
-        model.actuator_biasprm[a, 1] *= gain
-        model.actuator_biasprm[a, 2] *= np.sqrt(gain)
+    servos = [a for a in range(model.nu) if actuator_kind(model, a) == "position"]
+    model.actuator_gainprm[servos, 0] *= gain
+    model.actuator_biasprm[servos, 1] *= gain
+    model.actuator_biasprm[servos, 2] *= np.sqrt(gain)
     data = mujoco.MjData(model)
     mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
     mujoco.mj_forward(model, data)
-    servos = _servos(model)
     data.ctrl[servos] = data.actuator_length[servos]  # each servo's target: where its joint is at home
     body = model.body(base).id
     start_z, start_r = float(data.xpos[body, 2]), data.xmat[body].reshape(3, 3).copy()
@@ -66,11 +67,6 @@ def stand_warning(model: mujoco.MjModel, base: str, integrator: str | None) -> s
            f"it does not stand with KP x {STRONGER:g} either: the pose is off balance (e.g. the feet not around the centre of mass); "
            "set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)")  # fmt: skip
     return f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {how}: every episode would start falling; {why}"
-
-
-def _servos(model: mujoco.MjModel) -> list[int]:
-    """The position servos: an affine bias that pulls toward the control (biasprm[1] = -kp)."""
-    return [a for a in range(model.nu) if model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE and model.actuator_biasprm[a, 1] < 0]
 
 
 def _stood(start: float, end: float, turned: float) -> bool:

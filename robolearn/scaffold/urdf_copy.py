@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from robolearn.errors import UserError
+from robolearn.scaffold.plan import short
 
 _FACET = struct.Struct("<12fH")
 
@@ -104,8 +105,7 @@ def endless_revolutes(tree: ET.ElementTree) -> str | None:
             changed.append((joint.get("name"), span))
     if not changed:
         return None
-    names = ", ".join(name for name, _ in changed[:6]) + (f", ... ({len(changed)} in all)" if len(changed) > 6 else "")
-    return (f"joints {names}: revolute with limits {changed[0][1] / 2:.3g} rad either side, a ROS way to write a joint "
+    return (f"joints {short([name for name, _ in changed])}: revolute with limits {changed[0][1] / 2:.3g} rad either side, a ROS way to write a joint "
             "without limits -> continuous in the copy")
 
 
@@ -147,13 +147,11 @@ def massless_links(tree: ET.ElementTree, legged: bool) -> str | None:
         return None
     moving = [name for name in bare if find(name) not in weighed]
     if moving:
-        shown = ", ".join(moving[:6]) + (f", ... ({len(moving)} in all)" if len(moving) > 6 else "")
-        return (f"WARNING: links without <inertial> that move with nothing else to weigh them: {shown} -> MuJoCo gives "
+        return (f"WARNING: links without <inertial> that move with nothing else to weigh them: {short(moving)} -> MuJoCo gives "
                 "them the mass of their geometry as water (a massless moving body does not compile); give each an "
                 "<inertial> with its real mass")  # fmt: skip
     if compiler is None:
         compiler = ET.SubElement(extension if extension is not None else ET.SubElement(robot, "mujoco"), "compiler")
     compiler.set("inertiafromgeom", "false")
-    shown = ", ".join(bare[:6]) + (f", ... ({len(bare)} in all)" if len(bare) > 6 else "")
-    return (f"links without <inertial>: {shown} -> massless, as URDF reads them (MuJoCo would weigh their "
+    return (f"links without <inertial>: {short(bare)} -> massless, as URDF reads them (MuJoCo would weigh their "
             "geometry as water: inertiafromgeom=\"false\" in the copy)")
