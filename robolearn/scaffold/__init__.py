@@ -44,6 +44,7 @@ from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files,
 from robolearn.scaffold.stand_check import stand_warning
 from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
 from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes, massless_links
+from robolearn.scaffold.urdf_substitutions import expand_substitutions
 
 TEMPLATE_NAMES = ("minimal", "locomotion", "reach", "pose")
 BUILTIN_MODELS = {"locomotion": "quadruped.xml", "reach": "arm.xml", "pose": "arm.xml"}
@@ -89,6 +90,9 @@ def check_request(name: str, template: str, robot: Path | None, out: Path) -> No
     if robot is not None:
         if not robot.is_file():
             raise UserError(f"robot model not found: {robot}" + (" (that is a folder)" if robot.is_dir() else ""))
+        if robot.suffix.lower() == ".xacro":
+            raise UserError(f"robot model {robot.name} is a xacro file, which writes a URDF; valid: an MJCF file (.xml) or "
+                            f"a URDF (.urdf): run `xacro {robot.name} > robot.urdf` (pip install xacro) and pass robot.urdf")  # fmt: skip
         if robot.suffix.lower() not in (".xml", ".urdf"):
             raise UserError(f"robot model {robot.name}: expected an MJCF file (.xml) or a URDF (.urdf)")
     if importlib.util.find_spec(name) is not None:
@@ -185,7 +189,8 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
     keeps the URDF's own); returns the copy, each mesh file's name there and the report's lines on
     what changed (urdf_copy.py)."""
     tree = parse_urdf(source, comments=True)  # keep the comments
-    notes = [note] if legged and (note := drop_footprint(tree)) else []
+    notes = [note] if (note := expand_substitutions(tree, source)) else []
+    notes += [note] if legged and (note := drop_footprint(tree)) else []
     notes += [note] if (note := endless_revolutes(tree)) else []
     notes += [note] if (note := massless_links(tree, legged)) else []
     compiler = _urdf_compiler(tree)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mujoco
+import numpy as np
 
 ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 """Joint types a policy's joint terms read (hinge, slide)."""
@@ -51,3 +52,11 @@ def chain_joints(model: mujoco.MjModel, body: int, ref: int, driven: list[str] |
                 chain.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j))
         b = int(model.body_parentid[b])
     return [name for name in chain if name and (driven is None or name in driven)]
+
+
+def posed_qpos(model: mujoco.MjModel, pose: dict[str, float]) -> np.ndarray:
+    """The model's qpos0 with each joint of `pose` (a name -> its value) set."""
+    qpos = model.qpos0.copy()
+    for name, value in pose.items():
+        qpos[model.joint(name).qposadr[0]] = value
+    return qpos

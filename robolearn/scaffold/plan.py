@@ -80,6 +80,9 @@ class RobotPlan:
     foot_sensors: list[str] = field(default_factory=list)
     stepping: bool = True
     """The feet step (the feet_air_time reward pays for it); False where some roll on wheels."""
+    rolls: bool = False
+    """Every foot is a wheel (a rover, a car): the robot cannot move sideways, so the locomotion
+    template commands no lateral speed."""
     ee_sensor: str | None = None
     """The end effector's position sensor (framepos, base frame), read by the reach terms."""
     workspace: list[tuple[float, float]] = field(default_factory=list)

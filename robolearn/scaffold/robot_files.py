@@ -12,6 +12,7 @@ from robolearn.errors import UserError, one_line
 from robolearn.model_files import model_files as shared_model_files
 from robolearn.model_numbers import refuse_non_finite_model, refuse_non_finite_text
 from robolearn.scaffold.plan import unique
+from robolearn.scaffold.urdf_substitutions import expand_substitutions
 
 
 def load_spec(path: Path) -> mujoco.MjSpec:
@@ -45,6 +46,7 @@ def urdf_meshes(path: Path, within: str) -> dict[str, Path]:
         tree = parse_urdf(path)
     except (OSError, ET.ParseError) as exc:
         raise UserError(f"cannot read robot model {path}: {one_line(exc)}") from None
+    expand_substitutions(tree, path)  # `$(find pkg)/meshes/...`
     names = {mesh.get("filename", "") for element in tree.getroot().iter(within) for mesh in element.iter("mesh")}
     return {name: _find_urdf_file(path, name) for name in sorted(names - {""})}
 

@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 
 from robolearn.scaffold.inspect_model import ModelInfo
-from robolearn.scaffold.model_query import obj_name
+from robolearn.scaffold.model_query import obj_name, posed_qpos
 from robolearn.scaffold.plan import RobotPlan, const, quoted, short
 from robolearn.scene.geometry import body_children, subtree
 
@@ -27,10 +27,7 @@ def home_qpos(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> np.nda
     """The pose the robot starts in: the model's `home` keyframe, else qpos0 with plan.default_pose."""
     if info.has_home:
         return model.key_qpos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")].copy()
-    qpos = model.qpos0.copy()
-    for name, value in plan.default_pose.items():
-        qpos[model.joint(name).qposadr[0]] = value
-    return qpos
+    return posed_qpos(model, plan.default_pose)
 
 
 def overlapping_links(model: mujoco.MjModel, qpos: np.ndarray, robot: set[int]) -> dict[tuple[int, int], float]:

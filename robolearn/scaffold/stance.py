@@ -18,7 +18,7 @@ import numpy as np
 
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.legs import Foot
-from robolearn.scaffold.model_query import HOME_MARGIN, chain_joints
+from robolearn.scaffold.model_query import HOME_MARGIN, chain_joints, posed_qpos
 from robolearn.scaffold.plan import RobotPlan, num, short
 
 TOLERANCE = 0.02
@@ -55,9 +55,7 @@ def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dic
     get it there, or where fewer than three feet hang on joints of `pose`."""
     base_id = model.body(base).id
     data = mujoco.MjData(model)
-    data.qpos[:] = model.qpos0
-    for name, value in pose.items():
-        data.qpos[model.joint(name).qposadr[0]] = value
+    data.qpos[:] = posed_qpos(model, pose)
     mujoco.mj_kinematics(model, data)
     forward = data.xmat[base_id].reshape(3, 3)[:, 0].copy()
     legs = []  # (foot body, contact point in its frame, the leg's joints in `pose`, hip first)

@@ -177,6 +177,8 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
         values.update(effort_reward=effort, energy_metric=energy)
         values.update(base=yaml_string(plan.base or ""), critic_feet=critic_feet, feet_air_time=air_time,
                       pd_gains=pd_gains)  # fmt: skip
+        values.update(lateral_range="[0.0, 0.0]" if plan.rolls else "[-0.5, 0.5]",
+                      lateral_note="  # no lateral speed: the robot rolls on wheels alone" if plan.rolls else "")  # fmt: skip
     else:
         (x, y, z) = plan.workspace
         values.update(base=plan.base, ee_sensor=yaml_string(plan.ee_sensor or ""), pd_gains=pd_gains,

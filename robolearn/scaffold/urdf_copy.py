@@ -1,14 +1,17 @@
 """What new-task changes in a URDF's files as it copies them into a task package, each change named
 in the report: ASCII STL meshes written as binary STL (ROS description packages ship both, MuJoCo
-reads binary only), and for the locomotion template a ROS `base_footprint` root left out (a
-massless link at ground level, fixed to the trunk: the floating base would be at the ground, its
-IMU and height terms with it, and MuJoCo puts a free joint only on a body of the world)."""
+reads binary only), and for the locomotion template a ROS `base_footprint` root left out or hung
+from the trunk (a link without geometry at ground level, fixed to the trunk: the floating base
+would be at the ground, its IMU and height terms with it, and MuJoCo puts a free joint only on a
+body of the world)."""
 
 from __future__ import annotations
 
 import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import numpy as np
 
 from robolearn.errors import UserError
 from robolearn.scaffold.plan import short
@@ -57,9 +60,11 @@ def _ascii_facets(text: str, source: Path) -> list[tuple[float, ...]]:
 
 
 def drop_footprint(tree: ET.ElementTree) -> str | None:
-    """Leave out a massless, geometry-less root link fixed to a single child (ROS's base_footprint,
-    base_link over a trunk): the child becomes the root, the floating base. Returns the report
-    line, None where the root is a body of its own."""
+    """A root link without geometry fixed to a single child (ROS's base_footprint, a base_link under a
+    trunk or a chassis) makes the child the root, the floating base: a massless root is left out; one
+    with an `<inertial>` (pybullet's racecar: 0.1 kg at the ground, the chassis 5 cm up) hangs from
+    the child by the same fixed joint turned round, its mass kept. Returns the report line, None
+    where the root is a body of its own."""
     robot = tree.getroot()
     links = {link.get("name"): link for link in robot.findall("link")}
     joints = robot.findall("joint")
@@ -69,15 +74,62 @@ def drop_footprint(tree: ET.ElementTree) -> str | None:
         return None
     root = links[roots[0]]
     below = [j for j in joints if j.find("parent") is not None and j.find("parent").get("link") == roots[0]]
-    empty = root.find("inertial") is None and root.find("visual") is None and root.find("collision") is None
-    if not empty or len(below) != 1 or below[0].get("type") != "fixed":
+    if root.find("visual") is not None or root.find("collision") is not None or len(below) != 1 or below[0].get("type") != "fixed":
         return None
-    child = below[0].find("child").get("link")
-    robot.remove(root)
-    robot.remove(below[0])
-    return (f"root link {roots[0]}: massless, without geometry, fixed to {child} -> left out of the copy, so {child} "
-            "is the floating base (a free joint goes on a body of the world only, and the base's height and IMU are "
-            f"read at its frame, not at the ground)")
+    joint = below[0]
+    child = joint.find("child").get("link")
+    why = ("is the floating base (a free joint goes on a body of the world only, and the base's height and IMU are "
+           "read at its frame, not at the ground)")
+    if root.find("inertial") is None:
+        robot.remove(root)
+        robot.remove(joint)
+        return f"root link {roots[0]}: massless, without geometry, fixed to {child} -> left out of the copy, so {child} {why}"
+    if not _turn_round(joint):
+        return None  # an origin MuJoCo's own parse will name
+    joint.find("parent").set("link", child)
+    joint.find("child").set("link", roots[0])
+    mass = root.find("inertial/mass")
+    try:
+        weight = f" ({float(mass.get('value')):g} kg)"
+    except (AttributeError, TypeError, ValueError):  # no <mass>, or one MuJoCo's parse will name
+        weight = ""
+    return (f"root link {roots[0]}: without geometry, fixed to {child} -> in the copy it hangs from {child} by the same "
+            f"joint{weight}, so {child} {why}")
+
+
+def _turn_round(joint: ET.Element) -> bool:
+    """Write a fixed joint's `<origin>` (the child's frame in the parent's) as the parent's frame in
+    the child's. False where its numbers do not read."""
+    origin = joint.find("origin")
+    if origin is None:
+        return True  # the identity turned round
+    try:
+        xyz = np.array([float(v) for v in origin.get("xyz", "0 0 0").split()])
+        rpy = [float(v) for v in origin.get("rpy", "0 0 0").split()]
+    except ValueError:
+        return False
+    if xyz.shape != (3,) or len(rpy) != 3:
+        return False
+    rotation = rpy_matrix(*rpy).T
+    origin.set("xyz", " ".join(f"{v:.9g}" for v in -rotation @ xyz + 0.0))
+    origin.set("rpy", " ".join(f"{v + 0.0:.9g}" for v in matrix_rpy(rotation)))
+    return True
+
+
+def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """URDF's fixed-axis roll, pitch, yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    cr, sr, cp, sp, cy, sy = np.cos(roll), np.sin(roll), np.cos(pitch), np.sin(pitch), np.cos(yaw), np.sin(yaw)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])  # fmt: skip
+
+
+def matrix_rpy(rotation: np.ndarray) -> tuple[float, float, float]:
+    """The roll, pitch, yaw of a rotation matrix (rpy_matrix's inverse; at pitch +-pi/2 the roll is 0)."""
+    pitch = float(np.arcsin(np.clip(-rotation[2, 0], -1.0, 1.0)))
+    if abs(rotation[2, 0]) > 1.0 - 1e-12:  # gimbal lock: roll and yaw turn about the same axis
+        return 0.0, pitch, float(np.arctan2(-rotation[0, 1], rotation[1, 1]))
+    return float(np.arctan2(rotation[2, 1], rotation[2, 2])), pitch, float(np.arctan2(rotation[1, 0], rotation[0, 0]))
 
 
 ENDLESS = 1000.0

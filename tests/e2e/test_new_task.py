@@ -348,6 +348,8 @@ def _snapshot(folder: Path) -> dict[str, str]:
     (["ok_name", "--template", "humanoid"], "unknown template 'humanoid'; valid: minimal, locomotion, reach, pose"),
     (["ok_name", "--robot", "missing.xml"], "robot model not found: missing.xml"),
     (["ok_name", "--robot", "notes.txt"], "expected an MJCF file (.xml) or a URDF (.urdf)"),
+    (["ok_name", "--robot", "rover.urdf.xacro"], "robot model rover.urdf.xacro is a xacro file, which writes a URDF; valid: "
+                                                 "an MJCF file (.xml) or a URDF (.urdf): run `xacro rover.urdf.xacro > robot.urdf`"),
     (["ok_name", "--robot", "broken.xml"], "cannot load robot model"),
     (["cartpole"], "a task named 'cartpole' is already installed"),
     (["json"], "a Python module named 'json' is already installed"),
@@ -363,13 +365,14 @@ def test_mistakes_are_one_line_and_change_nothing(tmp_path, monkeypatch, capsys,
     (tmp_path / "existing" / "mine.txt").write_text("my work\n")
     (tmp_path / "notes.txt").write_text("not a robot\n")
     (tmp_path / "broken.xml").write_text("<mujoco><worldbody><geom type='sphere'/></worldbody></mujoco")
+    (tmp_path / "rover.urdf.xacro").write_text('<robot name="rover" xmlns:xacro="http://www.ros.org/wiki/xacro"/>\n')
     before = _snapshot(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["new-task", *args]) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("robolearn new-task: error: ") and expected in lines[0], lines
     assert _snapshot(tmp_path) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.xml", "existing", "notes.txt"]  # no staging left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.xml", "existing", "notes.txt", "rover.urdf.xacro"]  # no staging left
 
 
 def test_help_lists_the_options(capsys):

@@ -98,6 +98,9 @@ def test_a_urdf_rovers_continuous_wheels_get_velocity_servos_and_it_drives(tmp_p
     task = yaml.safe_load((tmp_path / "pkg" / "rover_drive" / "rover_drive.yaml").read_text())
     assert task["action"]["scale"] == {f"{w}_wheel_joint": 25.0 for w in ("fl", "fr", "rl", "rr")}  # 2 m/s / 0.08 m
     assert "feet_air_time" not in task["rewards"] and "pd_gains" not in task["events"]
+    assert "every foot rolling, no lateral speed command (lin_vel_y: [0, 0])" in lines  # wheels do not roll sideways
+    assert task["commands"]["base_velocity"]["ranges"] == {"lin_vel_x": [-1.0, 1.0], "lin_vel_y": [0.0, 0.0], "ang_vel_z": [-1.0, 1.0]}
+    assert not any(line.startswith("WARNING: in the standing pose") for line in made.lines)  # low, as a car is
     assert task["observations"]["policy"]["terms"]["joint_pos_cos_sin"]["params"]["joints"][0] == "fl_wheel_joint"
     _install(tmp_path, "rover_drive", installed_tasks, monkeypatch)
     env = make_env("rover_drive", overrides=["randomization=none"], num_envs=2)

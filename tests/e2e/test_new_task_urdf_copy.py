@@ -194,9 +194,9 @@ def test_a_urdf_that_mujoco_reads_is_read_with_blank_lines_before_it_or_nul_byte
 def test_an_error_in_the_users_urdf_names_the_users_file_and_line(tmp_path):
     """MuJoCo's message for the copy named a staging folder that is gone by then, and the copy's
     line; the user's own file and line are what to fix."""
-    broken = ROVER.replace('<origin xyz="0.18 0.19 -0.04"/>', '<origin xyz="$(optenv X 0.18) 0.19 -0.04"/>')  # xacro left in
+    broken = ROVER.replace('<origin xyz="0.18 0.19 -0.04"/>', '<origin xyz="0.18 0.19 bottom"/>')
     (tmp_path / "rover.urdf").write_text(broken)
-    line = 1 + broken.splitlines().index(next(s for s in broken.splitlines() if "optenv" in s))
+    line = 1 + broken.splitlines().index(next(s for s in broken.splitlines() if "bottom" in s))
     with pytest.raises(UserError) as error:
         new_task("xacro_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
     assert str(error.value) == (f"cannot load robot model {tmp_path / 'rover.urdf'}: XML Error: bad format in attribute 'xyz' "
@@ -236,3 +236,90 @@ def test_a_link_without_inertial_is_massless_as_urdf_says_where_mujoco_allows(tm
     assert any(line.startswith("WARNING: links without <inertial> that move with nothing else to weigh them: base_link") for line in made.lines)
     model = _edited_model(tmp_path / "pkg2" / "bare_rover", "bare.urdf")
     assert np.isclose(model.body_mass[model.body("base_link").id], 1000 * 0.5 * 0.3 * 0.1)
+
+
+def _relative_pose(model: mujoco.MjModel, body: str, frame: str) -> tuple[np.ndarray, np.ndarray]:
+    """Where `body` is in `frame`'s frame (position, rotation matrix) in the model's default pose."""
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    rotation = data.xmat[model.body(frame).id].reshape(3, 3)
+    offset = rotation.T @ (data.xpos[model.body(body).id] - data.xpos[model.body(frame).id])
+    return offset, rotation.T @ data.xmat[model.body(body).id].reshape(3, 3)
+
+
+def test_a_weighed_root_without_geometry_hangs_from_its_child_which_becomes_the_floating_base(tmp_path):
+    """pybullet's racecar: a base_link of 0.1 kg without geometry at the ground, the chassis fixed 5 cm
+    above it. As the root it was the floating base, at the ground, and every episode ended
+    base_too_low at step 2. The copy turns the fixed joint round: the child is the root, the old root
+    hangs from it where it was, its mass kept."""
+    inertia = '<inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/>'
+    urdf = ROVER.replace('<robot name="rover">', '<robot name="rover">\n  <mujoco><compiler fusestatic="false"/></mujoco>\n'
+                         f'  <link name="base_footprint"><inertial><origin xyz="0.01 0 0"/><mass value="0.1"/>{inertia}</inertial></link>\n'
+                         '  <joint name="footprint_joint" type="fixed"><parent link="base_footprint"/><child link="base_link"/>'
+                         '<origin xyz="0.05 0.02 0.12" rpy="0.1 -0.2 0.7"/></joint>')  # fmt: skip
+    (tmp_path / "rover.urdf").write_text(urdf)
+    made = new_task("hung_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert ("root link base_footprint: without geometry, fixed to base_link -> in the copy it hangs from base_link by "
+            "the same joint (0.1 kg), so base_link is the floating base") in "\n".join(made.lines), made.lines  # fmt: skip
+    assert "floating base: missing -> added a free joint on the root body base_link" in made.lines
+    copy = mujoco.MjModel.from_xml_path(str(tmp_path / "pkg" / "hung_rover" / "rover.urdf"))
+    assert copy.body(copy.body("base_footprint").parentid[0]).name == "base_link"
+    assert np.isclose(copy.body_subtreemass[copy.body("base_link").id], 8 + 4 * 0.5 + 0.1)
+    original = mujoco.MjModel.from_xml_path(str(tmp_path / "rover.urdf"))
+    for model in (original, copy):  # the same rigid body: the old root where it was relative to the trunk
+        offset, rotation = _relative_pose(model, "base_footprint", "base_link")
+        expected_offset, expected_rotation = _relative_pose(original, "base_footprint", "base_link")
+        assert np.allclose(offset, expected_offset, atol=1e-7) and np.allclose(rotation, expected_rotation, atol=1e-7)
+    assert not np.allclose(expected_offset, [-0.05, -0.02, -0.12])  # the rotation counts: not the offset negated
+
+
+def test_urdf_roll_pitch_yaw_round_trips_through_a_rotation_matrix():
+    from robolearn.scaffold.urdf_copy import matrix_rpy, rpy_matrix
+
+    rng = np.random.default_rng(0)
+    for rpy in [*rng.uniform(-3, 3, (50, 3)), (0.3, np.pi / 2, -0.4), (0.0, -np.pi / 2, 1.0)]:
+        rotation = rpy_matrix(*rpy)
+        assert np.allclose(rpy_matrix(*matrix_rpy(rotation)), rotation, atol=1e-9), rpy
+    # about x by roll, then y by pitch, then z by yaw (fixed axes): x -> z after a quarter pitch
+    assert np.allclose(rpy_matrix(0.0, np.pi / 2, 0.0) @ [1.0, 0.0, 0.0], [0.0, 0.0, -1.0])
+    assert np.allclose(rpy_matrix(np.pi / 2, 0.0, np.pi / 2) @ [0.0, 1.0, 0.0], [0.0, 0.0, 1.0])
+
+
+def test_xacro_substitutions_left_in_a_urdf_are_read_where_they_need_no_xacro_run(tmp_path, monkeypatch):
+    """pybullet's Husky carries `$(optenv HUSKY_IMU_XYZ 0.19 0 0.149)` from its xacro: MuJoCo failed on
+    "bad format in attribute 'xyz'". An optenv is its variable or its default, as xacro reads it; a
+    `$(find pkg)` is the package:// folder above the URDF."""
+    package = tmp_path / "ws" / "rover_description"
+    (package / "meshes").mkdir(parents=True)
+    (package / "urdf").mkdir()
+    (package / "meshes" / "chassis.stl").write_text(_ascii_box((0.25, 0.15, 0.05)))
+    urdf = ROVER.replace('<box size="0.5 0.3 0.1"/>', '<mesh filename="$(find rover_description)/meshes/chassis.stl"/>') \
+                .replace('<origin xyz="0.18 0.19 -0.04"/>', '<origin xyz="$(optenv ROVER_FL_XYZ 0.18 0.19 -0.04)"/>')  # fmt: skip
+    (package / "urdf" / "rover.urdf").write_text(urdf)
+    monkeypatch.delenv("ROVER_FL_XYZ", raising=False)
+    made = new_task("xacro_rover", "locomotion", robot=package / "urdf" / "rover.urdf", out=tmp_path / "pkg")
+    assert ("xacro substitutions left in the URDF: $(find rover_description) -> 'package://rover_description', "
+            "$(optenv ROVER_FL_XYZ 0.18 0.19 -0.04) -> '0.18 0.19 -0.04' -> read in the copy") in "\n".join(made.lines), made.lines  # fmt: skip
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "pkg" / "xacro_rover" / "rover.urdf"))
+    assert np.allclose(model.body("fl_wheel").pos, [0.18, 0.19, -0.04])
+    assert model.nmesh == 1 and (tmp_path / "pkg" / "xacro_rover" / "meshes" / "chassis.stl").is_file()
+    monkeypatch.setenv("ROVER_FL_XYZ", "0.2 0.21 -0.05")  # xacro's reading: the variable first
+    new_task("xacro_rover_env", "locomotion", robot=package / "urdf" / "rover.urdf", out=tmp_path / "pkg2")
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "pkg2" / "xacro_rover_env" / "rover.urdf"))
+    assert np.allclose(model.body("fl_wheel").pos, [0.2, 0.21, -0.05])
+
+
+@pytest.mark.parametrize("left", ["$(arg wheel_x)", "${wheel_x}", "$(env ROBOLEARN_SURELY_UNSET)"])
+def test_a_xacro_substitution_that_needs_xacro_is_one_line_naming_its_line(tmp_path, monkeypatch, left):
+    monkeypatch.delenv("ROBOLEARN_SURELY_UNSET", raising=False)
+    urdf = ROVER.replace('<origin xyz="0.18 0.19 -0.04"/>', f'<origin xyz="{left} 0.19 -0.04"/>')
+    (tmp_path / "rover.urdf").write_text(urdf)
+    line = 1 + urdf.splitlines().index(next(s for s in urdf.splitlines() if left in s))
+    with pytest.raises(UserError) as error:
+        new_task("arg_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    message = str(error.value)
+    assert message.startswith(f"rover.urdf line {line}: {left} is a xacro substitution left unexpanded") and "\n" not in message
+    assert message.endswith("valid: the URDF xacro writes: run `xacro rover.urdf > robot.urdf` (pip install xacro) and "
+                            "pass robot.urdf")  # fmt: skip
+    assert ("(environment variable ROBOLEARN_SURELY_UNSET is not set)" in message) == left.startswith("$(env")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rover.urdf"]
