@@ -38,10 +38,11 @@ from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.limit_probe import PROBE_S, soft_limits
-from robolearn.scaffold.plan import TEMPLATES, render, short
+from robolearn.scaffold.plan import TEMPLATES, RobotPlan, render, short
 from robolearn.scaffold.robot_edits import plan_robot
 from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, parse_urdf, unique_file_names, urdf_meshes
-from robolearn.scaffold.stand_check import stand_warning
+from robolearn.scaffold.servo_gains import raise_gains
+from robolearn.scaffold.stand_check import stand_gain, stand_warning
 from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
 from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes, massless_links
 from robolearn.scaffold.urdf_substitutions import expand_substitutions
@@ -261,6 +262,25 @@ def _verify_edit(robot_py: Path, model: Path) -> mujoco.MjModel:
         raise UserError(f"the generated model edit (robot.py) does not compile with {model.name}: {one_line(exc)}") from None
 
 
+def _stand(plan: RobotPlan, result: NewTask, robot_py: Path, model_path: Path, edited: mujoco.MjModel) -> mujoco.MjModel:
+    """Hold the home pose with the robot's servos (stand_check.py). Gains new-task gave that do not
+    hold it are raised where stronger ones do (robot.py rewritten, the edit verified again); the
+    model's own gains are only warned of. The edited model."""
+    if not plan.kp:
+        warning = stand_warning(edited, plan.base, plan.integrator)
+        result.lines += [warning] if warning else []
+        return edited
+    factor, line = stand_gain(edited, plan.base, plan.integrator)
+    if factor == 1.0:
+        result.lines += [line] if line else []
+        return edited
+    raise_gains(plan, factor, "held by x 1 for a second, the home pose did not stand (the report's servo gains line)")
+    plan.lines.append(line)
+    result.lines.append(line)
+    robot_py.write_text(plan.robot_py(model_path.name))
+    return _verify_edit(robot_py, model_path)
+
+
 def _package_data(package: Path) -> str:
     """Glob patterns for every non-Python file of the package (by folder and suffix)."""
     patterns = set()
@@ -309,9 +329,7 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
                                 f"{PROBE_S:g} s at full effort) -> no past_joint_limits termination (it would end nearly "
                                 "every early episode); the joint_limits penalty keeps the policy off them")  # fmt: skip
     if template == "locomotion" and plan.position and not plan.planar and plan.base and mujoco.mj_name2id(edited, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0:
-        warning = stand_warning(edited, plan.base, plan.integrator)  # the home pose, held by the servos it got
-        if warning:
-            result.lines.append(warning)
+        edited = _stand(plan, result, package / "robot.py", model_path, edited)
     asset = model_path.relative_to(package).as_posix()
     copied = physics_copy(load_spec(model_path), model)[0]  # what the CPU backend copies per environment
     model_bytes = mujoco.mj_sizeModel(copied if copied is not None else model)

@@ -61,6 +61,10 @@ class RobotPlan:
     default_pose: dict[str, float] = field(default_factory=dict)
     base: str | None = None
     base_height: float = 0.0
+    kp: dict[str, float] = field(default_factory=dict)
+    kd: dict[str, float] = field(default_factory=dict)
+    """The gains of the position servos new-task added (servo_gains.py), by joint; empty where the
+    model has actuators of its own."""
     ctrl_spans: dict[str, tuple[float, float]] = field(default_factory=dict)
     servo_widths: dict[str, float] = field(default_factory=dict)
     """Each position servo's joint range width [rad or m] (limited joints only), by actuator name: an

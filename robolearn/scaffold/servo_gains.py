@@ -162,6 +162,7 @@ def plan_servo_gains(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, le
     raised = f", raised where a joint carries more weight than that holds within {SAG} rad" if hanging else ""
     damping = (f"a damping ratio of {DAMPING_RATIO} on each joint's inertia in the stance, 2 x {DAMPING_RATIO} x "
                f"sqrt(KP x inertia), at least KP / {num(KD_RATIO)}" if hanging else f"KP / {num(KD_RATIO)}")  # fmt: skip
+    plan.kp, plan.kd = dict(gains.kp), dict(gains.kd)
     at = next(i for i, c in enumerate(plan.constants) if c.startswith("EFFORT_LIMIT = "))
     plan.constants[at:at] = [
         const("KP", mapping({j: num(k) for j, k in gains.kp.items()}),
@@ -171,3 +172,16 @@ def plan_servo_gains(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, le
               f"Damping gain of each joint's servo [N m s/rad or N s/m] (one number sets every joint's). TODO: "
               f"placeholders ({damping}): set your robot's."),
     ]  # fmt: skip
+
+
+def raise_gains(plan: RobotPlan, factor: float, why: str) -> None:
+    """Scale the added servos' KP by `factor` and KD by its square root (each joint keeps its damping
+    ratio) in the plan and in robot.py's constants, whose KP doc says `why`."""
+    plan.kp = {joint: round(kp * factor, 3) for joint, kp in plan.kp.items()}
+    plan.kd = {joint: round(kd * math.sqrt(factor), 3) for joint, kd in plan.kd.items()}
+    tails = {"KP": (" Set your robot's.", f" Raised x {factor:g}: {why}. Set your robot's."),
+             "KD": ("): set your robot's.", f"; x {math.sqrt(factor):.3g} with KP): set your robot's.")}  # fmt: skip
+    for name, gains in (("KP", plan.kp), ("KD", plan.kd)):
+        at = next(i for i, c in enumerate(plan.constants) if c.startswith(f"{name} = "))
+        doc = " ".join(plan.constants[at].split('"""')[1].split("\n")).replace(*tails[name])
+        plan.constants[at] = const(name, mapping({j: num(k) for j, k in gains.items()}), doc)

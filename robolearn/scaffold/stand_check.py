@@ -3,8 +3,9 @@
 new-task's home pose is a guess (each joint at 0 inside its limits) and its gains are placeholders.
 A guess can put every foot ahead of the hips (pybullet's A1: it tips back onto its thighs), and a
 heavy robot can sag under 2 x its mass (AlienGo); then every episode starts falling and nothing
-says why. This holds the pose for a second, as training's first steps would, and the report warns
-where the robot sinks or tips, and whether stronger gains alone would hold it.
+says why. This holds the pose for a second, as training's first steps would. Where the gains are
+new-task's own and stronger ones hold the pose, the gains are raised (stand_gain); otherwise the
+report warns where the robot sinks or tips, and whether stronger gains alone would hold it.
 """
 
 from __future__ import annotations
@@ -59,14 +60,41 @@ def stand_warning(model: mujoco.MjModel, base: str, integrator: str | None) -> s
     start, end, turned = hold(model, base, integrator)
     if _stood(start, end, turned):
         return None
-    how = ("the simulation diverges" if not np.isfinite(end) else
-           f"the base's height goes from {start:.3f} to {end:.3f} m and it turns {np.degrees(turned):.0f} degrees")  # fmt: skip
     stronger = hold(model, base, integrator, STRONGER)
     why = (f"with KP x {STRONGER:g} it stands: the placeholder gains are too weak for this robot; set KP and KD in robot.py"
            if _stood(*stronger) else
            f"it does not stand with KP x {STRONGER:g} either: the pose is off balance (e.g. the feet not around the centre of mass); "
            "set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)")  # fmt: skip
-    return f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {how}: every episode would start falling; {why}"
+    return f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(start, end, turned)}: every episode would start falling; {why}"
+
+
+RAISES = (2.0, 4.0)
+"""The factors new-task tries on the gains it gave (KP x factor, KD x its square root), least first,
+where the home pose does not hold with them: 2 x the robot's mass is what the locomotion recipes
+were measured with and stays where it holds; pybullet's Vision 60 (27 kg) and Unitree's G1 sag
+under it."""
+
+
+def stand_gain(model: mujoco.MjModel, base: str, integrator: str | None) -> tuple[float, str | None]:
+    """For gains new-task gave: the least factor of RAISES that holds a home pose which does not
+    hold as given, with the report line that says so; (1, None) where it holds; (1, the warning)
+    where no factor does."""
+    start, end, turned = hold(model, base, integrator)
+    if _stood(start, end, turned):
+        return 1.0, None
+    for factor in RAISES:
+        if _stood(*hold(model, base, integrator, factor)):
+            return factor, (f"servo gains: holding the home pose for {HOLD_S:g} s with them, {_how(start, end, turned)} -> "
+                            f"KP x {factor:g}, KD x {np.sqrt(factor):.3g}: the least of x {', x '.join(f'{r:g}' for r in RAISES)} "
+                            "that holds it (placeholders still: set your robot's gains in robot.py)")  # fmt: skip
+    return 1.0, (f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(start, end, turned)}: every episode "
+                 f"would start falling; it does not stand with KP x {RAISES[-1]:g} either: the pose is off balance (e.g. the "
+                 "feet not around the centre of mass); set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)")  # fmt: skip
+
+
+def _how(start: float, end: float, turned: float) -> str:
+    return ("the simulation diverges" if not np.isfinite(end) else
+            f"the base's height goes from {start:.3f} to {end:.3f} m and it turns {np.degrees(turned):.0f} degrees")  # fmt: skip
 
 
 def _stood(start: float, end: float, turned: float) -> bool:

@@ -15,17 +15,21 @@ CORNERS = ((0.2, 0.15), (0.2, -0.15), (-0.2, 0.15), (-0.2, -0.15))
 
 
 def _table(kp: float, legs=CORNERS, lean: float = 0.6) -> mujoco.MjModel:
+    return mujoco.MjModel.from_xml_string(_table_xml(kp, legs, lean))
+
+
+def _table_xml(kp: float, legs=CORNERS, lean: float = 0.6) -> str:
     """A 20 kg box on legs 0.3 m long, every hip turned `lean` rad the same way (a parallelogram that
     folds unless the servos hold it), its feet on the floor at home."""
     height = 0.3 * math.cos(lean) + 0.02
     bodies = "".join(f"""<body name="leg{i}" pos="{x} {y} 0"><joint name="hip{i}" axis="0 1 0" range="-1.5 1.5"/>
       <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.2"/></body>""" for i, (x, y) in enumerate(legs))
     servos = "".join(f'<position joint="hip{i}" kp="{kp}" kv="{kp / 40}"/>' for i in range(len(legs)))
-    return mujoco.MjModel.from_xml_string(f"""<mujoco><option integrator="implicitfast"/><worldbody>
+    return f"""<mujoco><option integrator="implicitfast"/><worldbody>
       <geom name="floor" type="plane" size="5 5 0.1"/>
       <body name="base" pos="0 0 {height}"><freejoint/><geom type="box" size="0.25 0.2 0.03" mass="20"/>{bodies}</body>
       </worldbody><actuator>{servos}</actuator>
-      <keyframe><key name="home" qpos="0 0 {height} 1 0 0 0 {' '.join([str(lean)] * len(legs))}"/></keyframe></mujoco>""")
+      <keyframe><key name="home" qpos="0 0 {height} 1 0 0 0 {' '.join([str(lean)] * len(legs))}"/></keyframe></mujoco>"""
 
 
 def test_a_robot_that_stands_gets_no_line():
@@ -111,3 +115,38 @@ def test_feet_that_already_surround_the_centre_of_mass_stay_where_they_are(tmp_p
     (tmp_path / "dog.urdf").write_text(_dog(knee_range="-2.7 0.5"))
     made = new_task("straight_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
     assert not any(line.startswith("home pose:") for line in made.lines), made.lines
+
+
+def test_gains_new_task_gave_are_raised_where_they_do_not_hold_the_home_pose(tmp_path):
+    """2 x the robot's mass is the placeholder KP; on knees bent far (pybullet's Vision 60, Unitree's G1)
+    it lets the robot sag from the first step. new-task raises its own gains by the least factor
+    that holds the pose (KD by its square root: the same damping ratio), and says so."""
+    from robolearn.scaffold import new_task
+    from robolearn.scaffold.stand_check import _stood
+
+    from .test_new_task import _module
+    from .test_new_task_urdf_copy import _edited_model
+
+    (tmp_path / "dog.urdf").write_text(_dog(knee_range="-2.7 -1.6"))
+    made = new_task("crouched_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
+    line = next(line for line in made.lines if line.startswith("servo gains:"))
+    assert line.startswith("servo gains: holding the home pose for 1 s with them, the base's height goes from 0.288 to ")
+    assert "-> KP x 2, KD x 1.41: the least of x 2, x 4 that holds it" in line, line
+    assert not any(line.startswith("WARNING: holding the home pose") for line in made.lines)
+    robot = _module(tmp_path / "pkg" / "crouched_dog" / "robot.py")
+    # 10.2 kg: the placeholder KP 20, KD 20 / 40
+    assert set(robot.KP.values()) == {40.0} and set(robot.KD.values()) == {round(0.5 * math.sqrt(2), 3)}
+    assert "servo gains: holding the home pose" in robot.__doc__
+    model = _edited_model(tmp_path / "pkg" / "crouched_dog", "dog.urdf")
+    assert _stood(*hold(model, "trunk", "implicitfast"))
+    assert not _stood(*hold(model, "trunk", "implicitfast", 0.5))  # as first given
+
+
+def test_a_models_own_gains_are_warned_of_not_changed(tmp_path):
+    from robolearn.scaffold import new_task
+
+    (tmp_path / "table.xml").write_text(_table_xml(kp=20))
+    made = new_task("weak_table", "locomotion", robot=tmp_path / "table.xml", out=tmp_path / "pkg")
+    assert any(line.startswith("WARNING: holding the home pose") and "with KP x 4 it stands" in line for line in made.lines), made.lines
+    assert not any(line.startswith("servo gains:") for line in made.lines)
+    assert "kp=\"20\"" in (tmp_path / "pkg" / "weak_table" / "table.xml").read_text()
