@@ -40,7 +40,8 @@ from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.limit_probe import PROBE_S, soft_limits
 from robolearn.scaffold.plan import TEMPLATES, RobotPlan, render, short
 from robolearn.scaffold.robot_edits import plan_robot
-from robolearn.scaffold.robot_files import compile_spec, load_spec, model_files, parse_urdf, unique_file_names, urdf_meshes
+from robolearn.scaffold.robot_files import (compile_spec, load_spec, model_files, parse_urdf, unique_file_names, urdf_meshes,
+                                            weightless_link)
 from robolearn.scaffold.servo_gains import raise_gains
 from robolearn.scaffold.stand_check import stand_gain, stand_warning
 from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
@@ -229,6 +230,9 @@ def _about_the_copy(message: str, robot: Path, copy: Path) -> str:
         return (f"cannot compile robot model {robot}: its collision mesh {dae.group(1)} is COLLADA (.dae), which MuJoCo "
                 "cannot read; valid: STL, OBJ or MSH (convert it, e.g. with Blender or trimesh, and point the "
                 "<collision> element at the copy)")  # fmt: skip
+    weightless = re.search(r"mass and inertia of moving bodies must be larger than mjMINVAL Element name '([^']+)'", message)
+    if weightless and robot.suffix.lower() == ".urdf":
+        return f"{message}: {weightless_link(robot, weightless.group(1))}"
     return message
 
 

@@ -3,6 +3,7 @@ compiled with one-line errors, the files an MJCF includes, the meshes a URDF nam
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -79,3 +80,21 @@ def _find_urdf_file(urdf: Path, name: str) -> Path:
         if candidate.is_file():
             return candidate
     raise UserError(f"{urdf.name} names mesh {name}, which is not found near {urdf.parent}")
+
+
+def weightless_link(path: Path, name: str) -> str:
+    """What a URDF says of link `name`'s mass and inertia, where MuJoCo refused it as a moving body
+    with none (laikago_toes.urdf's hip motors: 1.095 kg, every moment of inertia 0), and how to mend it."""
+    text = path.read_text(errors="replace")
+    at = re.search(rf"<link\s+name\s*=\s*[\"']{re.escape(name)}[\"']", text)
+    where = f"link {name} (line {text[:at.start()].count(chr(10)) + 1})" if at else f"link {name}"
+    link = next((link for link in parse_urdf(path).getroot().iter("link") if link.get("name") == name), None)
+    inertial = link.find("inertial") if link is not None else None
+    if inertial is None:
+        said = "has no <inertial>"
+    else:
+        mass, inertia = inertial.find("mass"), inertial.find("inertia")
+        moments = " ".join(f"{k}={inertia.get(k, '?')}" for k in ("ixx", "iyy", "izz")) if inertia is not None else "no <inertia>"
+        said = f"has mass {mass.get('value', '?') if mass is not None else '?'} and {moments}"
+    return (f"{where} {said}; valid: a mass and moments of inertia above 0 on each link that moves (its real ones, or "
+            "<mujoco><compiler inertiafromgeom=\"true\"/></mujoco> in the URDF for MuJoCo to compute them from its geometry)")

@@ -323,3 +323,18 @@ def test_a_xacro_substitution_that_needs_xacro_is_one_line_naming_its_line(tmp_p
                             "pass robot.urdf")  # fmt: skip
     assert ("(environment variable ROBOLEARN_SURELY_UNSET is not set)" in message) == left.startswith("$(env")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rover.urdf"]
+
+
+def test_a_moving_link_without_inertia_is_named_with_its_line_and_what_it_says(tmp_path):
+    """pybullet's laikago_toes.urdf gives its hip motors 1.095 kg and moments of inertia of 0: MuJoCo's
+    line named the body, not what was wrong with it or where."""
+    zero = ROVER.replace('<link name="fl_wheel"><inertial><mass value="0.5"/><inertia ixx="0.001" iyy="0.001" izz="0.001"',
+                         '<link name="fl_wheel"><inertial><mass value="0.5"/><inertia ixx="0" iyy="0" izz="0"')  # fmt: skip
+    (tmp_path / "rover.urdf").write_text(zero)
+    line = 1 + zero.splitlines().index(next(s for s in zero.splitlines() if '<link name="fl_wheel">' in s))
+    with pytest.raises(UserError) as error:
+        new_task("weightless_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert str(error.value).endswith(
+        f"Element name 'fl_wheel', id 2: link fl_wheel (line {line}) has mass 0.5 and ixx=0 iyy=0 izz=0; valid: a mass and "
+        "moments of inertia above 0 on each link that moves (its real ones, or <mujoco><compiler inertiafromgeom=\"true\"/>"
+        "</mujoco> in the URDF for MuJoCo to compute them from its geometry)"), str(error.value)  # fmt: skip
