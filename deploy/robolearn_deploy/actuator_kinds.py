@@ -35,13 +35,21 @@ def joint_level_kind(model: mujoco.MjModel, a: int) -> str | None:
         return None
     if int(model.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
         return None
-    gain, bias, gear = model.actuator_gainprm[a], model.actuator_biasprm[a], float(model.actuator_gear[a, 0])
+    bias, gear = model.actuator_biasprm[a], float(model.actuator_gear[a, 0])
     biastype = int(model.actuator_biastype[a])
     if biastype == int(mujoco.mjtBias.mjBIAS_NONE) or (biastype == int(mujoco.mjtBias.mjBIAS_AFFINE) and not bias[:3].any()):
         return "motor"
-    if biastype == int(mujoco.mjtBias.mjBIAS_AFFINE) and bias[0] == 0 and bias[1] != 0 and bias[1] == -gain[0] and gear == 1.0:
+    if servo_bias(model, a) and bias[0] == 0 and gear == 1.0:
         return "position"
     return None
+
+
+def servo_bias(model: mujoco.MjModel, a: int) -> bool:
+    """Whether actuator `a` has a position servo's bias: affine, its position term minus the gain
+    (b1 = -kp, not 0), so that its force is kp (ctrl - length) plus what b0 and b2 add."""
+    bias = model.actuator_biasprm[a]
+    affine = int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE)
+    return bool(affine and bias[1] != 0 and bias[1] == -model.actuator_gainprm[a, 0])
 
 
 def holds_a_target(model: mujoco.MjModel, a: int) -> bool:

@@ -12,6 +12,7 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
+from robolearn_deploy.actuator_kinds import servo_bias
 from robolearn.scene.floating_base import floating_base_joint
 from robolearn.scene.ground import add_floor, has_ground
 from robolearn.scene.sim_options import set_options
@@ -41,17 +42,11 @@ class RobotModel:
         return [(a, mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.actuator_trnid[a, 0])))
                 for a in range(m.nu) if int(m.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)]  # fmt: skip
 
-    def _is_servo(self, a: int) -> bool:
-        """A position servo: an affine bias whose position term is minus the gain (kp)."""
-        m = self.model
-        bias = m.actuator_biasprm[a]
-        return int(m.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE) and bias[1] != 0 and bias[1] == -m.actuator_gainprm[a, 0]
-
     def position_gains(self) -> dict[str, dict]:
         """{joint: {kp, kd}} for joints driven by a position servo."""
         m = self.model
         return {joint: {"kp": float(m.actuator_gainprm[a, 0]), "kd": float(-m.actuator_biasprm[a, 2])}
-                for a, joint in self._joint_actuators() if self._is_servo(a)}  # fmt: skip
+                for a, joint in self._joint_actuators() if servo_bias(self.model, a)}  # fmt: skip
 
     def joint_limits(self) -> dict[str, list[float]]:
         m = self.model
@@ -64,7 +59,7 @@ class RobotModel:
         """The name of the actuator that drives each joint (its position servo where it has several)."""
         names = []
         for joint in joints:
-            mine = sorted((a for a, j in self._joint_actuators() if j == joint), key=lambda a: not self._is_servo(a))
+            mine = sorted((a for a, j in self._joint_actuators() if j == joint), key=lambda a: not servo_bias(self.model, a))
             name = mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, mine[0]) if mine else None
             if not name:
                 raise UserError(f"the actuator of joint {joint!r} in {self.path.name} has no name; name it in the MJCF "

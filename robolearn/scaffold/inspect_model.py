@@ -14,6 +14,7 @@ import mujoco
 import numpy as np
 
 from robolearn.errors import UserError
+from robolearn_deploy.actuator_kinds import servo_bias
 from robolearn.scaffold.end_effector import end_effector
 from robolearn.scaffold.legs import BaseJoint, Foot, feet, imu_body, imu_site, planar_base
 from robolearn.scaffold.model_query import ONE_DOF, driven_joints, home_value, obj_name
@@ -120,14 +121,13 @@ class ModelInfo:
 
 
 def actuator_kind(model: mujoco.MjModel, a: int) -> str:
-    gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
     if int(model.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
         return "other"
     if int(model.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
         return "other"
     if int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_NONE):
         return "motor"
-    if int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE) and bias[1] != 0 and bias[1] == -gain[0]:
+    if servo_bias(model, a):
         return "position"
     return "other"
 
