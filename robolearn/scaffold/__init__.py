@@ -40,12 +40,12 @@ from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.limit_probe import PROBE_S, soft_limits
 from robolearn.scaffold.plan import TEMPLATES, RobotPlan, render, short
 from robolearn.scaffold.robot_edits import plan_robot
-from robolearn.scaffold.robot_files import (compile_spec, load_spec, model_files, parse_urdf, unique_file_names, urdf_meshes,
-                                            weightless_link)
+from robolearn.scaffold.robot_files import (compile_spec, inertia_hint, load_spec, model_files, parse_urdf, unique_file_names,
+                                            urdf_meshes)
 from robolearn.scaffold.servo_gains import raise_gains
 from robolearn.scaffold.stand_check import stand_gain, stand_warning
 from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
-from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes, massless_links
+from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes, massless_links, placeholder_inertias
 from robolearn.scaffold.urdf_substitutions import expand_substitutions
 
 TEMPLATE_NAMES = ("minimal", "locomotion", "reach", "pose")
@@ -152,21 +152,25 @@ def copy_urdf(source: Path, package: Path, legged: bool) -> tuple[Path, list[str
     the copy's `filename`s say so), and tell MuJoCo where they are in its URDF extension:
     `<mujoco><compiler meshdir="meshes" discardvisual="false" fusestatic="false">`. The visual
     meshes are kept, as geoms that collide with nothing and that videos and viewers draw, unless
-    the URDF says `discardvisual="true"` itself or MuJoCo cannot read them (a .dae: then they are
-    left out, and the returned note says so); links without joints (the base link) stay bodies.
-    Returns the copy and the report's lines on what the copy changed (urdf_copy.py: ASCII STL made
-    binary, for a legged robot a base_footprint root left out)."""
+    the URDF says `discardvisual="true"` itself or they cannot be read (then they are left out, and
+    the returned note says so); links without joints (the base link) stay bodies. Returns the copy
+    and the report's lines on what the copy changed (urdf_copy.py: ASCII STL and COLLADA meshes made
+    binary STL, for a legged robot a base_footprint root left out)."""
     collision = urdf_meshes(source, "collision")
     visual = urdf_meshes(source, "visual")
     if _urdf_compiler(parse_urdf(source)).get("discardvisual") == "true" or not visual:
         target, _, notes = _write_urdf(source, package, collision, None, legged)
         return target, notes
-    target, copies, notes = _write_urdf(source, package, {**visual, **collision}, "false", legged)
     try:
-        mujoco.MjModel.from_xml_path(str(target))
-        return target, notes
-    except Exception as exc:  # MuJoCo's own reason goes into the note
-        reason = re.sub(r"'[^']*/meshes/([^'/]*)'", r"'\1'", one_line(exc))  # the file, not the package's folder
+        target, copies, notes = _write_urdf(source, package, {**visual, **collision}, "false", legged)
+    except UserError as exc:  # a COLLADA visual mesh that does not convert (a collision one: below, the error)
+        reason, copies = str(exc), {}
+    else:
+        try:
+            mujoco.MjModel.from_xml_path(str(target))
+            return target, notes
+        except Exception as exc:  # MuJoCo's own reason goes into the note
+            reason = re.sub(r"'[^']*/meshes/([^'/]*)'", r"'\1'", one_line(exc))  # the file, not the package's folder
     for file, name in copies.items():
         reason = reason.replace(f"'{name}'", f"'{file.name}'")  # the user's file name, not the copy's
     shutil.rmtree(package / "meshes", ignore_errors=True)
@@ -195,6 +199,7 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
     notes += [note] if legged and (note := drop_footprint(tree)) else []
     notes += [note] if (note := endless_revolutes(tree)) else []
     notes += [note] if (note := massless_links(tree, legged)) else []
+    notes += [note] if (note := placeholder_inertias(tree)) else []
     compiler = _urdf_compiler(tree)
     compiler.set("fusestatic", "false")  # links without joints stay bodies: the base link keeps its name
     if discard_visual is not None:
@@ -204,12 +209,19 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
         (package / "meshes").mkdir(exist_ok=True)
         compiler.set("meshdir", "meshes")
         compiler.attrib.pop("strippath", None)  # the names are the copies' own
-    converted = [file for file, name in names.items() if copy_mesh(file, package / "meshes" / name)]
-    if converted:
-        shown = short([f"{f.parent.name}/{f.name}" for f in converted])
-        notes.append(f"meshes: {shown} are ASCII STL, which MuJoCo cannot read -> written "
+    converted = {file: copy_mesh(file, package / "meshes" / name) for file, name in names.items()}
+    ascii_stl = [f"{f.parent.name}/{f.name}" for f, kind in converted.items() if kind == "ASCII STL"]
+    if ascii_stl:
+        notes.append(f"meshes: {short(ascii_stl)} are ASCII STL, which MuJoCo cannot read -> written "
                      "as binary STL in the package's meshes/")  # fmt: skip
-    renamed = [f"{file.parent.name}/{file.name} -> {name}" for file, name in names.items() if name != file.name]
+    collada = [f"{f.parent.name}/{f.name}" for f, kind in converted.items() if kind == "COLLADA"]
+    if collada:
+        notes.append(f"meshes: {short(collada)} {'is' if len(collada) == 1 else 'are'} COLLADA (.dae), which MuJoCo cannot "
+                     "read -> their triangles written as binary STL in the package's meshes/ (scaled by their <unit>, "
+                     "placed by their nodes; <up_axis> not applied, as RViz and Gazebo do not; colours and textures "
+                     "left out)")  # fmt: skip
+    renamed = [f"{file.parent.name}/{file.name} -> {name}" for file, name in names.items()
+               if Path(name).stem != file.stem]  # fmt: skip
     if renamed:
         notes.append(f"meshes: two files share a name, so the copies in meshes/ are renamed: {short(renamed)}")
     for mesh in tree.getroot().iter("mesh"):
@@ -225,15 +237,8 @@ def _about_the_copy(message: str, robot: Path, copy: Path) -> str:
     lives in a staging folder that is gone when the message is read."""
     message = message.replace(str(copy), str(robot))
     message = re.sub(r"(?:[^\s']*/)?\.[^/\s']*\.new-task-[^/\s']*/[^/\s']*/", "", message)  # <staging>/<package>/
-    dae = re.search(r"no decoder found for mesh file '(?:meshes/)?([^']+\.dae)'", message, re.IGNORECASE)
-    if dae:
-        return (f"cannot compile robot model {robot}: its collision mesh {dae.group(1)} is COLLADA (.dae), which MuJoCo "
-                "cannot read; valid: STL, OBJ or MSH (convert it, e.g. with Blender or trimesh, and point the "
-                "<collision> element at the copy)")  # fmt: skip
-    weightless = re.search(r"mass and inertia of moving bodies must be larger than mjMINVAL Element name '([^']+)'", message)
-    if weightless and robot.suffix.lower() == ".urdf":
-        return f"{message}: {weightless_link(robot, weightless.group(1))}"
-    return message
+    hint = inertia_hint(robot, message) if robot.suffix.lower() == ".urdf" else None
+    return f"{message}: {hint}" if hint else message
 
 
 def _builtin_model(template: str, package: Path) -> Path:

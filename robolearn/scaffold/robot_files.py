@@ -13,6 +13,7 @@ from robolearn.errors import UserError, one_line
 from robolearn.model_files import model_files as shared_model_files
 from robolearn.model_numbers import refuse_non_finite_model, refuse_non_finite_text
 from robolearn.scaffold.plan import unique
+from robolearn.scaffold.urdf_copy import mesh_suffix
 from robolearn.scaffold.urdf_substitutions import expand_substitutions
 
 
@@ -64,7 +65,7 @@ def unique_file_names(files: list[Path]) -> dict[Path, str]:
     """A file name for each file, none two alike in their stems (MuJoCo names a URDF's meshes by the
     stem): `link1.stl` kept, another `link1.stl` (a visual mesh beside a collision one) made `link1_2.stl`."""
     taken: set[str] = set()
-    return {file: unique(file.stem, taken) + file.suffix for file in sorted(set(files))}
+    return {file: unique(file.stem, taken) + mesh_suffix(file) for file in sorted(set(files))}
 
 
 def _find_urdf_file(urdf: Path, name: str) -> Path:
@@ -82,9 +83,23 @@ def _find_urdf_file(urdf: Path, name: str) -> Path:
     raise UserError(f"{urdf.name} names mesh {name}, which is not found near {urdf.parent}")
 
 
-def weightless_link(path: Path, name: str) -> str:
-    """What a URDF says of link `name`'s mass and inertia, where MuJoCo refused it as a moving body
-    with none (laikago_toes.urdf's hip motors: 1.095 kg, every moment of inertia 0), and how to mend it."""
+INERTIA_ERRORS = {
+    "mass and inertia of moving bodies must be larger than mjMINVAL": "a mass and moments of inertia above 0 on each link that moves",
+    "inertia must have positive eigenvalues": "moments of inertia a rigid body has (positive definite)",
+    "inertia must satisfy A + B >= C": "moments of inertia a rigid body has (each principal moment at most the sum of the other two)",
+}
+"""MuJoCo's refusals of a body's mass or inertia, and what a valid one is."""
+
+
+def inertia_hint(path: Path, message: str) -> str | None:
+    """Where MuJoCo refused a URDF link's mass or inertia (INERTIA_ERRORS): what the URDF says of
+    that link, at which line (laikago_toes.urdf's hip motors: 1.095 kg, every moment 0), and how to
+    mend it; None for another message."""
+    error = next((valid for said, valid in INERTIA_ERRORS.items() if said in message), None)
+    named = re.search(r"Element name '([^']+)'", message)
+    if error is None or named is None:
+        return None
+    name = named.group(1)
     text = path.read_text(errors="replace")
     at = re.search(rf"<link\s+name\s*=\s*[\"']{re.escape(name)}[\"']", text)
     where = f"link {name} (line {text[:at.start()].count(chr(10)) + 1})" if at else f"link {name}"
@@ -94,7 +109,8 @@ def weightless_link(path: Path, name: str) -> str:
         said = "has no <inertial>"
     else:
         mass, inertia = inertial.find("mass"), inertial.find("inertia")
-        moments = " ".join(f"{k}={inertia.get(k, '?')}" for k in ("ixx", "iyy", "izz")) if inertia is not None else "no <inertia>"
+        keys = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+        moments = " ".join(f"{k}={inertia.get(k, '0')}" for k in keys) if inertia is not None else "no <inertia>"
         said = f"has mass {mass.get('value', '?') if mass is not None else '?'} and {moments}"
-    return (f"{where} {said}; valid: a mass and moments of inertia above 0 on each link that moves (its real ones, or "
-            "<mujoco><compiler inertiafromgeom=\"true\"/></mujoco> in the URDF for MuJoCo to compute them from its geometry)")
+    return (f"{where} {said}; valid: {error}: the link's real ones, or <mujoco><compiler inertiafromgeom=\"true\"/>"
+            "</mujoco> in the URDF for MuJoCo to compute them from its geometry")

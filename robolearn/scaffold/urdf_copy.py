@@ -14,21 +14,28 @@ from pathlib import Path
 import numpy as np
 
 from robolearn.errors import UserError
+from robolearn.scaffold.collada import collada_triangles, write_stl
 from robolearn.scaffold.plan import short
 
-_FACET = struct.Struct("<12fH")
-
-
-def copy_mesh(source: Path, target: Path) -> bool:
-    """Copy a mesh file; an ASCII STL is written as binary STL. Returns whether it was converted."""
+def copy_mesh(source: Path, target: Path) -> str | None:
+    """Copy a mesh file; an ASCII STL is written as binary STL, a COLLADA file's triangles too
+    (collada.py; `target` is then an .stl: mesh_name). Returns what was converted ("ASCII STL",
+    "COLLADA"), None for a plain copy."""
+    if source.suffix.lower() == ".dae":
+        write_stl(collada_triangles(source), target, f"binary STL written by robolearn new-task from {source.name}")
+        return "COLLADA"
     data = source.read_bytes()
     if source.suffix.lower() != ".stl" or not _is_ascii_stl(data):
         target.write_bytes(data)
-        return False
-    facets = _ascii_facets(data.decode("ascii", errors="replace"), source)
-    header = b"binary STL written by robolearn new-task from an ASCII STL".ljust(80, b" ")
-    target.write_bytes(header + struct.pack("<I", len(facets)) + b"".join(_FACET.pack(*f, 0) for f in facets))
-    return True
+        return None
+    facets = np.array(_ascii_facets(data.decode("ascii", errors="replace"), source))
+    write_stl(facets[:, 3:].reshape(-1, 3, 3), target, "binary STL written by robolearn new-task from an ASCII STL")
+    return "ASCII STL"
+
+
+def mesh_suffix(source: Path) -> str:
+    """The suffix of a mesh's copy: a COLLADA file's is an STL."""
+    return ".stl" if source.suffix.lower() == ".dae" else source.suffix
 
 
 def _is_ascii_stl(data: bytes) -> bool:
@@ -207,3 +214,45 @@ def massless_links(tree: ET.ElementTree, legged: bool) -> str | None:
     compiler.set("inertiafromgeom", "false")
     return (f"links without <inertial>: {short(bare)} -> massless, as URDF reads them (MuJoCo would weigh their "
             "geometry as water: inertiafromgeom=\"false\" in the copy)")
+
+
+PLACEHOLDER_MASS = 1e-3
+"""An `<inertial>` lighter than this [kg] is a placeholder: ROS descriptions give frames that carry
+nothing (HyQ's base_link, TIAGo's antennas) 1e-6 kg and moments such as ixx = ixy = ... = 1e-6,
+which no rigid body has and MuJoCo refuses ("inertia must have positive eigenvalues")."""
+
+
+def placeholder_inertias(tree: ET.ElementTree) -> str | None:
+    """Give each placeholder `<inertial>` (lighter than PLACEHOLDER_MASS) whose moments no rigid body
+    has (not positive definite, or one moment above the other two's sum) the diagonal of a small
+    sphere of its mass (2/5 m r^2, r = 1 cm): such a link weighs on nothing. Returns the report line,
+    None where there is none."""
+    mended = []
+    for link in tree.getroot().findall("link"):
+        mass, inertia = link.find("inertial/mass"), link.find("inertial/inertia")
+        if mass is None or inertia is None:
+            continue
+        try:
+            m = float(mass.get("value", "nan"))
+            i = {k: float(inertia.get(k, "0")) for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+        except ValueError:  # MuJoCo's own message names it
+            continue
+        if not 0 < m < PLACEHOLDER_MASS or _rigid(i):  # a massless link: massless_links
+            continue
+        moment = f"{0.4 * m * 0.01**2:.3g}"
+        inertia.attrib.update(ixx=moment, iyy=moment, izz=moment, ixy="0", ixz="0", iyz="0")
+        mended.append(f"{link.get('name')} ({m:g} kg)")
+    if not mended:
+        return None
+    return (f"placeholder inertias: {short(mended)} have moments no rigid body has (MuJoCo refuses them) -> a 1 cm sphere's "
+            "in the copy (they weigh on nothing at that mass)")
+
+
+def _rigid(i: dict[str, float]) -> bool:
+    """Whether URDF moments of inertia are a rigid body's: positive definite, and each principal
+    moment at most the sum of the other two."""
+    matrix = np.array([[i["ixx"], i["ixy"], i["ixz"]], [i["ixy"], i["iyy"], i["iyz"]], [i["ixz"], i["iyz"], i["izz"]]])
+    if not np.isfinite(matrix).all():
+        return True  # not ours to mend: the copy's check refuses it in one line
+    moments = np.linalg.eigvalsh(matrix)
+    return bool(moments.min() > 0 and moments.max() <= moments.sum() - moments.max() + 1e-12 * moments.max())

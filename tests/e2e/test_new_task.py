@@ -278,18 +278,26 @@ def test_a_urdf_with_a_visual_and_a_collision_mesh_of_one_name_and_a_mimic_joint
     assert [spec.actuators[k].name for k in range(len(spec.actuators))] == ["shoulder", "grip"]
 
 
-def test_visual_meshes_mujoco_cannot_read_are_left_out_with_a_note(tmp_path):
-    """A .dae visual mesh (ROS's usual) does not load in MuJoCo: the visual meshes are left out and the
-    report says why; the collision mesh is copied and the model compiles."""
+def test_visual_meshes_that_cannot_be_read_are_left_out_with_a_note(tmp_path):
+    """A visual mesh that neither MuJoCo nor new-task's COLLADA reader reads (here a .dae with no
+    triangles) is left out with the visual meshes, and the report says why; the collision mesh is
+    copied and the model compiles. A .dae that reads is kept, as STL (test_new_task_collada.py)."""
+    from .test_new_task_collada import _dae
+
     _, collision = two_meshes(tmp_path / "meshes")
     (tmp_path / "meshes" / "visual" / "link.dae").write_text('<?xml version="1.0"?><COLLADA/>')
     (tmp_path / "arm.urdf").write_text(URDF_ARM.replace("VISUAL", "meshes/visual/link.dae").replace("COLLISION", "meshes/collision/link.stl"))
     made = new_task("dae_arm", "minimal", robot=tmp_path / "arm.urdf", out=tmp_path / "pkg")
     note = next(line for line in made.lines if line.startswith("visual meshes:"))
-    assert "'link.dae'" in note and note.endswith('-> left out (discardvisual="true"); videos and viewers draw the collision geometry')
+    assert "link.dae has no triangles in its scene" in note, note
+    assert note.endswith('-> left out (discardvisual="true"); videos and viewers draw the collision geometry')
     package = tmp_path / "pkg" / "dae_arm"
     assert [p.name for p in (package / "meshes").iterdir()] == ["link.stl"]
     assert mujoco.MjModel.from_xml_path(str(package / "arm.urdf")).nmesh == 1
+    (tmp_path / "meshes" / "visual" / "link.dae").write_text(_dae())
+    made = new_task("dae_arm_drawn", "minimal", robot=tmp_path / "arm.urdf", out=tmp_path / "pkg2")
+    assert not any(line.startswith("visual meshes:") for line in made.lines), made.lines
+    assert mujoco.MjModel.from_xml_path(str(tmp_path / "pkg2" / "dae_arm_drawn" / "arm.urdf")).nmesh == 2
 
 
 def test_a_wide_level_box_is_ground_and_a_geom_named_floor_that_is_not_keeps_its_name(tmp_path):

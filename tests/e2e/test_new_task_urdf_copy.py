@@ -203,19 +203,6 @@ def test_an_error_in_the_users_urdf_names_the_users_file_and_line(tmp_path):
                                 f"Element 'origin', line {line}")  # fmt: skip
 
 
-def test_a_collision_mesh_mujoco_cannot_read_is_named_with_the_formats_it_can(tmp_path):
-    (tmp_path / "meshes").mkdir()
-    (tmp_path / "meshes" / "chassis.dae").write_text("<COLLADA/>")
-    (tmp_path / "rover.urdf").write_text(ROVER.replace('<collision><geometry><box size="0.5 0.3 0.1"/></geometry></collision>',
-                                                       '<collision><geometry><mesh filename="meshes/chassis.dae"/></geometry></collision>'))  # fmt: skip
-    with pytest.raises(UserError) as error:
-        new_task("dae_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
-    assert str(error.value) == (f"cannot compile robot model {tmp_path / 'rover.urdf'}: its collision mesh chassis.dae is "
-                                "COLLADA (.dae), which MuJoCo cannot read; valid: STL, OBJ or MSH (convert it, e.g. with "
-                                "Blender or trimesh, and point the <collision> element at the copy)")  # fmt: skip
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["meshes", "rover.urdf"]  # no staging folder left behind
-
-
 def test_a_link_without_inertial_is_massless_as_urdf_says_where_mujoco_allows(tmp_path):
     """MuJoCo weighs a URDF link without <inertial> as water-filled geometry (an ANYmal trunk box: 29
     kg of a 52 kg robot, and its servo gains sized from 81 kg). Where the link is welded to one that
@@ -335,6 +322,31 @@ def test_a_moving_link_without_inertia_is_named_with_its_line_and_what_it_says(t
     with pytest.raises(UserError) as error:
         new_task("weightless_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
     assert str(error.value).endswith(
-        f"Element name 'fl_wheel', id 2: link fl_wheel (line {line}) has mass 0.5 and ixx=0 iyy=0 izz=0; valid: a mass and "
-        "moments of inertia above 0 on each link that moves (its real ones, or <mujoco><compiler inertiafromgeom=\"true\"/>"
-        "</mujoco> in the URDF for MuJoCo to compute them from its geometry)"), str(error.value)  # fmt: skip
+        f"Element name 'fl_wheel', id 2: link fl_wheel (line {line}) has mass 0.5 and ixx=0 iyy=0 izz=0 ixy=0 ixz=0 iyz=0; "
+        "valid: a mass and moments of inertia above 0 on each link that moves: the link's real ones, or <mujoco><compiler "
+        "inertiafromgeom=\"true\"/></mujoco> in the URDF for MuJoCo to compute them from its geometry"), str(error.value)  # fmt: skip
+
+
+def test_a_placeholder_inertial_no_rigid_body_has_gets_a_small_spheres(tmp_path):
+    """HyQ's base_link and feet and TIAGo's antennas: 1e-6 kg with ixx = ixy = ... = 1e-6, which is
+    not positive definite (MuJoCo: "inertia must have positive eigenvalues"). Below a gram, such a
+    link gets a 1 cm sphere's moments; a heavier link's are the model's to mend (MuJoCo's line)."""
+    dummy = ('  <link name="antenna"><inertial><mass value="1e-6"/><inertia ixx="1e-6" ixy="1e-6" ixz="1e-6" iyy="1e-6" '
+             'iyz="1e-6" izz="1e-6"/></inertial></link>\n  <joint name="antenna_joint" type="fixed"><parent link="base_link"/>'
+             '<child link="antenna"/><origin xyz="0 0 0.1"/></joint>\n</robot>')  # fmt: skip
+    (tmp_path / "rover.urdf").write_text(ROVER.replace("</robot>", dummy))
+    made = new_task("antenna_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert ("placeholder inertias: antenna (1e-06 kg) have moments no rigid body has (MuJoCo refuses them) -> a 1 cm "
+            "sphere's in the copy") in "\n".join(made.lines), made.lines  # fmt: skip
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "pkg" / "antenna_rover" / "rover.urdf"))
+    assert np.allclose(model.body_inertia[model.body("antenna").id], 0.4 * 1e-6 * 0.01**2)
+    (tmp_path / "heavy.urdf").write_text(ROVER.replace("</robot>", dummy.replace('<mass value="1e-6"/>', '<mass value="0.5"/>')))
+    with pytest.raises(UserError) as error:
+        new_task("heavy_rover", "locomotion", robot=tmp_path / "heavy.urdf", out=tmp_path / "pkg2")
+    line = 1 + (tmp_path / "heavy.urdf").read_text().splitlines().index(next(
+        s for s in (tmp_path / "heavy.urdf").read_text().splitlines() if '<link name="antenna">' in s))  # fmt: skip
+    assert str(error.value).endswith(
+        f"inertia must have positive eigenvalues' in fullinertia Element name 'antenna', id 6: link antenna (line {line}) has "
+        "mass 0.5 and ixx=1e-6 iyy=1e-6 izz=1e-6 ixy=1e-6 ixz=1e-6 iyz=1e-6; valid: moments of inertia a rigid body has "
+        "(positive definite): the link's real ones, or <mujoco><compiler inertiafromgeom=\"true\"/></mujoco> in the URDF for "
+        "MuJoCo to compute them from its geometry"), str(error.value)  # fmt: skip
