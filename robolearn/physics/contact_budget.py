@@ -28,7 +28,7 @@ MARGIN = 2.0
 
 
 @contextlib.contextmanager
-def _unstable_quietly():
+def unstable_quietly():
     """MuJoCo's warnings off while the probe runs: random controls may make a model blow up
     (MuJoCo resets it and the probe goes on), which is worth neither a warning nor a
     MUJOCO_LOG.TXT in the user's folder. A hook already installed (the user's, or the mujoco
@@ -54,7 +54,7 @@ def probe(model: mujoco.MjModel, seconds: float = SECONDS, rollouts: int = ROLLO
     low[limited], high[limited] = model.actuator_ctrlrange[limited, 0], model.actuator_ctrlrange[limited, 1]
     steps, hold = max(1, round(seconds / model.opt.timestep)), max(1, round(0.1 / model.opt.timestep))
     ncon = nefc = 0
-    with _unstable_quietly():
+    with unstable_quietly():
         for key in [k for k in range(-1, model.nkey) for _ in range(rollouts)]:
             if key < 0:
                 mujoco.mj_resetData(model, data)

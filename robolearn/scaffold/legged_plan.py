@@ -15,6 +15,7 @@ from robolearn.scaffold.model_query import HOME_MARGIN, POSE_GUESS, home_value, 
 from robolearn.scaffold.plan import RobotPlan, const, mapping, num, object_names, quoted, short, tuple_text, unique
 from robolearn.scaffold.stance import plan_stance
 from robolearn.scene.geometry import CLEARANCE, lowest_point
+from robolearn.scene.ground import ground_height, is_ground
 
 
 def default_joint_value(info: ModelInfo, name: str) -> float:
@@ -32,6 +33,12 @@ def plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: se
         plan.constants.append(const("FLOOR", quoted(floor), "The ground plane's geom."))
         taken = "" if floor == "floor" else " (its geom 'floor' is no ground: a plane, height field or wide level box)"
         plan.lines.append(f"floor: missing -> added a ground plane '{floor}'{taken}")
+    else:
+        _level_ground(plan, model)
+    if not np.any(model.opt.gravity):
+        plan.steps.append("set_gravity")
+        plan.lines.append("gravity: none in the model (0 0 0: a robot meant for a scene that sets it, as robosuite's) -> "
+                          "0 0 -9.81 (a legged robot stands and walks under it)")  # fmt: skip
     if info.imu_site:
         plan.lines.append(f"IMU: site {info.imu_site} on the base")
     elif plan.base and not plan.planar:
@@ -59,6 +66,33 @@ STANDING = 0.15
 """A standing robot's base is at least this fraction of its size above its lowest point (in the
 pose new-task stands it in: dm_control's quadruped 0.37, mjlab's Go1 0.61, gymnasium's ant 0.24 and
 humanoid 0.82; gymnasium's humanoid lying on its back 0.12, its swimmer 0.03)."""
+
+
+GROUND_TOLERANCE = 1e-4
+"""A model's ground this far [m] from z = 0 or more is moved there (_level_ground)."""
+
+
+def _level_ground(plan: RobotPlan, model: mujoco.MjModel) -> None:
+    """The locomotion task measures heights from z = 0 (the home pose's clearance, base_below, the
+    base height reward). A model whose ground plane sits elsewhere (robosuite's GR1: z = -0.97, the
+    robot placed by a scene) gets its planes there moved to z = 0; other ground (a height field, a
+    box) is warned of."""
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    level = ground_height(model, data)
+    if level is None or abs(level) < GROUND_TOLERANCE:
+        return
+    planes = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == 0 and is_ground(model, g)
+              and int(model.geom_type[g]) == int(mujoco.mjtGeom.mjGEOM_PLANE) and abs(data.geom_xpos[g, 2] - level) < GROUND_TOLERANCE]  # fmt: skip
+    if not planes:
+        plan.lines.append(f"WARNING: the model's ground (a height field or box) tops out at z = {level:.3f}: the task measures "
+                          "heights from z = 0 (the home pose, base_below, base_height); move the ground there")  # fmt: skip
+        return
+    plan.steps.append("level_ground")
+    plan.constants.append(const("GROUND_Z", num(level), "Where the model's ground plane was [m]: level_ground moves the "
+                                                         "planes there to z = 0."))  # fmt: skip
+    plan.lines.append(f"floor: the model's ground plane is at z = {level:.3f} -> moved to z = 0 (the task measures heights "
+                      "from there: the home pose's 5 mm clearance, base_below, base_height)")  # fmt: skip
 
 
 def _doubt_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from robolearn.physics.contact_budget import unstable_quietly
+
 PROBE_S = 0.1
 """How long every actuator pushes at the end of its control range: the first five control steps of
 an episode at 50 Hz."""
@@ -21,37 +23,62 @@ PATTERNS = 16
 saturate most actuators."""
 
 
-def limit_overshoot(model: mujoco.MjModel, joints: list[str], seconds: float = PROBE_S) -> dict[str, float]:
+def limit_overshoot(model: mujoco.MjModel, joints: list[str], seconds: float = PROBE_S, scale: float = 1.0) -> dict[str, float]:
     """How far past its range each limited joint of `joints` goes [rad or m] while every actuator is
-    held at the top or the bottom of its control range for `seconds` from the model's `home`
-    keyframe (else qpos0): the median over PATTERNS such pushes of each one's farthest. Unlimited
-    controls push at +-1."""
+    held at the top or the bottom of its control range (times `scale`) for `seconds` from the model's
+    `home` keyframe (else qpos0): the median over PATTERNS such pushes of each one's farthest.
+    Unlimited controls push at +-1."""
     ids = [(name, mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)) for name in joints]
     limited = [(name, model.jnt_qposadr[j], model.jnt_range[j]) for name, j in ids if j >= 0 and model.jnt_limited[j]]
     if not limited or not model.nu:
         return {}
+    worst = [dict.fromkeys((name for name, *_ in limited), 0.0) for _ in range(PATTERNS)]
+    for push, data in _pushes(model, seconds, scale):
+        for name, adr, (low, high) in limited:
+            q = data.qpos[adr]
+            worst[push][name] = max(worst[push][name], low - q, q - high)
+    return {name: sorted(float(run[name]) for run in worst)[PATTERNS // 2] for name in worst[0]}
+
+
+def _pushes(model: mujoco.MjModel, seconds: float, scale: float):
+    """(push, data) after each step of each push (PATTERNS sign patterns at `scale` x the ends of
+    the control ranges), from the `home` keyframe (else qpos0), MuJoCo's warnings off."""
     data = mujoco.MjData(model)
     home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
     bounded = model.actuator_ctrllimited.astype(bool)
-    top = np.where(bounded, model.actuator_ctrlrange[:, 1], 1.0)
-    bottom = np.where(bounded, model.actuator_ctrlrange[:, 0], -1.0)
+    top = scale * np.where(bounded, model.actuator_ctrlrange[:, 1], 1.0)
+    bottom = scale * np.where(bounded, model.actuator_ctrlrange[:, 0], -1.0)
     rng = np.random.default_rng(0)
     patterns = [np.ones(model.nu, bool), np.zeros(model.nu, bool), *(rng.random((PATTERNS - 2, model.nu)) < 0.5)]
-    runs = []
-    for up in patterns:
-        worst = dict.fromkeys((name for name, *_ in limited), 0.0)
-        runs.append(worst)
-        if home >= 0:
-            mujoco.mj_resetDataKeyframe(model, data, home)
-        else:
-            mujoco.mj_resetData(model, data)
-        data.ctrl[:] = np.where(up, top, bottom)
-        for _ in range(max(1, round(seconds / model.opt.timestep))):
-            mujoco.mj_step(model, data)
-            for name, adr, (low, high) in limited:
-                q = data.qpos[adr]
-                worst[name] = max(worst[name], low - q, q - high)
-    return {name: sorted(float(run[name]) for run in runs)[len(runs) // 2] for name in runs[0]}
+    with unstable_quietly():
+        for push, up in enumerate(patterns):
+            if home >= 0:
+                mujoco.mj_resetDataKeyframe(model, data, home)
+            else:
+                mujoco.mj_resetData(model, data)
+            data.ctrl[:] = np.where(up, top, bottom)
+            for _ in range(max(1, round(seconds / model.opt.timestep))):
+                mujoco.mj_step(model, data)
+                yield push, data
+
+
+STABLE_SCALES = (0.3, 0.1, 0.03, 0.01, 0.003, 0.001)
+"""The action scales tried, largest first, where full effort makes the simulation diverge."""
+
+
+def stable_scale(model: mujoco.MjModel, seconds: float = PROBE_S) -> float:
+    """1.0 where holding every actuator at the ends of its control range for `seconds` (PATTERNS
+    pushes) keeps the simulation finite; else the largest of STABLE_SCALES at which it does (0.0
+    where none does). robosuite's GR1 has motors of +-20000 N m: a policy's first actions blew it up."""
+    for scale in (1.0, *STABLE_SCALES):
+        if not any(_diverged(data) for _, data in _pushes(model, seconds, scale)):
+            return scale
+    return 0.0
+
+
+def _diverged(data: mujoco.MjData) -> bool:
+    """MuJoCo found a bad acceleration (and reset the state) or the state is no longer finite."""
+    return data.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number > 0 or not np.isfinite(data.qpos).all()
 
 
 WATCHDOG_MARGIN = 0.1
@@ -69,6 +96,7 @@ ended 4 % or fewer from iteration 12 on (the half_cheetah's 39 % at first fell a
 The threshold sits between the two groups."""
 
 
-def soft_limits(model: mujoco.MjModel, joints: list[str]) -> dict[str, float]:
-    """The joints of `joints` whose limits are soft for their motors (SOFT), with how far past."""
-    return {name: past for name, past in limit_overshoot(model, joints).items() if past > SOFT}
+def soft_limits(model: mujoco.MjModel, joints: list[str], scale: float = 1.0) -> dict[str, float]:
+    """The joints of `joints` whose limits are soft for their motors (SOFT) at `scale` x full
+    effort, with how far past."""
+    return {name: past for name, past in limit_overshoot(model, joints, scale=scale).items() if past > SOFT}

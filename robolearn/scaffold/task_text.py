@@ -132,7 +132,10 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
     count = values["num_actions"]
     values.update(actions_text=f"{count} action{'s' * (count != 1)}")
     values.update(_action_values(plan, SERVO_ACTION_SCALE[template]))
-    if plan.soft_limits and values["action_scale"] == "1.0":  # motors strong for the model (limit_probe.py)
+    if plan.motor_scale < 1.0 and values["action_scale"] == "1.0":  # full effort diverges (limit_probe.stable_scale)
+        values["action_scale"] = (f"{num(plan.motor_scale)}  # not 1.0: at full effort these motors make the simulation "
+                                  "diverge (new-task's README)")  # fmt: skip
+    elif plan.soft_limits and values["action_scale"] == "1.0":  # motors strong for the model (limit_probe.py)
         values["action_scale"] = (f"{SOFT_LIMITS_SCALE}  # not 1.0: these motors overshoot the joint limits at full effort "
                                   "(see terminations); the policy's first actions push at a third of it")  # fmt: skip
     only = f"joints: [{_names(plan.robot_joints)}]" if plan.object_joints and plan.robot_joints else ""

@@ -316,6 +316,32 @@ def test_a_wide_level_box_is_ground_and_a_geom_named_floor_that_is_not_keeps_its
             assert _module(tmp_path / name / name / "robot.py").FLOOR == added
 
 
+def test_a_ground_off_zero_is_moved_there_and_no_gravity_gets_earths(tmp_path):
+    """robosuite's robots are parts of a scene: GR1's MJCF carries its floor at z = -0.97 (the robot
+    placed above it by the scene), and Spot's says gravity 0 0 0. The locomotion task measures
+    heights from z = 0 and walks under gravity: the plane moves to 0, gravity comes back; the home
+    pose then stands on the floor."""
+    from .test_new_task_urdf_copy import _edited_model
+
+    legs = bare_quadruped(tmp_path / "src").read_text()
+    low = legs.replace('<geom name="floor" type="plane"', '<geom name="floor" pos="0 0 -0.97" type="plane"')
+    low = low.replace('<option timestep="0.005"', '<option gravity="0 0 0" timestep="0.005"')
+    assert 'pos="0 0 -0.97"' in low and 'gravity="0 0 0"' in low
+    (tmp_path / "scene_part.xml").write_text(low)
+    made = new_task("scene_part", "locomotion", robot=tmp_path / "scene_part.xml", out=tmp_path / "pkg")
+    assert "floor: the model's ground plane is at z = -0.970 -> moved to z = 0 (the task measures heights from there: " \
+           "the home pose's 5 mm clearance, base_below, base_height)" in made.lines, made.lines
+    assert any(line.startswith("gravity: none in the model (0 0 0") for line in made.lines)
+    model = _edited_model(tmp_path / "pkg" / "scene_part", "scene_part.xml")
+    assert model.geom("floor").pos[2] == 0.0 and list(model.opt.gravity) == [0.0, 0.0, -9.81]
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    start = float(data.qpos[2])
+    for _ in range(250):  # half a second: a robot 0.97 m above its floor would have fallen 1.2 m
+        mujoco.mj_step(model, data)
+    assert data.ncon > 0 and data.qpos[2] > start - 0.15, (start, float(data.qpos[2]))
+
+
 def test_joint_names_yaml_would_read_as_something_else_are_quoted(tmp_path):
     """Joints named null, yes, on, True, 1.5 or '#wrist: roll' come back from the task YAML as those names."""
     from robolearn.task_yaml import load_task_yaml

@@ -250,3 +250,35 @@ def test_the_limit_probe_tells_a_soft_limit_from_one_that_holds():
     strong, weak = limit_overshoot(arm(50), ["j"])["j"], limit_overshoot(arm(1), ["j"])["j"]
     assert strong > 0.2 and weak < 0.05, (strong, weak)
     assert soft_limits(arm(50), ["j"]) == {"j": strong} and soft_limits(arm(1), ["j"]) == {}
+
+
+def test_motors_whose_full_effort_makes_the_simulation_diverge_get_a_smaller_action_scale(tmp_path):
+    """robosuite's GR1 drives its joints with +-20000 N m motors (its own controllers scale them); a
+    policy's first, saturating actions blow such a model up. new-task holds every motor at the ends of
+    its range for 0.1 s and, where MuJoCo finds the accelerations bad, scales the actions down to the
+    largest of 0.3, 0.1, ... that keeps it finite. A model where none does is warned of."""
+    import yaml
+
+    from robolearn.scaffold import new_task
+    from robolearn.scaffold.limit_probe import stable_scale
+
+    def arm(gear: float) -> str:
+        return f"""<mujoco><compiler angle="radian"/>
+          <worldbody><body><joint name="j" axis="0 1 0" range="-0.5 0.5"/>
+            <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.5"/></body></worldbody>
+          <actuator><motor name="m" joint="j" gear="{gear}" ctrlrange="-1 1"/></actuator></mujoco>"""
+
+    assert stable_scale(mujoco.MjModel.from_xml_string(arm(100))) == 1.0
+    assert stable_scale(mujoco.MjModel.from_xml_string(arm(1e9))) == 0.1  # 1e8 N m holds, 3e8 does not
+    (tmp_path / "arm.xml").write_text(arm(1e9))
+    made = new_task("huge_arm", "minimal", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    assert ("motors: held at the ends of their control ranges the simulation diverges within 0.1 s (the strongest: m, "
+            "1e+09 at full action) -> action scale 0.1, the largest of 0.3, 0.1, 0.03, 0.01, 0.003, 0.001 at which it "
+            "does not") in "\n".join(made.lines), made.lines  # fmt: skip
+    task = yaml.safe_load((tmp_path / "pkg" / "huge_arm" / "huge_arm.yaml").read_text())
+    assert task["action"]["scale"] == 0.1
+    (tmp_path / "hopeless.xml").write_text(arm(1e13))
+    made = new_task("hopeless_arm", "minimal", robot=tmp_path / "hopeless.xml", out=tmp_path / "pkg2")
+    assert any(line.startswith("WARNING: motors: held at the ends of their control ranges the simulation diverges within "
+                               "0.1 s, even at 0.001 x") for line in made.lines), made.lines  # fmt: skip
+    assert yaml.safe_load((tmp_path / "pkg2" / "hopeless_arm" / "hopeless_arm.yaml").read_text())["action"]["scale"] == 1.0
