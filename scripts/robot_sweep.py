@@ -26,7 +26,7 @@ from pathlib import Path
 import mujoco
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from robolearn.scaffold import copy_urdf  # noqa: E402
+from robolearn.scaffold.urdf_package import copy_urdf  # noqa: E402
 from robolearn.scaffold.inspect_model import inspect_model  # noqa: E402
 
 FAST = ["env.num_envs=8", "runner.num_steps_per_env=8", "algo.num_mini_batches=1", "runner.video_interval=0",
