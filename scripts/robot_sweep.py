@@ -147,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                   if refused(row) else f"FAILED at {row['error']}")  # fmt: skip
         if row.get("doubt"):
             status += f", but cannot learn: {row['doubt']}"
-        print(f"{model.name:<28} {row['template']:<10} {status}  ({timing})", flush=True)
+        names = [Path(m.partition(":")[0]).name for m in args.models]
+        shown = model.name if names.count(model.name) == 1 else f"{model.parent.name}/{model.name}"  # robosuite: */robot.xml
+        print(f"{shown:<28} {row['template']:<10} {status}  ({timing})", flush=True)
     failed = [r for r in rows if r["reached"] != "sim2sim" and not refused(r)]
     print(f"{sum(r['reached'] == 'sim2sim' for r in rows)}/{len(rows)} models went through new-task, install, train, "
           f"export and sim2sim ({sum(bool(r.get('doubt')) for r in rows)} of them cannot learn); "
