@@ -17,6 +17,7 @@ edit is applied and compiled before the package is moved into place.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import keyword
@@ -38,7 +39,7 @@ from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.limit_probe import PROBE_S, STABLE_SCALES, soft_limits, stable_scale
-from robolearn.scaffold.plan import TEMPLATES, RobotPlan, render
+from robolearn.scaffold.plan import TEMPLATES, RobotPlan, render, short
 from robolearn.scaffold.robot_edits import plan_robot
 from robolearn.scaffold.robot_files import compile_spec, inertia_hint, load_spec, model_files
 from robolearn.scaffold.servo_gains import raise_gains
@@ -109,7 +110,8 @@ def new_task(name: str, template: str = "minimal", robot: Path | None = None, ou
     check_request(name, template, robot, out)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-task-", dir=out.parent))
     try:
-        result = _write(staging, name, template, robot)
+        with mujoco_warnings() as said:
+            result = _write(staging, name, template, robot, said)
         if out.exists():  # appeared meanwhile: still never touched
             raise UserError(f"{out} already exists; new-task never writes into an existing folder")
         staging.chmod(0o777 & ~_umask())  # mkdtemp made it private; the package is an ordinary folder
@@ -119,6 +121,27 @@ def new_task(name: str, template: str = "minimal", robot: Path | None = None, ou
         raise
     result.folder = out
     return result
+
+
+@contextlib.contextmanager
+def mujoco_warnings():
+    """MuJoCo's warnings while new-task reads and checks a model, collected (not printed, not written
+    to MUJOCO_LOG.TXT in the user's folder): the report gets them in one line. The probes' blow-ups
+    ("the simulation is unstable") are expected and left out. A hook already installed stays."""
+    said: list[str] = []
+    if mujoco.get_mju_user_warning() is not None:
+        yield said
+        return
+    mujoco.set_mju_user_warning(lambda message: said.append(message) if "Nan, Inf or huge value" not in message else None)
+    try:
+        yield said
+    finally:
+        mujoco.set_mju_user_warning(None)
+
+
+def _warnings_line(said: list[str]) -> str:
+    unique = list(dict.fromkeys(message.strip() for message in said))
+    return f"MuJoCo's warnings on the model ({len(unique)}): {short(unique, 3)}"
 
 
 def _umask() -> int:
@@ -227,7 +250,7 @@ def _package_data(package: Path) -> str:
     return ", ".join(json.dumps(p) for p in sorted(patterns))
 
 
-def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
+def _write(root: Path, name: str, template: str, robot: Path | None, said: list[str]) -> NewTask:
     package = root / name
     package.mkdir()
     copy_notes: list[str] = []
@@ -294,6 +317,8 @@ def _write(root: Path, name: str, template: str, robot: Path | None) -> NewTask:
     robot_rows = (f"| `{name}/robot.py` | the robot's constants (joints, gains, default pose, ...) and the edits "
                   f"`apply(spec)` makes to `{asset}` before it compiles |\n") if robot_py else ""  # fmt: skip
     robot_rows += f"| `{name}/{asset}` | the robot model{' and its meshes' if model_path.suffix == '.urdf' else ''} |\n"
+    if said:  # what MuJoCo warned of while reading and checking the model
+        result.lines.append(_warnings_line(said))
     findings = "\n## What new-task found in the model\n\n" + "".join(f"- {line}\n" for line in result.lines)
     (root / "README.md").write_text(render(
         TEMPLATES / "common" / "README.md.tmpl", project=project, summary=summary, name=name, package=name,

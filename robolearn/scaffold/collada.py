@@ -1,5 +1,6 @@
 """COLLADA (.dae) meshes, which ROS descriptions use for visuals and often for collisions and which
-MuJoCo cannot read, as triangles new-task writes into binary STL.
+MuJoCo cannot read, as triangles new-task writes into OBJ (MuJoCo's STL reader takes at most
+200,000 faces; Unitree's Go1 and B1 trunk meshes have more).
 
 Read as ROS's tools show them: each geometry the scene instances, placed by its nodes' transforms
 (`matrix`, `translate`, `rotate`, `scale`), in metres by the file's `<unit meter>`; the
@@ -163,12 +164,12 @@ def _positions(source: ET.Element, by_id: dict[str, ET.Element]) -> np.ndarray:
     return values[start:start + (len(values) - start) // stride * stride].reshape(-1, stride)[:, :3]
 
 
-def write_stl(triangles: np.ndarray, target: Path, note: str) -> None:
-    """Binary STL of `triangles` (n, 3, 3), each with its normal; `note` heads the file."""
-    normals = np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
-    lengths = np.linalg.norm(normals, axis=1, keepdims=True)
-    normals = np.divide(normals, lengths, out=np.zeros_like(normals), where=lengths > 0)
-    records = np.zeros(len(triangles), dtype=np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")]))
-    records["n"], records["v"] = normals, triangles
-    header = note.encode("ascii", errors="replace")[:80].ljust(80, b" ")
-    target.write_bytes(header + np.uint32(len(triangles)).tobytes() + records.tobytes())
+def write_obj(triangles: np.ndarray, target: Path, note: str) -> None:
+    """Wavefront OBJ of `triangles` (n, 3, 3), corners shared (vertices written once); `note` heads
+    the file as a comment."""
+    points, corners = np.unique(triangles.reshape(-1, 3), axis=0, return_inverse=True)
+    faces = corners.reshape(-1, 3) + 1  # OBJ counts from 1
+    with target.open("w") as out:
+        out.write(f"# {note}\n")
+        np.savetxt(out, points, fmt="v %.7g %.7g %.7g")
+        np.savetxt(out, faces, fmt="f %d %d %d")

@@ -14,15 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from robolearn.errors import UserError
-from robolearn.scaffold.collada import collada_triangles, write_stl
+from robolearn.scaffold.collada import collada_triangles, write_obj
 from robolearn.scaffold.plan import short
 
 def copy_mesh(source: Path, target: Path) -> str | None:
-    """Copy a mesh file; an ASCII STL is written as binary STL, a COLLADA file's triangles too
-    (collada.py; `target` is then an .stl: mesh_name). Returns what was converted ("ASCII STL",
+    """Copy a mesh file; an ASCII STL is written as binary STL, a COLLADA file's triangles as OBJ
+    (collada.py; `target` is then an .obj: mesh_suffix). Returns what was converted ("ASCII STL",
     "COLLADA"), None for a plain copy."""
     if source.suffix.lower() == ".dae":
-        write_stl(collada_triangles(source), target, f"binary STL written by robolearn new-task from {source.name}")
+        write_obj(collada_triangles(source), target, f"written by robolearn new-task from {source.name}")
         return "COLLADA"
     data = source.read_bytes()
     if source.suffix.lower() != ".stl" or not _is_ascii_stl(data):
@@ -33,9 +33,20 @@ def copy_mesh(source: Path, target: Path) -> str | None:
     return "ASCII STL"
 
 
+def write_stl(triangles: np.ndarray, target: Path, note: str) -> None:
+    """Binary STL of `triangles` (n, 3, 3), each with its normal; `note` heads the file."""
+    normals = np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
+    lengths = np.linalg.norm(normals, axis=1, keepdims=True)
+    normals = np.divide(normals, lengths, out=np.zeros_like(normals), where=lengths > 0)
+    records = np.zeros(len(triangles), dtype=np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")]))
+    records["n"], records["v"] = normals, triangles
+    header = note.encode("ascii", errors="replace")[:80].ljust(80, b" ")
+    target.write_bytes(header + np.uint32(len(triangles)).tobytes() + records.tobytes())
+
+
 def mesh_suffix(source: Path) -> str:
-    """The suffix of a mesh's copy: a COLLADA file's is an STL."""
-    return ".stl" if source.suffix.lower() == ".dae" else source.suffix
+    """The suffix of a mesh's copy: a COLLADA file's is an OBJ."""
+    return ".obj" if source.suffix.lower() == ".dae" else source.suffix
 
 
 def _is_ascii_stl(data: bytes) -> bool:

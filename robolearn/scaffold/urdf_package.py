@@ -1,6 +1,6 @@
 """A URDF copied into a new task package (robolearn new-task --robot robot.urdf): the URDF with
 what urdf_copy.py and urdf_substitutions.py change, its meshes under meshes/ with names of their
-own (ASCII STL and COLLADA written as binary STL), and MuJoCo's URDF extension set so the copy
+own (ASCII STL written as binary STL, COLLADA as OBJ), and MuJoCo's URDF extension set so the copy
 compiles as the robot: the meshes' folder, visual meshes kept (where they read), links as bodies."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ def copy_urdf(source: Path, package: Path, legged: bool) -> tuple[Path, list[str
     meshes are kept, as geoms that collide with nothing and that videos and viewers draw, unless
     the URDF says `discardvisual="true"` itself or they cannot be read (then they are left out, and
     the returned note says so); links without joints (the base link) stay bodies. Returns the copy
-    and the report's lines on what the copy changed (urdf_copy.py: ASCII STL and COLLADA meshes made
-    binary STL, for a legged robot a base_footprint root left out)."""
+    and the report's lines on what the copy changed (urdf_copy.py: ASCII STL meshes made binary STL,
+    COLLADA ones OBJ, for a legged robot a base_footprint root left out)."""
     collision = urdf_meshes(source, "collision")
     visual = urdf_meshes(source, "visual")
     if _urdf_compiler(parse_urdf(source)).get("discardvisual") == "true" or not visual:
@@ -90,7 +90,7 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
     collada = [f"{f.parent.name}/{f.name}" for f, kind in converted.items() if kind == "COLLADA"]
     if collada:
         notes.append(f"meshes: {short(collada)} {'is' if len(collada) == 1 else 'are'} COLLADA (.dae), which MuJoCo cannot "
-                     "read -> their triangles written as binary STL in the package's meshes/ (scaled by their <unit>, "
+                     "read -> their triangles written as OBJ in the package's meshes/ (scaled by their <unit>, "
                      "placed by their nodes; <up_axis> not applied, as RViz and Gazebo do not; colours and textures "
                      "left out)")  # fmt: skip
     renamed = [f"{file.parent.name}/{file.name} -> {name}" for file, name in names.items()

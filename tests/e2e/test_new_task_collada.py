@@ -1,5 +1,5 @@
 """COLLADA (.dae) meshes, which MuJoCo cannot read and ROS descriptions use (HyQ's and TIAGo's collision
-meshes, most visual ones): new-task writes their triangles as binary STL (robolearn/scaffold/collada.py),
+meshes, most visual ones): new-task writes their triangles as OBJ (robolearn/scaffold/collada.py),
 in metres by their <unit>, placed by their nodes, their <up_axis> not applied (as RViz and Gazebo)."""
 
 from __future__ import annotations
@@ -77,17 +77,18 @@ def test_strips_and_fans_are_triangles_that_keep_their_winding():
 
 
 def test_a_urdf_with_collada_collision_meshes_compiles_with_their_stl_copies(tmp_path):
-    """HyQ and TIAGo were refused ('no decoder found for mesh file'); the copy holds STL."""
+    """HyQ and TIAGo were refused ('no decoder found for mesh file'); the copy holds OBJ, its corners
+    shared (Unitree's Go1 trunk has more faces than MuJoCo's STL reader takes)."""
     (tmp_path / "meshes").mkdir()
     (tmp_path / "meshes" / "chassis.dae").write_text(_dae(unit=0.25))  # 0.5 m across
     (tmp_path / "rover.urdf").write_text(ROVER.replace('<collision><geometry><box size="0.5 0.3 0.1"/></geometry></collision>',
                                                        '<collision><geometry><mesh filename="meshes/chassis.dae"/></geometry></collision>'))  # fmt: skip
     made = new_task("dae_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
     assert any(line.startswith("meshes: meshes/chassis.dae is COLLADA (.dae), which MuJoCo cannot read -> their triangles "
-                               "written as binary STL") for line in made.lines), made.lines  # fmt: skip
+                               "written as OBJ") for line in made.lines), made.lines  # fmt: skip
     package = tmp_path / "pkg" / "dae_rover"
-    assert (package / "meshes" / "chassis.stl").is_file() and not (package / "meshes" / "chassis.dae").exists()
-    assert 'filename="chassis.stl"' in (package / "rover.urdf").read_text()
+    assert (package / "meshes" / "chassis.obj").is_file() and not (package / "meshes" / "chassis.dae").exists()
+    assert 'filename="chassis.obj"' in (package / "rover.urdf").read_text()
     model = mujoco.MjModel.from_xml_path(str(package / "rover.urdf"))
     vertices = model.mesh_vert[model.mesh_vertadr[0]: model.mesh_vertadr[0] + model.mesh_vertnum[0]]
     assert np.allclose(vertices.max(axis=0) - vertices.min(axis=0), [0.5, 0.5, 0.5], atol=1e-6)

@@ -350,3 +350,19 @@ def test_a_placeholder_inertial_no_rigid_body_has_gets_a_small_spheres(tmp_path)
         "mass 0.5 and ixx=1e-6 iyy=1e-6 izz=1e-6 ixy=1e-6 ixz=1e-6 iyz=1e-6; valid: moments of inertia a rigid body has "
         "(positive definite): the link's real ones, or <mujoco><compiler inertiafromgeom=\"true\"/></mujoco> in the URDF for "
         "MuJoCo to compute them from its geometry"), str(error.value)  # fmt: skip
+
+
+def test_mujocos_warnings_on_the_model_are_one_report_line_not_a_log_file(tmp_path, monkeypatch, capfd):
+    """example-robot-data's double pendulum has joints whose lower and upper limits are equal: MuJoCo
+    printed its warning once per compile (three times) and wrote MUJOCO_LOG.TXT into the folder
+    new-task ran in. The report now says it once."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rover.urdf").write_text(ROVER.replace('type="continuous"', 'type="revolute"', 1).replace(
+        '<limit effort="5" velocity="30"/>', '<limit lower="0.5" upper="0.5" effort="5" velocity="30"/>', 1))  # fmt: skip
+    made = new_task("pinned_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert made.lines[-1] == ("MuJoCo's warnings on the model (1): joint 'fl_wheel_joint' has equal lower and upper "
+                              "limits, limit ignored"), made.lines  # fmt: skip
+    assert "warning" not in capfd.readouterr().err.lower()
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    assert made.lines[-1] in (tmp_path / "pkg" / "README.md").read_text()
+    assert mujoco.get_mju_user_warning() is None  # the hook is taken back
