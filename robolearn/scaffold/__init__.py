@@ -127,16 +127,15 @@ def new_task(name: str, template: str = "minimal", robot: Path | None = None, ou
 def mujoco_warnings():
     """MuJoCo's warnings while new-task reads and checks a model, collected (not printed, not written
     to MUJOCO_LOG.TXT in the user's folder): the report gets them in one line. The probes' blow-ups
-    ("the simulation is unstable") are expected and left out. A hook already installed stays."""
+    ("the simulation is unstable") are expected and left out. A hook installed before (the mujoco
+    backend's, a user's) is put back afterwards."""
     said: list[str] = []
-    if mujoco.get_mju_user_warning() is not None:
-        yield said
-        return
+    before = mujoco.get_mju_user_warning()
     mujoco.set_mju_user_warning(lambda message: said.append(message) if "Nan, Inf or huge value" not in message else None)
     try:
         yield said
     finally:
-        mujoco.set_mju_user_warning(None)
+        mujoco.set_mju_user_warning(before)
 
 
 def _warnings_line(said: list[str]) -> str:
