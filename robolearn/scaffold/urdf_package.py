@@ -15,7 +15,8 @@ import mujoco
 from robolearn.errors import UserError, one_line
 from robolearn.scaffold.plan import short
 from robolearn.scaffold.robot_files import parse_urdf, unique_file_names, urdf_meshes
-from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes, massless_links, placeholder_inertias
+from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes
+from robolearn.scaffold.urdf_inertia import massless_links, mend_inertias, weightless_links
 from robolearn.scaffold.urdf_substitutions import expand_substitutions
 
 
@@ -72,7 +73,8 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
     notes += [note] if legged and (note := drop_footprint(tree)) else []
     notes += [note] if (note := endless_revolutes(tree)) else []
     notes += [note] if (note := massless_links(tree, legged)) else []
-    notes += [note] if (note := placeholder_inertias(tree)) else []
+    notes += [note] if (note := weightless_links(tree, legged)) else []
+    notes += mend_inertias(tree)
     compiler = _urdf_compiler(tree)
     compiler.set("fusestatic", "false")  # links without joints stay bodies: the base link keeps its name
     if discard_visual is not None:

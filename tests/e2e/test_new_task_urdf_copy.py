@@ -312,44 +312,77 @@ def test_a_xacro_substitution_that_needs_xacro_is_one_line_naming_its_line(tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rover.urdf"]
 
 
-def test_a_moving_link_without_inertia_is_named_with_its_line_and_what_it_says(tmp_path):
-    """pybullet's laikago_toes.urdf gives its hip motors 1.095 kg and moments of inertia of 0: MuJoCo's
-    line named the body, not what was wrong with it or where."""
-    zero = ROVER.replace('<link name="fl_wheel"><inertial><mass value="0.5"/><inertia ixx="0.001" iyy="0.001" izz="0.001"',
-                         '<link name="fl_wheel"><inertial><mass value="0.5"/><inertia ixx="0" iyy="0" izz="0"')  # fmt: skip
+def test_a_moving_link_mujoco_still_refuses_is_named_with_its_line_and_what_it_says(tmp_path):
+    """MuJoCo's line named the body, not what was wrong with it or where. A mass of 1e-20 kg is below
+    what MuJoCo takes for a moving body (mjMINVAL), which new-task leaves to the model."""
+    zero = ROVER.replace('<link name="fl_wheel"><inertial><mass value="0.5"/>', '<link name="fl_wheel"><inertial><mass value="1e-20"/>')
     (tmp_path / "rover.urdf").write_text(zero)
     line = 1 + zero.splitlines().index(next(s for s in zero.splitlines() if '<link name="fl_wheel">' in s))
     with pytest.raises(UserError) as error:
         new_task("weightless_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
     assert str(error.value).endswith(
-        f"Element name 'fl_wheel', id 2: link fl_wheel (line {line}) has mass 0.5 and ixx=0 iyy=0 izz=0 ixy=0 ixz=0 iyz=0; "
-        "valid: a mass and moments of inertia above 0 on each link that moves: the link's real ones, or <mujoco><compiler "
-        "inertiafromgeom=\"true\"/></mujoco> in the URDF for MuJoCo to compute them from its geometry"), str(error.value)  # fmt: skip
+        f"Element name 'fl_wheel', id 2: link fl_wheel (line {line}) has mass 1e-20 and ixx=0.001 iyy=0.001 izz=0.001 ixy=0 "
+        "ixz=0 iyz=0; valid: a mass and moments of inertia above 0 on each link that moves: the link's real ones, or "
+        "<mujoco><compiler inertiafromgeom=\"true\"/></mujoco> in the URDF for MuJoCo to compute them from its geometry"), str(error.value)  # fmt: skip
 
 
-def test_a_placeholder_inertial_no_rigid_body_has_gets_a_small_spheres(tmp_path):
-    """HyQ's base_link and feet and TIAGo's antennas: 1e-6 kg with ixx = ixy = ... = 1e-6, which is
-    not positive definite (MuJoCo: "inertia must have positive eigenvalues"). Below a gram, such a
-    link gets a 1 cm sphere's moments; a heavier link's are the model's to mend (MuJoCo's line)."""
-    dummy = ('  <link name="antenna"><inertial><mass value="1e-6"/><inertia ixx="1e-6" ixy="1e-6" ixz="1e-6" iyy="1e-6" '
-             'iyz="1e-6" izz="1e-6"/></inertial></link>\n  <joint name="antenna_joint" type="fixed"><parent link="base_link"/>'
-             '<child link="antenna"/><origin xyz="0 0 0.1"/></joint>\n</robot>')  # fmt: skip
-    (tmp_path / "rover.urdf").write_text(ROVER.replace("</robot>", dummy))
-    made = new_task("antenna_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+def _link(name: str, parent: str, inertial: str, joint: str = "fixed") -> str:
+    axis = '<axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="5" velocity="3"/>' if joint != "fixed" else ""
+    return (f'  <link name="{name}">{inertial}</link>\n  <joint name="{name}_joint" type="{joint}"><parent link="{parent}"/>'
+            f'<child link="{name}"/><origin xyz="0 0 0.1"/>{axis}</joint>\n')
+
+
+def _inertial(mass: str, ixx="1e-3", iyy="1e-3", izz="1e-3", ixy="0", ixz="0", iyz="0") -> str:
+    return (f'<inertial><mass value="{mass}"/><inertia ixx="{ixx}" iyy="{iyy}" izz="{izz}" ixy="{ixy}" ixz="{ixz}" '
+            f'iyz="{iyz}"/></inertial>')
+
+
+def test_inertias_no_rigid_body_has_are_mended_and_said(tmp_path):
+    """ROS descriptions that pybullet, Gazebo and Pinocchio load and MuJoCo refused: HyQ's and TIAGo's
+    1e-6 kg placeholders with moments ixx = ixy = ... = 1e-6 (not positive definite), iCub's 0.746 kg
+    ankle with moments of 1e-20, TriFinger's izz rounded to 0, PR2's sensor mount whose izz is ten times
+    ixx + iyy. A placeholder gets a 1 cm sphere's moments, a heavier link its principal moments raised
+    to at least that sphere's (the axes kept), the triangle MuJoCo's balanceinertia."""
+    links = (_link("antenna", "base_link", _inertial("1e-6", "1e-6", "1e-6", "1e-6", "1e-6", "1e-6", "1e-6"))
+             + _link("ankle", "base_link", _inertial("0.746", "2.7e-20", "5.4e-20", "1.4e-20", "-1.7e-21", "1.4e-20", "3.4e-21"))
+             + _link("rounded", "base_link", _inertial("0.03", "1.2e-4", "1.2e-4", "0.0"))
+             + _link("slab", "base_link", _inertial("0.03", "1e-4", "2e-4", "0.0"))
+             + _link("mount", "base_link", _inertial("0.05", "0.001", "0.001", "0.01")))  # fmt: skip
+    (tmp_path / "rover.urdf").write_text(ROVER.replace("</robot>", links + "</robot>"))
+    made = new_task("mended_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    lines = "\n".join(made.lines)
     assert ("placeholder inertias: antenna (1e-06 kg) have moments no rigid body has (MuJoCo refuses them) -> a 1 cm "
-            "sphere's in the copy") in "\n".join(made.lines), made.lines  # fmt: skip
-    model = mujoco.MjModel.from_xml_path(str(tmp_path / "pkg" / "antenna_rover" / "rover.urdf"))
+            "sphere's in the copy") in lines, lines  # fmt: skip
+    assert "inertias: ankle, rounded, slab not positive definite, or vanishingly small (MuJoCo refuses them) -> each " \
+           "principal moment at least a 1 cm sphere's of the link's mass in the copy, the axes kept" in lines, lines
+    assert "inertias: slab, mount have a principal moment above the other two's sum (MuJoCo refuses them) -> " \
+           'balanceinertia="true" in the copy' in lines, lines
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "pkg" / "mended_rover" / "rover.urdf"))
     assert np.allclose(model.body_inertia[model.body("antenna").id], 0.4 * 1e-6 * 0.01**2)
-    (tmp_path / "heavy.urdf").write_text(ROVER.replace("</robot>", dummy.replace('<mass value="1e-6"/>', '<mass value="0.5"/>')))
-    with pytest.raises(UserError) as error:
-        new_task("heavy_rover", "locomotion", robot=tmp_path / "heavy.urdf", out=tmp_path / "pkg2")
-    line = 1 + (tmp_path / "heavy.urdf").read_text().splitlines().index(next(
-        s for s in (tmp_path / "heavy.urdf").read_text().splitlines() if '<link name="antenna">' in s))  # fmt: skip
-    assert str(error.value).endswith(
-        f"inertia must have positive eigenvalues' in fullinertia Element name 'antenna', id 6: link antenna (line {line}) has "
-        "mass 0.5 and ixx=1e-6 iyy=1e-6 izz=1e-6 ixy=1e-6 ixz=1e-6 iyz=1e-6; valid: moments of inertia a rigid body has "
-        "(positive definite): the link's real ones, or <mujoco><compiler inertiafromgeom=\"true\"/></mujoco> in the URDF for "
-        "MuJoCo to compute them from its geometry"), str(error.value)  # fmt: skip
+    assert np.allclose(model.body_inertia[model.body("ankle").id], 0.4 * 0.746 * 0.01**2)
+    # the rounded link keeps its two real moments; the third is raised to the sphere's, and the three are a rigid body's
+    rounded = np.sort(model.body_inertia[model.body("rounded").id])
+    assert np.allclose(rounded, [0.4 * 0.03 * 0.01**2, 1.2e-4, 1.2e-4], rtol=1e-6), rounded
+    for name in ("slab", "mount"):  # raised, still flat (slab), or flat as written (mount): balanced by MuJoCo
+        moments = model.body_inertia[model.body(name).id]
+        assert moments.max() <= moments.sum() - moments.max() + 1e-12, (name, moments)
+
+
+def test_links_that_move_without_mass_get_a_gram(tmp_path):
+    """example-robot-data's human: a hip as three revolute joints with "virtual" links between them,
+    no <inertial> and no geometry; Romeo's finger links: mass 0. MuJoCo refuses a moving body without
+    mass; each gets 1 g on a 1 cm sphere. A massless link welded to one with mass is left as it is."""
+    links = (_link("hip_virtual", "base_link", "", joint="revolute")
+             + _link("thigh", "hip_virtual", _inertial("1.0"), joint="revolute")
+             + _link("finger", "base_link", _inertial("0", "0", "0", "0"), joint="revolute")
+             + _link("frame", "base_link", ""))  # fmt: skip
+    (tmp_path / "rover.urdf").write_text(ROVER.replace("</robot>", links + "</robot>"))
+    made = new_task("virtual_rover", "locomotion", robot=tmp_path / "rover.urdf", out=tmp_path / "pkg")
+    assert ("links that move with no mass: hip_virtual, finger -> 1 g on a 1 cm sphere in the copy (MuJoCo refuses a "
+            "moving body without mass; URDF tools take it)") in made.lines, made.lines  # fmt: skip
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "pkg" / "virtual_rover" / "rover.urdf"))
+    assert np.isclose(model.body_mass[model.body("hip_virtual").id], 1e-3) and np.isclose(model.body_mass[model.body("finger").id], 1e-3)
+    assert model.body_mass[model.body("frame").id] == 0.0  # welded to the trunk: nothing to mend
 
 
 def test_mujocos_warnings_on_the_model_are_one_report_line_not_a_log_file(tmp_path, monkeypatch, capfd):
