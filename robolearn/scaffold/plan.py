@@ -66,13 +66,16 @@ class RobotPlan:
     """The gains of the position servos new-task added (servo_gains.py), by joint; empty where the
     model has actuators of its own."""
     ctrl_spans: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Policy actuators whose control range is not centred on 0, e.g. a muscle's [0, 1] or, beside
+    motors, a gripper servo's [0, 0.05] (where every actuator is a position servo, actions are
+    offsets from the default pose instead: servo_widths), and motors whose range is not +-1
+    (robosuite's Panda: +-80 N m): (offset, scale) that map actions -1..1 onto that range, so that a
+    policy's exploration around 0 is neither half clipped away nor a few N m of an arm's 80."""
+    motors: set[str] = field(default_factory=set)
+    """The policy actuators that are motors (force or torque = gear x ctrl)."""
     servo_widths: dict[str, float] = field(default_factory=dict)
     """Each position servo's joint range width [rad or m] (limited joints only), by actuator name: an
     action scale wider than it only sends targets past the range."""
-    """Policy actuators whose control range is not centred on 0, e.g. a muscle's [0, 1] or, beside
-    motors, a gripper servo's [0, 0.05] (where every actuator is a position servo, actions are
-    offsets from the default pose instead: servo_widths): (offset, scale) that map actions -1..1
-    onto that range, so that a policy's exploration around 0 is not half clipped away."""
     planar: list[BaseJoint] = field(default_factory=list)
     """A planar robot's base joints (locomotion on a planar base: no free joint), else empty."""
     limbs: list[str] = field(default_factory=list)

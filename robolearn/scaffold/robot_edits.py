@@ -205,12 +205,15 @@ def _plan_mocap_welds(plan: RobotPlan, info: ModelInfo) -> None:
 
 
 def _plan_ctrl_spans(plan: RobotPlan, info: ModelInfo) -> None:
+    plan.motors = {a.name for a in info.actuators if a.kind == "motor"}
     for a in info.actuators:
         if a.ctrlrange:  # a position servo's too, beside motors: its targets span its range
             low, high = a.ctrlrange
-            if high > low and abs(low + high) > 1e-9 * (high - low):
+            off_centre = abs(low + high) > 1e-9 * (high - low)
+            wide = a.name in plan.motors and abs((high - low) / 2 - 1) > 1e-9  # +-80 N m: not +-1
+            if high > low and (off_centre or wide):
                 plan.ctrl_spans[a.name] = ((low + high) / 2, (high - low) / 2)
     if plan.ctrl_spans:
         spans = sorted({f"[{num(o - s)}, {num(o + s)}]" for o, s in plan.ctrl_spans.values()})
-        plan.lines.append(f"actions: {len(plan.ctrl_spans)} actuators take controls in {', '.join(spans)}, not "
-                          "centred on 0: action.offset and action.scale map actions -1..1 onto those ranges")  # fmt: skip
+        plan.lines.append(f"actions: {len(plan.ctrl_spans)} actuators take controls in {short(spans)}, not -1..1: "
+                          "action.offset and action.scale map actions -1..1 onto those ranges")  # fmt: skip

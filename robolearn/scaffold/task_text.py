@@ -90,15 +90,31 @@ def _action_values(plan: RobotPlan, servo_scale: float) -> dict[str, str]:
             return {"action_scale": num(servo_scale), "action_offset": "0.0"}
         return {"action_scale": "{" + ", ".join(f"{key(a)}: {num(v)}" for a, v in scales.items()) + "}",
                 "action_offset": "0.0"}  # fmt: skip
-    if not plan.ctrl_spans:
-        return {"action_scale": "1.0", "action_offset": "0.0"}
-    spans = plan.ctrl_spans
+    factor, why = _motor_factor(plan)
+    if not plan.ctrl_spans:  # every actuator's ctrl spans -1..1 (or is unnamed): one scale for all
+        return {"action_scale": "1.0" if factor == 1.0 else f"{num(factor)}  # not 1.0: {why}", "action_offset": "0.0"}
+    note = f"  # motors x {num(factor)}: {why}" if factor != 1.0 else ""
+    spans = {a: (offset, scale * (factor if a in plan.motors else 1.0)) for a, (offset, scale) in plan.ctrl_spans.items()}
+    spans.update({a: (0.0, factor) for a in plan.motors if a not in spans and factor != 1.0})
     if len(spans) == len(plan.actuators) and len(set(spans.values())) == 1:
         offset, scale = next(iter(spans.values()))
-        return {"action_scale": num(scale), "action_offset": num(offset)}
+        return {"action_scale": num(scale) + note, "action_offset": num(offset)}
     scale = ", ".join(f"{key(n)}: {num(s)}" for n, (_, s) in spans.items())
     offset = ", ".join(f"{key(n)}: {num(o)}" for n, (o, _) in spans.items())
-    return {"action_scale": f"{{{scale}}}  # the others: 1.0", "action_offset": f"{{{offset}}}  # the others: 0"}
+    return {"action_scale": f"{{{scale}}}  # the others: 1.0{note.replace('  #', ';')}",
+            "action_offset": f"{{{offset}}}  # the others: 0"}
+
+
+def _motor_factor(plan: RobotPlan) -> tuple[float, str]:
+    """What the motors' action scale is multiplied by, and why: the largest that keeps the simulation
+    finite where full effort does not (limit_probe.stable_scale), else SOFT_LIMITS_SCALE where the
+    joint limits are soft for them, else 1."""
+    if plan.motor_scale < 1.0:
+        return plan.motor_scale, "at full effort these motors make the simulation diverge (new-task's README)"
+    if plan.soft_limits:
+        return SOFT_LIMITS_SCALE, ("these motors overshoot the joint limits at full effort (see terminations); the "
+                                   "policy's first actions push at a third of it")  # fmt: skip
+    return 1.0, ""
 
 
 SOFT_LIMITS_SCALE = 0.3
@@ -132,12 +148,6 @@ def task_yaml(template: str, name: str, asset: str, plan: RobotPlan, timestep: f
     count = values["num_actions"]
     values.update(actions_text=f"{count} action{'s' * (count != 1)}")
     values.update(_action_values(plan, SERVO_ACTION_SCALE[template]))
-    if plan.motor_scale < 1.0 and values["action_scale"] == "1.0":  # full effort diverges (limit_probe.stable_scale)
-        values["action_scale"] = (f"{num(plan.motor_scale)}  # not 1.0: at full effort these motors make the simulation "
-                                  "diverge (new-task's README)")  # fmt: skip
-    elif plan.soft_limits and values["action_scale"] == "1.0":  # motors strong for the model (limit_probe.py)
-        values["action_scale"] = (f"{SOFT_LIMITS_SCALE}  # not 1.0: these motors overshoot the joint limits at full effort "
-                                  "(see terminations); the policy's first actions push at a third of it")  # fmt: skip
     only = f"joints: [{_names(plan.robot_joints)}]" if plan.object_joints and plan.robot_joints else ""
     values.update(joints_param=f", {only}" if only else "", joints_params=f", params: {{{only}}}" if only else "")
     values.update(past_joint_limits=_past_limits(plan, f", {only}" if only else ""))

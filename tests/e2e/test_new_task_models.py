@@ -282,3 +282,22 @@ def test_motors_whose_full_effort_makes_the_simulation_diverge_get_a_smaller_act
     assert any(line.startswith("WARNING: motors: held at the ends of their control ranges the simulation diverges within "
                                "0.1 s, even at 0.001 x") for line in made.lines), made.lines  # fmt: skip
     assert yaml.safe_load((tmp_path / "pkg2" / "hopeless_arm" / "hopeless_arm.yaml").read_text())["action"]["scale"] == 1.0
+
+
+def test_motors_whose_range_is_not_plus_minus_one_get_actions_mapped_onto_it(tmp_path):
+    """robosuite's Panda drives its joints with motors of +-80 and +-12 N m: with action.scale 1 a
+    policy's actions were +-1 N m, too weak to lift the arm. The scale maps -1..1 onto each range."""
+    import yaml
+
+    from robolearn.scaffold import new_task
+
+    (tmp_path / "arm.xml").write_text("""<mujoco><compiler angle="radian"/>
+      <worldbody><body><joint name="j1" axis="0 1 0" range="-1 1"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="2"/>
+        <body pos="0.3 0 0"><joint name="j2" axis="0 1 0" range="-1 1"/><geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" mass="0.5"/>
+      </body></body></worldbody>
+      <actuator><motor name="m1" joint="j1" ctrlrange="-80 80"/><motor name="m2" joint="j2" ctrlrange="-12 12"/></actuator></mujoco>""")
+    made = new_task("torque_arm", "minimal", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    assert ("actions: 2 actuators take controls in [-12.0, 12.0], [-80.0, 80.0], not -1..1: action.offset and "
+            "action.scale map actions -1..1 onto those ranges") in made.lines, made.lines  # fmt: skip
+    task = yaml.safe_load((tmp_path / "pkg" / "torque_arm" / "torque_arm.yaml").read_text())
+    assert task["action"]["scale"] == {"m1": 80.0, "m2": 12.0} and task["action"]["offset"] == {"m1": 0.0, "m2": 0.0}
