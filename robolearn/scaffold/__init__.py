@@ -216,7 +216,7 @@ def _diverging_motors(model: mujoco.MjModel, scale: float) -> str:
                 "task is unlikely to train; check the model's ctrlrange and gear, and its lightest links (armature, "
                 "timestep)")  # fmt: skip
     return (f"motors: held at the ends of their control ranges the simulation diverges within {PROBE_S:g} s (the strongest: "
-            f"{named}, {span[strongest]:g} at full action) -> action scale {scale:g}, the largest of "
+            f"{named}, {span[strongest]:g} at full action) -> the motors' actions scaled by {scale:g}, the largest of "
             f"{', '.join(f'{s:g}' for s in STABLE_SCALES)} at which it does not (a policy's first actions saturate)")  # fmt: skip
 
 

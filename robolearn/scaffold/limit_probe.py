@@ -62,7 +62,7 @@ def _pushes(model: mujoco.MjModel, seconds: float, scale: float):
                 yield push, data
 
 
-STABLE_SCALES = (0.3, 0.1, 0.03, 0.01, 0.003, 0.001)
+STABLE_SCALES = (0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 3e-4, 1e-4)
 """The action scales tried, largest first, where full effort makes the simulation diverge."""
 
 

@@ -273,14 +273,14 @@ def test_motors_whose_full_effort_makes_the_simulation_diverge_get_a_smaller_act
     (tmp_path / "arm.xml").write_text(arm(1e9))
     made = new_task("huge_arm", "minimal", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
     assert ("motors: held at the ends of their control ranges the simulation diverges within 0.1 s (the strongest: m, "
-            "1e+09 at full action) -> action scale 0.1, the largest of 0.3, 0.1, 0.03, 0.01, 0.003, 0.001 at which it "
+            "1e+09 at full action) -> the motors' actions scaled by 0.1, the largest of 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001 at which it "
             "does not") in "\n".join(made.lines), made.lines  # fmt: skip
     task = yaml.safe_load((tmp_path / "pkg" / "huge_arm" / "huge_arm.yaml").read_text())
     assert task["action"]["scale"] == 0.1
     (tmp_path / "hopeless.xml").write_text(arm(1e13))
     made = new_task("hopeless_arm", "minimal", robot=tmp_path / "hopeless.xml", out=tmp_path / "pkg2")
     assert any(line.startswith("WARNING: motors: held at the ends of their control ranges the simulation diverges within "
-                               "0.1 s, even at 0.001 x") for line in made.lines), made.lines  # fmt: skip
+                               "0.1 s, even at 0.0001 x") for line in made.lines), made.lines  # fmt: skip
     assert yaml.safe_load((tmp_path / "pkg2" / "hopeless_arm" / "hopeless_arm.yaml").read_text())["action"]["scale"] == 1.0
 
 
