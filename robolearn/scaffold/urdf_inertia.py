@@ -86,13 +86,7 @@ def massless_links(tree: ET.ElementTree, legged: bool) -> str | None:
         return (f"WARNING: links without <inertial> that move with nothing else to weigh them: {short(moving)} -> MuJoCo gives "
                 "them the mass of their geometry as water (a massless moving body does not compile); give each an "
                 "<inertial> with its real mass")  # fmt: skip
-    extension = robot.find("mujoco")
-    if extension is None:
-        extension = ET.SubElement(robot, "mujoco")
-    compiler = extension.find("compiler")
-    if compiler is None:
-        compiler = ET.SubElement(extension, "compiler")
-    compiler.set("inertiafromgeom", "false")
+    urdf_compiler(robot).set("inertiafromgeom", "false")
     return (f"links without <inertial>: {short(bare)} -> massless, as URDF reads them (MuJoCo would weigh their "
             "geometry as water: inertiafromgeom=\"false\" in the copy)")
 
@@ -176,13 +170,14 @@ def mend_inertias(tree: ET.ElementTree) -> list[str]:
         lines.append(f"inertias: {short(clipped)} not positive definite, or vanishingly small (MuJoCo refuses them) -> each principal moment at "
                      "least a 1 cm sphere's of the link's mass in the copy, the axes kept; set the links' real ones")  # fmt: skip
     if unbalanced:
-        _compiler(robot).set("balanceinertia", "true")
+        urdf_compiler(robot).set("balanceinertia", "true")
         lines.append(f"inertias: {short(unbalanced)} have a principal moment above the other two's sum (MuJoCo refuses "
                      "them) -> balanceinertia=\"true\" in the copy (MuJoCo's own mend); set the links' real ones")  # fmt: skip
     return lines
 
 
-def _compiler(robot: ET.Element) -> ET.Element:
+def urdf_compiler(robot: ET.Element) -> ET.Element:
+    """The URDF's `<mujoco><compiler>` element (MuJoCo's URDF extension), made where it has none."""
     extension = robot.find("mujoco")
     if extension is None:
         extension = ET.SubElement(robot, "mujoco")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import mujoco
@@ -16,7 +15,7 @@ from robolearn.errors import UserError, one_line
 from robolearn.scaffold.plan import short
 from robolearn.scaffold.robot_files import parse_urdf, unique_file_names, urdf_meshes
 from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes
-from robolearn.scaffold.urdf_inertia import massless_links, mend_inertias, weightless_links
+from robolearn.scaffold.urdf_inertia import massless_links, mend_inertias, urdf_compiler, weightless_links
 from robolearn.scaffold.urdf_substitutions import expand_substitutions
 
 
@@ -32,7 +31,7 @@ def copy_urdf(source: Path, package: Path, legged: bool) -> tuple[Path, list[str
     COLLADA ones OBJ, for a legged robot a base_footprint root left out)."""
     collision = urdf_meshes(source, "collision")
     visual = urdf_meshes(source, "visual")
-    if _urdf_compiler(parse_urdf(source)).get("discardvisual") == "true" or not visual:
+    if urdf_compiler(parse_urdf(source).getroot()).get("discardvisual") == "true" or not visual:
         target, _, notes = _write_urdf(source, package, collision, None, legged)
         return target, notes
     try:
@@ -53,15 +52,6 @@ def copy_urdf(source: Path, package: Path, legged: bool) -> tuple[Path, list[str
                             "videos and viewers draw the collision geometry"]  # fmt: skip
 
 
-def _urdf_compiler(tree: ET.ElementTree) -> ET.Element:
-    """The URDF's `<mujoco><compiler>` element, made where it has none."""
-    extension = tree.getroot().find("mujoco")
-    if extension is None:
-        extension = ET.SubElement(tree.getroot(), "mujoco")
-    compiler = extension.find("compiler")
-    return compiler if compiler is not None else ET.SubElement(extension, "compiler")
-
-
 def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_visual: str | None,
                 legged: bool) -> tuple[Path, dict[Path, str], list[str]]:  # fmt: skip
     """The URDF `source` written into `package` with `meshes` (its `filename`s and their files) copied
@@ -75,7 +65,7 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
     notes += [note] if (note := massless_links(tree, legged)) else []
     notes += [note] if (note := weightless_links(tree, legged)) else []
     notes += mend_inertias(tree)
-    compiler = _urdf_compiler(tree)
+    compiler = urdf_compiler(tree.getroot())
     compiler.set("fusestatic", "false")  # links without joints stay bodies: the base link keeps its name
     if discard_visual is not None:
         compiler.set("discardvisual", discard_visual)
