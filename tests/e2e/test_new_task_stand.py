@@ -149,4 +149,7 @@ def test_a_models_own_gains_are_warned_of_not_changed(tmp_path):
     made = new_task("weak_table", "locomotion", robot=tmp_path / "table.xml", out=tmp_path / "pkg")
     assert any(line.startswith("WARNING: holding the home pose") and "with KP x 4 it stands" in line for line in made.lines), made.lines
     assert not any(line.startswith("servo gains:") for line in made.lines)
-    assert "kp=\"20\"" in (tmp_path / "pkg" / "weak_table" / "table.xml").read_text()
+    from .test_new_task_urdf_copy import _edited_model
+
+    model = _edited_model(tmp_path / "pkg" / "weak_table", "table.xml")  # robot.py applied: the gains as trained
+    assert model.actuator_gainprm[:, 0].tolist() == [20.0] * 4 and model.actuator_biasprm[:, 1].tolist() == [-20.0] * 4
