@@ -30,7 +30,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import mujoco
-import numpy as np
 
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import outside_files, write_compiled
@@ -38,7 +37,7 @@ from robolearn.paths import assets_dir
 from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import inspect_model
-from robolearn.scaffold.limit_probe import PROBE_S, STABLE_SCALES, soft_limits, stable_scale
+from robolearn.scaffold.limit_probe import PROBE_S, diverging_line, soft_limits, stable_scale
 from robolearn.scaffold.plan import TEMPLATES, RobotPlan, render, short
 from robolearn.scaffold.robot_edits import plan_robot
 from robolearn.scaffold.robot_files import compile_spec, inertia_hint, load_spec, model_files
@@ -205,21 +204,6 @@ def _verify_edit(robot_py: Path, model: Path) -> mujoco.MjModel:
         raise UserError(f"the generated model edit (robot.py) does not compile with {model.name}: {one_line(exc)}") from None
 
 
-def _diverging_motors(model: mujoco.MjModel, scale: float) -> str:
-    """The report line where the motors at full effort make the simulation diverge (stable_scale)."""
-    span = np.abs(model.actuator_ctrlrange).max(axis=1) * np.abs(model.actuator_gear[:, 0])
-    strongest = int(np.argmax(span))
-    named = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, strongest) or f"actuator {strongest}"
-    if scale == 0.0:
-        return (f"WARNING: motors: held at the ends of their control ranges the simulation diverges within {PROBE_S:g} s, "
-                f"even at {STABLE_SCALES[-1]:g} x (the strongest: {named}, {span[strongest]:g} at full action): the "
-                "task is unlikely to train; check the model's ctrlrange and gear, and its lightest links (armature, "
-                "timestep)")  # fmt: skip
-    return (f"motors: held at the ends of their control ranges the simulation diverges within {PROBE_S:g} s (the strongest: "
-            f"{named}, {span[strongest]:g} at full action) -> the motors' actions scaled by {scale:g}, the largest of "
-            f"{', '.join(f'{s:g}' for s in STABLE_SCALES)} at which it does not (a policy's first actions saturate)")  # fmt: skip
-
-
 def _stand(plan: RobotPlan, result: NewTask, robot_py: Path, model_path: Path, edited: mujoco.MjModel) -> mujoco.MjModel:
     """Hold the home pose with the robot's servos (stand_check.py). Gains new-task gave that do not
     hold it are raised where stronger ones do (robot.py rewritten, the edit verified again); the
@@ -282,7 +266,7 @@ def _write(root: Path, name: str, template: str, robot: Path | None, said: list[
     if not plan.position and edited.nu:  # motors: does full effort keep the simulation finite?
         scale = stable_scale(edited)
         if scale < 1.0:
-            result.lines.append(_diverging_motors(edited, scale))
+            result.lines.append(diverging_line(edited, scale))
         plan.motor_scale = scale or 1.0  # none holds: the warning says so, the actions keep their range
     if template == "locomotion" and not plan.position:  # motors: do the model's joint limits hold against them?
         plan.soft_limits = soft_limits(edited, plan.joints or plan.limbs, plan.motor_scale)

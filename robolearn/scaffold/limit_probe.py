@@ -76,6 +76,21 @@ def stable_scale(model: mujoco.MjModel, seconds: float = PROBE_S) -> float:
     return 0.0
 
 
+def diverging_line(model: mujoco.MjModel, scale: float) -> str:
+    """The report line where the motors at full effort make the simulation diverge (stable_scale)."""
+    span = np.abs(model.actuator_ctrlrange).max(axis=1) * np.abs(model.actuator_gear[:, 0])
+    strongest = int(np.argmax(span))
+    named = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, strongest) or f"actuator {strongest}"
+    if scale == 0.0:
+        return (f"WARNING: motors: held at the ends of their control ranges the simulation diverges within {PROBE_S:g} s, "
+                f"even at {STABLE_SCALES[-1]:g} x (the strongest: {named}, {span[strongest]:g} at full action): the "
+                "task is unlikely to train; check the model's ctrlrange and gear, and its lightest links (armature, "
+                "timestep)")  # fmt: skip
+    return (f"motors: held at the ends of their control ranges the simulation diverges within {PROBE_S:g} s (the strongest: "
+            f"{named}, {span[strongest]:g} at full action) -> the motors' actions scaled by {scale:g}, the largest of "
+            f"{', '.join(f'{s:g}' for s in STABLE_SCALES)} at which it does not (a policy's first actions saturate)")  # fmt: skip
+
+
 def _diverged(data: mujoco.MjData) -> bool:
     """MuJoCo found a bad acceleration (and reset the state) or the state is no longer finite."""
     return data.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number > 0 or not np.isfinite(data.qpos).all()
