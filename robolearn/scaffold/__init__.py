@@ -38,12 +38,13 @@ from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import inspect_model
 from robolearn.scaffold.limit_probe import PROBE_S, diverging_line, soft_limits, stable_scale
-from robolearn.scaffold.plan import TEMPLATES, RobotPlan, render, short
+from robolearn.scaffold.plan import TEMPLATES, render, run_step, short
 from robolearn.scaffold.robot_edits import plan_robot
 from robolearn.scaffold.robot_files import compile_spec, inertia_hint, load_spec, model_files
 from robolearn.scaffold.servo_gains import raise_gains
 from robolearn.scaffold.stand_check import stand_gain, stand_warning
 from robolearn.scaffold.task_text import TEMPLATE_FOLDER, num_envs, task_yaml
+from robolearn.scaffold.upright import Planned, Turn, add_turn, needs_turning, stand_up
 from robolearn.scaffold.urdf_package import copy_urdf
 
 TEMPLATE_NAMES = ("minimal", "locomotion", "reach", "pose")
@@ -204,23 +205,61 @@ def _verify_edit(robot_py: Path, model: Path) -> mujoco.MjModel:
         raise UserError(f"the generated model edit (robot.py) does not compile with {model.name}: {one_line(exc)}") from None
 
 
-def _stand(plan: RobotPlan, result: NewTask, robot_py: Path, model_path: Path, edited: mujoco.MjModel) -> mujoco.MjModel:
-    """Hold the home pose with the robot's servos (stand_check.py). Gains new-task gave that do not
-    hold it are raised where stronger ones do (robot.py rewritten, the edit verified again); the
-    model's own gains are only warned of. The edited model."""
+def _stand(planned: Planned, robot_py: Path, model_path: Path) -> None:
+    """Hold the home pose with the robot's servos (stand_check.py), into `planned.held`. Gains new-task
+    gave that do not hold it are raised where stronger ones do (robot.py rewritten, the edit verified
+    again); the model's own gains are only warned of."""
+    plan = planned.plan
     if not plan.kp:
-        warning = stand_warning(edited, plan.base, plan.integrator)
-        result.lines += [warning] if warning else []
-        return edited
-    factor, line = stand_gain(edited, plan.base, plan.integrator)
+        warning, planned.held = stand_warning(planned.edited, plan.base, plan.integrator)
+        planned.lines += [warning] if warning else []
+        return
+    factor, line, planned.held = stand_gain(planned.edited, plan.base, plan.integrator)
     if factor == 1.0:
-        result.lines += [line] if line else []
-        return edited
+        planned.lines += [line] if line else []
+        return
     raise_gains(plan, factor, "held by x 1 for a second, the home pose did not stand (the report's servo gains line)")
     plan.lines.append(line)
-    result.lines.append(line)
+    planned.lines.append(line)
     robot_py.write_text(plan.robot_py(model_path.name))
-    return _verify_edit(robot_py, model_path)
+    planned.edited = _verify_edit(robot_py, model_path)
+
+
+def _plan_model(package: Path, model_path: Path, robot: Path | None, template: str, model: mujoco.MjModel | None,
+                copy_notes: list[str], base: str | None = None, turn: Turn | None = None) -> Planned:
+    """Plan the robot for `template` (robot_edits.py), write robot.py and check it: the edit compiles,
+    motors at full effort stay finite, the home pose stands (gains raised where new-task's own are too
+    weak). With `turn`, the model is planned as turned (upright.py: `base`'s contents turned, robot.py's
+    first edit), and `model` is compiled here."""
+    if turn is not None:
+        spec = load_spec(model_path)
+        run_step(spec, "turn_upright", BASE=base, UP_TURN=turn.quat)
+        model = compile_spec(spec, robot or model_path)
+    info = inspect_model(robot or model_path, model, urdf=model_path.suffix.lower() == ".urdf")
+    plan = plan_robot(info, model, template)
+    if turn is not None:
+        add_turn(plan, turn)
+    planned = Planned(info, plan, model, model, [*plan.lines, *copy_notes], turn=turn)
+    robot_py = plan.robot_py(model_path.name)
+    if robot_py is not None:
+        (package / "robot.py").write_text(robot_py)
+        planned.edited = _verify_edit(package / "robot.py", model_path)
+    if not plan.position and planned.edited.nu:  # motors: does full effort keep the simulation finite?
+        scale = stable_scale(planned.edited)
+        if scale < 1.0:
+            planned.lines.append(diverging_line(planned.edited, scale))
+        plan.motor_scale = scale or 1.0  # none holds: the warning says so, the actions keep their range
+    if template == "locomotion" and not plan.position:  # motors: do the model's joint limits hold against them?
+        plan.soft_limits = soft_limits(planned.edited, plan.joints or plan.limbs, plan.motor_scale)
+        if plan.soft_limits:
+            joint, past = max(plan.soft_limits.items(), key=lambda item: item[1])
+            planned.lines.append(f"joint limits: soft for the motors ({joint} goes {past:.2f} rad past its range within "
+                                 f"{PROBE_S:g} s at full effort) -> no past_joint_limits termination (it would end nearly "
+                                 "every early episode); the joint_limits penalty keeps the policy off them")  # fmt: skip
+    if (template == "locomotion" and plan.position and not plan.planar and plan.base
+            and mujoco.mj_name2id(planned.edited, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0):  # fmt: skip
+        _stand(planned, package / "robot.py", model_path)
+    return planned
 
 
 def _package_data(package: Path) -> str:
@@ -253,30 +292,14 @@ def _write(root: Path, name: str, template: str, robot: Path | None, said: list[
             raise
         load_spec(robot)  # where the user's own file fails to parse, MuJoCo's message names its lines, not the copy's
         raise UserError(_about_the_copy(str(exc), robot, model_path)) from None
-    info = inspect_model(robot or model_path, model, urdf=model_path.suffix.lower() == ".urdf")
-    plan = plan_robot(info, model, template)
-    found = [*plan.lines, *copy_notes]
-    result = NewTask(root, name, template, list(found))
-
+    planned = _plan_model(package, model_path, robot, template, model, copy_notes)
+    if needs_turning(planned):
+        base = planned.plan.base
+        planned = stand_up(planned, lambda turn: _plan_model(package, model_path, robot, template, None, copy_notes, base, turn))
+        (package / "robot.py").write_text(planned.plan.robot_py(model_path.name))  # each plan tried wrote its own
+    info, plan = planned.info, planned.plan
+    result = NewTask(root, name, template, planned.lines)
     robot_py = plan.robot_py(model_path.name)
-    edited = model
-    if robot_py is not None:
-        (package / "robot.py").write_text(robot_py)
-        edited = _verify_edit(package / "robot.py", model_path)
-    if not plan.position and edited.nu:  # motors: does full effort keep the simulation finite?
-        scale = stable_scale(edited)
-        if scale < 1.0:
-            result.lines.append(diverging_line(edited, scale))
-        plan.motor_scale = scale or 1.0  # none holds: the warning says so, the actions keep their range
-    if template == "locomotion" and not plan.position:  # motors: do the model's joint limits hold against them?
-        plan.soft_limits = soft_limits(edited, plan.joints or plan.limbs, plan.motor_scale)
-        if plan.soft_limits:
-            joint, past = max(plan.soft_limits.items(), key=lambda item: item[1])
-            result.lines.append(f"joint limits: soft for the motors ({joint} goes {past:.2f} rad past its range within "
-                                f"{PROBE_S:g} s at full effort) -> no past_joint_limits termination (it would end nearly "
-                                "every early episode); the joint_limits penalty keeps the policy off them")  # fmt: skip
-    if template == "locomotion" and plan.position and not plan.planar and plan.base and mujoco.mj_name2id(edited, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0:
-        edited = _stand(plan, result, package / "robot.py", model_path, edited)
     asset = model_path.relative_to(package).as_posix()
     copied = physics_copy(load_spec(model_path), model)[0]  # what the CPU backend copies per environment
     model_bytes = mujoco.mj_sizeModel(copied if copied is not None else model)

@@ -10,6 +10,7 @@ from pathlib import Path
 from string import Template
 
 import mujoco
+import numpy as np
 
 from robolearn.scaffold.legs import BaseJoint
 
@@ -109,10 +110,11 @@ class RobotPlan:
         if not self.steps:
             return None
         header = Template((TEMPLATES / "robot" / "header.py.tmpl").read_text())
-        text = header.substitute(model_file=model_file, report="\n".join(textwrap.fill(f"- {line}", 100, subsequent_indent="  ") for line in self.lines))
-        text += "\n\n".join(self.constants) + "\n"
-        for step in self.steps:
-            text += (TEMPLATES / "robot" / f"{step}.py.tmpl").read_text()
+        steps = "".join((TEMPLATES / "robot" / f"{step}.py.tmpl").read_text() for step in self.steps)
+        imports = "import mujoco" + ("\nimport numpy as np" if "np." in steps else "")
+        report = "\n".join(textwrap.fill(f"- {line}", 100, subsequent_indent="  ") for line in self.lines)
+        text = header.substitute(model_file=model_file, report=report, imports=imports)
+        text += "\n\n".join(self.constants) + "\n" + steps
         calls = "\n".join(f"    {step}(spec)" for step in self.steps)
         text += f'\n\ndef apply(spec: mujoco.MjSpec) -> None:\n    """Edit the model before it compiles (the task\'s edit_spec)."""\n{calls}\n'
         return text
@@ -163,3 +165,13 @@ def render(path: Path, **values) -> str:
         return Template(path.read_text()).substitute(**values)
     except KeyError as exc:  # a template bug, not a user mistake
         raise RuntimeError(f"template {path.name} needs a value for {exc}") from None
+
+
+def run_step(spec: mujoco.MjSpec, step: str, **constants) -> None:
+    """Make one of robot.py's edits (templates/robot/<step>.py.tmpl) on `spec`, its constants given:
+    where new-task plans a model as an edit leaves it (a turned base), the plan reads what robot.py
+    will make."""
+    namespace = {"mujoco": mujoco, "np": np, **constants}
+    path = TEMPLATES / "robot" / f"{step}.py.tmpl"
+    exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102 - robolearn's own template
+    namespace[step](spec)

@@ -5,9 +5,9 @@ without a `home` keyframe.
 0, which puts every foot ahead of (or behind) its hip: pybullet's A1 stood with the middle of its
 feet 0.18 m forward of its centre of mass and tipped back onto its thighs, AlienGo and Unitree's
 Go2 likewise. Here the leg joints move, as little as they must and inside their limits, until the
-middle of the feet is under the centre of mass along the base's forward axis (x). Feet that
-already surround it (an ant's, spread
-forward and back) stay where they are, and so does a biped: each joint at 0 stood Talos (and G1
+middle of the feet is under the centre of mass (along the base's x and y: a robot turned upright,
+upright.py, may face either). Feet that already surround it (an ant's, spread forward and back)
+stay where they are, and so does a biped: each joint at 0 stood Talos (and G1
 at KP x 4), while its feet's middle moved under its centre of mass tipped both over.
 """
 
@@ -22,7 +22,7 @@ from robolearn.scaffold.model_query import HOME_MARGIN, chain_joints, posed_qpos
 from robolearn.scaffold.plan import RobotPlan, num, short
 
 TOLERANCE = 0.02
-"""Feet whose middle is within this of the centre of mass along x [m] are left where they are."""
+"""Feet whose middle is within this of the centre of mass (horizontally) [m] are left where they are."""
 
 ITERATIONS = 100
 
@@ -43,7 +43,7 @@ def plan_stance(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None
     if moved:
         shown = short([f"{name} {num(guessed[name])} -> {num(plan.default_pose[name])}" for name in moved])
         plan.lines.append(f"home pose: with each joint at 0 (inside its limits) the middle of the feet stood {before:.3f} m "
-                          f"ahead of or behind the centre of mass -> moved {len(moved)} leg joints to put it under it: "
+                          f"away from the centre of mass -> moved {len(moved)} leg joints to put it under it: "
                           f"{shown}")  # fmt: skip
 
 
@@ -57,7 +57,7 @@ def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dic
     data = mujoco.MjData(model)
     data.qpos[:] = posed_qpos(model, pose)
     mujoco.mj_kinematics(model, data)
-    forward = data.xmat[base_id].reshape(3, 3)[:, 0].copy()
+    level = data.xmat[base_id].reshape(3, 3)[:, :2].T.copy()  # the base's x and y, level at home
     legs = []  # (foot body, contact point in its frame, the leg's joints in `pose`, hip first)
     for foot in feet:
         body = int(model.geom(foot.geom).bodyid[0]) if foot.geom else model.body(foot.body).id  # an unnamed foot: by a geom of it
@@ -76,21 +76,21 @@ def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dic
     depth = {name: k for *_, chain in legs for k, name in enumerate(chain)}
     cost = np.array([DEEPER ** depth[name] for name in names])
 
-    def offset() -> tuple[float, np.ndarray]:
-        """The feet's middle less the centre of mass along x, and its gradient in the joints."""
+    def offset() -> tuple[np.ndarray, np.ndarray]:
+        """The feet's middle less the centre of mass along the base's x and y, and its gradient in the joints."""
         mujoco.mj_kinematics(model, data)
         mujoco.mj_comPos(model, data)
         jac = np.zeros((3, model.nv))
         mujoco.mj_jacSubtreeCom(model, data, jac, base_id)
-        value, gradient = -forward @ data.subtree_com[base_id], -(forward @ jac)[dofs]
+        value, gradient = -level @ data.subtree_com[base_id], -(level @ jac)[:, dofs]
         for body, point, _ in legs:
             world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
             mujoco.mj_jac(model, data, jac, None, world, body)
-            value += forward @ world / len(legs)
-            gradient = gradient + (forward @ jac)[dofs] / len(legs)
-        return float(value), gradient
+            value += level @ world / len(legs)
+            gradient = gradient + (level @ jac)[:, dofs] / len(legs)
+        return value, gradient
 
-    before = abs(offset()[0])
+    before = float(np.linalg.norm(offset()[0]))
     if before <= TOLERANCE:
         return pose, before
     q = data.qpos[adr].copy()
@@ -98,11 +98,11 @@ def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dic
         data.qpos[adr] = q
         value, gradient = offset()
         scaled = gradient / np.sqrt(cost)
-        step = -value * scaled / (scaled @ scaled + 1e-6) / np.sqrt(cost)
+        step = -scaled.T @ np.linalg.solve(scaled @ scaled.T + 1e-6 * np.eye(2), value) / np.sqrt(cost)
         q = np.clip(q + step, low, high)
         if np.linalg.norm(step) < 1e-7:
             break
     data.qpos[adr] = q
-    if abs(offset()[0]) > max(TOLERANCE, 0.5 * before):
+    if np.linalg.norm(offset()[0]) > max(TOLERANCE, 0.5 * before):
         return pose, before  # the legs' limits do not allow it: keep the guess (the stand check says what happens)
     return {**pose, **{name: round(float(v), 4) for name, v in zip(names, q)}}, before

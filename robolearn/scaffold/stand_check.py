@@ -11,6 +11,7 @@ report warns where the robot sinks or tips, and whether stronger gains alone wou
 from __future__ import annotations
 
 import copy
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
@@ -30,9 +31,19 @@ STRONGER = 4.0
 """The gain factor tried when the pose does not hold: KP x 4, KD x 2."""
 
 
-def hold(model: mujoco.MjModel, base: str, integrator: str | None = None, gain: float = 1.0) -> tuple[float, float, float]:
-    """The base's height at home and after HOLD_S of holding the `home` keyframe's controls, and how
-    far it turned [m, m, rad]; servo gains scaled by `gain` (KD by its square root)."""
+class Held(NamedTuple):
+    """How a held pose went: the base's height at home and after HOLD_S [m], how far it turned
+    [rad], and the bodies that touched the ground (a geom of the world) at the end."""
+
+    start: float
+    end: float
+    turned: float
+    touching: frozenset[int] = frozenset()
+
+
+def hold(model: mujoco.MjModel, base: str, integrator: str | None = None, gain: float = 1.0) -> Held:
+    """Hold the `home` keyframe's controls for HOLD_S, servo gains scaled by `gain` (KD by its
+    square root)."""
     model = copy.deepcopy(model)
     if integrator:
         model.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
@@ -49,24 +60,33 @@ def hold(model: mujoco.MjModel, base: str, integrator: str | None = None, gain: 
     for _ in range(int(round(HOLD_S / model.opt.timestep))):
         mujoco.mj_step(model, data)
         if not np.isfinite(data.qpos).all():
-            return start_z, float("nan"), float("nan")
+            return Held(start_z, float("nan"), float("nan"))
     turn = start_r.T @ data.xmat[body].reshape(3, 3)
     angle = float(np.arccos(np.clip((np.trace(turn) - 1) / 2, -1.0, 1.0)))
-    return start_z, float(data.xpos[body, 2]), angle
+    return Held(start_z, float(data.xpos[body, 2]), angle, _touching(model, data))
 
 
-def stand_warning(model: mujoco.MjModel, base: str, integrator: str | None) -> str | None:
-    """A report line where the home pose does not hold (hold), None where it does."""
-    start, end, turned = hold(model, base, integrator)
-    if _stood(start, end, turned):
-        return None
-    stronger = hold(model, base, integrator, STRONGER)
+def _touching(model: mujoco.MjModel, data: mujoco.MjData) -> frozenset[int]:
+    """The bodies with a geom in contact with a geom of the world."""
+    touching = set()
+    for contact in data.contact[: data.ncon]:
+        bodies = (int(model.geom_bodyid[contact.geom1]), int(model.geom_bodyid[contact.geom2]))
+        if 0 in bodies:
+            touching.add(max(bodies))
+    return frozenset(touching - {0})
+
+
+def stand_warning(model: mujoco.MjModel, base: str, integrator: str | None) -> tuple[str | None, Held]:
+    """For the model's own gains: a report line where the home pose does not hold (None where it
+    does), and how it went."""
+    held = hold(model, base, integrator)
+    if stood(held):
+        return None, held
     why = (f"with KP x {STRONGER:g} it stands: the placeholder gains are too weak for this robot; set KP and KD in robot.py"
-           if _stood(*stronger) else
+           if stood(hold(model, base, integrator, STRONGER)) else
            f"it does not stand with KP x {STRONGER:g} either: the pose is off balance (e.g. the feet not around the centre of mass); "
            "set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)")  # fmt: skip
-    return f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(start, end, turned)}: every episode would start falling; {why}"
-
+    return f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(held)}: every episode would start falling; {why}", held
 
 RAISES = (2.0, 4.0)
 """The factors new-task tries on the gains it gave (KP x factor, KD x its square root), least first,
@@ -75,27 +95,28 @@ were measured with and stays where it holds; pybullet's Vision 60 (27 kg) and Un
 under it."""
 
 
-def stand_gain(model: mujoco.MjModel, base: str, integrator: str | None) -> tuple[float, str | None]:
+def stand_gain(model: mujoco.MjModel, base: str, integrator: str | None) -> tuple[float, str | None, Held]:
     """For gains new-task gave: the least factor of RAISES that holds a home pose which does not
-    hold as given, with the report line that says so; (1, None) where it holds; (1, the warning)
-    where no factor does."""
-    start, end, turned = hold(model, base, integrator)
-    if _stood(start, end, turned):
-        return 1.0, None
+    hold as given, with the report line that says so and how the pose went with it; (1, None, ...)
+    where it holds as given; (1, the warning, ...) where no factor does."""
+    held = hold(model, base, integrator)
+    if stood(held):
+        return 1.0, None, held
     for factor in RAISES:
-        if _stood(*hold(model, base, integrator, factor)):
-            return factor, (f"servo gains: holding the home pose for {HOLD_S:g} s with them, {_how(start, end, turned)} -> "
+        if stood(raised := hold(model, base, integrator, factor)):
+            return factor, (f"servo gains: holding the home pose for {HOLD_S:g} s with them, {_how(held)} -> "
                             f"KP x {factor:g}, KD x {np.sqrt(factor):.3g}: the least of x {', x '.join(f'{r:g}' for r in RAISES)} "
-                            "that holds it (placeholders still: set your robot's gains in robot.py)")  # fmt: skip
-    return 1.0, (f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(start, end, turned)}: every episode "
+                            "that holds it (placeholders still: set your robot's gains in robot.py)"), raised  # fmt: skip
+    return 1.0, (f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(held)}: every episode "
                  f"would start falling; it does not stand with KP x {RAISES[-1]:g} either: the pose is off balance (e.g. the "
-                 "feet not around the centre of mass); set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)")  # fmt: skip
+                 "feet not around the centre of mass); set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)"), held  # fmt: skip
 
 
-def _how(start: float, end: float, turned: float) -> str:
-    return ("the simulation diverges" if not np.isfinite(end) else
-            f"the base's height goes from {start:.3f} to {end:.3f} m and it turns {np.degrees(turned):.0f} degrees")  # fmt: skip
+def _how(held: Held) -> str:
+    return ("the simulation diverges" if not np.isfinite(held.end) else
+            f"the base's height goes from {held.start:.3f} to {held.end:.3f} m and it turns {np.degrees(held.turned):.0f} degrees")  # fmt: skip
 
 
-def _stood(start: float, end: float, turned: float) -> bool:
-    return bool(np.isfinite(end) and end >= (1 - SINK) * start and turned <= TIP)
+def stood(held: Held) -> bool:
+    """The pose held: the base neither sank more than SINK of its height nor turned more than TIP."""
+    return bool(np.isfinite(held.end) and held.end >= (1 - SINK) * held.start and held.turned <= TIP)

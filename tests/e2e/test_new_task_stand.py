@@ -9,7 +9,7 @@ import math
 import mujoco
 import pytest
 
-from robolearn.scaffold.stand_check import hold, stand_warning
+from robolearn.scaffold.stand_check import hold, stand_warning, stood
 
 CORNERS = ((0.2, 0.15), (0.2, -0.15), (-0.2, 0.15), (-0.2, -0.15))
 
@@ -33,9 +33,9 @@ def _table_xml(kp: float, legs=CORNERS, lean: float = 0.6) -> str:
 
 
 def test_a_robot_that_stands_gets_no_line():
-    start, end, turned = hold(_table(kp=800), "base")
-    assert end > 0.9 * start and turned < math.radians(2)
-    assert stand_warning(_table(kp=800), "base", None) is None
+    held = hold(_table(kp=800), "base")
+    assert held.end > 0.9 * held.start and held.turned < math.radians(2)
+    assert stand_warning(_table(kp=800), "base", None)[0] is None
 
 
 @pytest.mark.parametrize("model, cause", [
@@ -43,7 +43,7 @@ def test_a_robot_that_stands_gets_no_line():
     (_table(kp=800, legs=((0.0, 0.0),)), "it does not stand with KP x 4 either: the pose is off balance"),
 ])  # fmt: skip
 def test_a_robot_that_falls_is_warned_of_with_the_cause(model, cause):
-    line = stand_warning(model, "base", None)
+    line, _ = stand_warning(model, "base", None)
     assert line is not None and line.startswith("WARNING: holding the home pose with its servos for 1 s, the base's height goes from 0.268 to ")
     assert cause in line, line
 
@@ -122,8 +122,6 @@ def test_gains_new_task_gave_are_raised_where_they_do_not_hold_the_home_pose(tmp
     it lets the robot sag from the first step. new-task raises its own gains by the least factor
     that holds the pose (KD by its square root: the same damping ratio), and says so."""
     from robolearn.scaffold import new_task
-    from robolearn.scaffold.stand_check import _stood
-
     from .test_new_task import _module
     from .test_new_task_urdf_copy import _edited_model
 
@@ -138,8 +136,8 @@ def test_gains_new_task_gave_are_raised_where_they_do_not_hold_the_home_pose(tmp
     assert set(robot.KP.values()) == {40.0} and set(robot.KD.values()) == {round(0.5 * math.sqrt(2), 3)}
     assert "servo gains: holding the home pose" in robot.__doc__
     model = _edited_model(tmp_path / "pkg" / "crouched_dog", "dog.urdf")
-    assert _stood(*hold(model, "trunk", "implicitfast"))
-    assert not _stood(*hold(model, "trunk", "implicitfast", 0.5))  # as first given
+    assert stood(hold(model, "trunk", "implicitfast"))
+    assert not stood(hold(model, "trunk", "implicitfast", 0.5))  # as first given
 
 
 def test_a_models_own_gains_are_warned_of_not_changed(tmp_path):
