@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from robolearn.errors import UserError
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.legged_plan import STANDING
 from robolearn.scaffold.model_query import chain_joints
@@ -108,10 +109,19 @@ def on_its_feet(planned: Planned) -> bool:
 def stand_up(as_is: Planned, plan_turned: Callable[[Turn], Planned]) -> Planned:
     """The best of the turned plans (module doc), `as_is` where none fits (its stand warning then
     says that no other axis stood it). A turn fits where the robot stands on its feet, no fewer than
-    as modelled (not a rover on the two wheels of its side), or where it is on its legs (_on_its_legs: its guessed pose may still not hold, as pybullet's laikago.urdf's,
-    whose lower legs are its feet); the best stands, on the most feet, tallest."""
+    as modelled (not a rover on the two wheels of its side), or where it is on its legs
+    (_on_its_legs: its guessed pose may still not hold, as pybullet's laikago.urdf's, whose lower
+    legs are its feet); the best stands, on the most feet, tallest. A turn whose plan fails is left
+    out: the model as given is the user's, the turns are guesses."""
     found = len(as_is.info.feet)
-    tried = [plan_turned(first_turn(up)) for up in UPS]
+
+    def attempt(turn: Turn) -> Planned | None:
+        try:
+            return plan_turned(turn)
+        except UserError:
+            return None
+
+    tried = [p for p in (attempt(first_turn(up)) for up in UPS) if p is not None]
     fits = [p for p in tried if (on_its_feet(p) and len(p.info.feet) >= found) or _on_its_legs(p, found)]
     if not fits:
         as_is.lines = [f"{line}; no other axis of the model as up ({', '.join(UPS)}) stood it either"
@@ -124,8 +134,8 @@ def stand_up(as_is: Planned, plan_turned: Callable[[Turn], Planned]) -> Planned:
     best = max(fits, key=rank)
     forward = _forward(best)
     if forward != best.turn.forward:
-        turned = plan_turned(Turn(best.turn.up, forward))
-        if rank(turned)[:2] >= rank(best)[:2]:
+        turned = attempt(Turn(best.turn.up, forward))
+        if turned is not None and rank(turned)[:2] >= rank(best)[:2]:
             best = turned
     _announce(best, as_is, found)
     return best
