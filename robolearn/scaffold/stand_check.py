@@ -22,7 +22,11 @@ HOLD_S = 1.0
 """How long the pose is held [s]."""
 
 SINK = 0.25
-"""A base that ends lower than this fraction of its home height below it has not stood."""
+"""A base that ends lower than this fraction of its home height below it has not stood..."""
+
+SETTLE = 0.02
+"""...unless it sank less than this [m]: a base whose frame is at the ground (TIAGo's, 5 mm up on its
+wheels) settles a few millimetres, all of its height, and stands."""
 
 TIP = np.radians(20.0)
 """A base that turns more than this from its home orientation has not stood [rad]."""
@@ -118,5 +122,6 @@ def _how(held: Held) -> str:
 
 
 def stood(held: Held) -> bool:
-    """The pose held: the base neither sank more than SINK of its height nor turned more than TIP."""
-    return bool(np.isfinite(held.end) and held.end >= (1 - SINK) * held.start and held.turned <= TIP)
+    """The pose held: the base neither sank more than SINK of its height (and SETTLE) nor turned more than TIP."""
+    sank = held.start - held.end
+    return bool(np.isfinite(held.end) and (sank <= SINK * held.start or sank <= SETTLE) and held.turned <= TIP)

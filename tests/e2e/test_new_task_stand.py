@@ -151,3 +151,12 @@ def test_a_models_own_gains_are_warned_of_not_changed(tmp_path):
 
     model = _edited_model(tmp_path / "pkg" / "weak_table", "table.xml")  # robot.py applied: the gains as trained
     assert model.actuator_gainprm[:, 0].tolist() == [20.0] * 4 and model.actuator_biasprm[:, 1].tolist() == [-20.0] * 4
+
+
+def test_a_base_at_the_ground_that_settles_a_few_millimetres_stands():
+    """TIAGo's base frame is 5 mm up on its wheels; settling 5 mm is all of its height, not a fall.
+    A tall robot that sinks a quarter of its height still has not stood, and one that tips has not."""
+    from robolearn.scaffold.stand_check import Held
+
+    assert stood(Held(0.005, 0.0, 0.0)) and stood(Held(0.4, 0.31, 0.1))
+    assert not stood(Held(0.4, 0.29, 0.0)) and not stood(Held(0.005, 0.0, 0.5)) and not stood(Held(0.1, 0.07, 0.0))
