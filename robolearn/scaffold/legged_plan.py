@@ -58,8 +58,7 @@ def plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: se
         sideways = "; and, every foot rolling, no lateral speed command (lin_vel_y: [0, 0]): wheels do not roll sideways" if plan.rolls else ""
         plan.lines.append(f"feet on wheels: {short(rolling, 8)} -> no feet_air_time reward (it pays for lifting a foot; "
                           f"these roll){sideways}")  # fmt: skip
-    _plan_home(plan, info, model)
-    _doubt_legs(plan, info, model)
+    _doubt_legs(plan, info, model, _plan_home(plan, info, model))
 
 
 STANDING = 0.15
@@ -95,11 +94,12 @@ def _level_ground(plan: RobotPlan, model: mujoco.MjModel) -> None:
                       "from there: the home pose's 5 mm clearance, base_below, base_height)")  # fmt: skip
 
 
-def _doubt_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
+def _doubt_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, clearance: float) -> None:
     """Warnings where the locomotion template's guesses may not fit the robot: it lies down in the
-    standing pose, or it lives in a fluid (a swimmer)."""
-    if info.size > 0 and info.base_clearance < STANDING * info.size and not plan.rolls:  # a car is low by design
-        plan.lines.append(f"WARNING: in the standing pose the base is only {info.base_clearance:.3f} m above the robot's "
+    standing pose (`clearance`: the base's height above the robot's lowest point there), or it lives
+    in a fluid (a swimmer)."""
+    if info.size > 0 and clearance < STANDING * info.size and not plan.rolls:  # a car is low by design
+        plan.lines.append(f"WARNING: in the standing pose the base is only {clearance:.3f} m above the robot's "
                           f"lowest point ({info.size:.2f} m across): it may be lying down, and the feet above may be "
                           "wrong; set DEFAULT_POSE (or add a `home` keyframe to the model) and check the feet")  # fmt: skip
     if model.opt.density > 100 or model.opt.viscosity > 0:
@@ -182,10 +182,13 @@ def _posed(model: mujoco.MjModel, plan: RobotPlan, qpos: np.ndarray | None = Non
     return data, float(data.xpos[base, 2]), lowest_point(model, data, base)
 
 
-def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
+def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> float:
     """The standing pose and the `home` keyframe: the model's, or one added with each joint at 0
     within its limits and the robot's lowest point 5 mm above the ground (a free base lifted by
-    BASE_HEIGHT, a planar base by its height slide; the planar base's joints are in the pose)."""
+    BASE_HEIGHT, a planar base by its height slide; the planar base's joints are in the pose).
+    Returns the base's height above the robot's lowest point in the standing pose: the model's, or
+    where folded legs were stood up (unfold.py), with them so (the feet's move under the centre of
+    mass is left out: a humanoid on its back propped up on its arms does not stand)."""
     plan.default_pose = {name: default_joint_value(info, name) for name in plan.joints if name in {j.name for j in info.joints}}
     if info.has_home:
         plan.lines.append("home keyframe: present")
@@ -193,11 +196,15 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
         data, plan.base_height, _ = _posed(model, plan, model.key_qpos[key])
         for b in plan.planar:
             plan.default_pose[b.name] = float(data.qpos[model.joint(b.name).qposadr[0]])
-        return
+        return info.base_clearance
     for b in plan.planar:
         plan.default_pose[b.name] = b.qpos0
+    clearance = info.base_clearance
     if not plan.planar and info.feet:
-        plan_stance(plan, info, model)
+        unfolded = plan_stance(plan, info, model)
+        if unfolded is not None:
+            _, base_z, lowest = _posed(model, plan, posed_qpos(model, {**plan.default_pose, **unfolded}))
+            clearance = base_z - lowest
     _, base_z, lowest = _posed(model, plan)
     lift = CLEARANCE - lowest
     height = next((b for b in plan.planar if b.role == "height"), None)
@@ -238,3 +245,4 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
         off += ", the legs moved as the line above says"
     plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0{off}, {where}; set DEFAULT_POSE in "
                       "robot.py")
+    return clearance

@@ -60,3 +60,15 @@ def posed_qpos(model: mujoco.MjModel, pose: dict[str, float]) -> np.ndarray:
     for name, value in pose.items():
         qpos[model.joint(name).qposadr[0]] = value
     return qpos
+
+
+def leg_chains(model: mujoco.MjModel, base: int, feet, joints: list[str]) -> list[tuple[int, np.ndarray, list[str]]]:
+    """Each foot (legs.Foot) that hangs on joints of `joints`: its body, its contact point in the body's
+    frame and its leg's joints, hip first (a foot the model leaves unnamed: by a geom of it)."""
+    legs = []
+    for foot in feet:
+        body = int(model.geom(foot.geom).bodyid[0]) if foot.geom else model.body(foot.body).id
+        chain = chain_joints(model, body, base, joints)[::-1]
+        if chain:
+            legs.append((body, np.array(foot.point), chain))
+    return legs

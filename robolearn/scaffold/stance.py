@@ -18,8 +18,9 @@ import numpy as np
 
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.legs import Foot
-from robolearn.scaffold.model_query import HOME_MARGIN, chain_joints, posed_qpos
+from robolearn.scaffold.model_query import HOME_MARGIN, leg_chains, posed_qpos
 from robolearn.scaffold.plan import RobotPlan, num, short
+from robolearn.scaffold.unfold import STAND, unfold_legs
 
 TOLERANCE = 0.02
 """Feet whose middle is within this of the centre of mass (horizontally) [m] are left where they are."""
@@ -31,20 +32,32 @@ DEEPER = 10.0
 turns before the knee bends further (a deeper crouch asks more of the placeholder gains)."""
 
 
-def plan_stance(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
+def plan_stance(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> dict[str, float] | None:
     """Move the leg joints of plan.default_pose so the feet's middle is under the centre of mass (the
-    wheels' turn moves no foot: left out), and say so in the report."""
+    wheels' turn moves no foot: left out), folded legs stood up first (unfold.py), and say so in the
+    report. Returns the leg joints as unfolded, None where nothing was folded."""
     ranges = {j.name: j.range for j in info.joints if j.range}
     guessed = dict(plan.default_pose)
     legs = {name: value for name, value in guessed.items() if name not in plan.wheels}
-    posed, before = feet_under_com(model, plan.base, info.feet, legs, ranges, HOME_MARGIN)
-    plan.default_pose = {**guessed, **posed}
-    moved = [name for name, value in plan.default_pose.items() if abs(value - guessed[name]) > 1e-4]
+    unfolded, folded = unfold_legs(model, plan.base, info.feet, legs, ranges, HOME_MARGIN)
+    moved = _moved(legs, unfolded)
     if moved:
-        shown = short([f"{name} {num(guessed[name])} -> {num(plan.default_pose[name])}" for name in moved])
-        plan.lines.append(f"home pose: with each joint at 0 (inside its limits) the middle of the feet stood {before:.3f} m "
-                          f"away from the centre of mass -> moved {len(moved)} leg joints to put it under it: "
-                          f"{shown}")  # fmt: skip
+        plan.lines.append(f"home pose: with each joint at 0 (inside its limits) the legs lay folded (a foot {folded:.0%} of "
+                          f"its leg's length below its hip) -> moved {len(moved)} leg joints to stand each foot under its hip, "
+                          f"{STAND:.0%} of the length below it: {short(moved)}")  # fmt: skip
+    posed, before = feet_under_com(model, plan.base, info.feet, unfolded, ranges, HOME_MARGIN)
+    plan.default_pose = {**guessed, **posed}
+    moved = _moved(unfolded, posed)
+    if moved:
+        start = "then" if unfolded != legs else "with each joint at 0 (inside its limits)"
+        plan.lines.append(f"home pose: {start} the middle of the feet stood {before:.3f} m away from the centre of mass -> "
+                          f"moved {len(moved)} leg joints to put it under it: {short(moved)}")  # fmt: skip
+    return unfolded if unfolded != legs else None
+
+
+def _moved(before: dict[str, float], after: dict[str, float]) -> list[str]:
+    """`name old -> new` of each joint that moved."""
+    return [f"{name} {num(before[name])} -> {num(after[name])}" for name in before if abs(after[name] - before[name]) > 1e-4]
 
 
 def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[str, float],
@@ -58,12 +71,7 @@ def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dic
     data.qpos[:] = posed_qpos(model, pose)
     mujoco.mj_kinematics(model, data)
     level = data.xmat[base_id].reshape(3, 3)[:, :2].T.copy()  # the base's x and y, level at home
-    legs = []  # (foot body, contact point in its frame, the leg's joints in `pose`, hip first)
-    for foot in feet:
-        body = int(model.geom(foot.geom).bodyid[0]) if foot.geom else model.body(foot.body).id  # an unnamed foot: by a geom of it
-        chain = chain_joints(model, body, base_id, list(pose))[::-1]
-        if chain:
-            legs.append((body, np.array(foot.point), chain))
+    legs = leg_chains(model, base_id, feet, list(pose))
     if len(legs) < 3:  # a biped: left as guessed (module doc)
         return pose, 0.0
     names = sorted({name for *_, chain in legs for name in chain})

@@ -122,7 +122,7 @@ def stand_up(as_is: Planned, plan_turned: Callable[[Turn], Planned]) -> Planned:
             return None
 
     tried = [p for p in (attempt(first_turn(up)) for up in UPS) if p is not None]
-    fits = [p for p in tried if (on_its_feet(p) and len(p.info.feet) >= found) or _on_its_legs(p, found)]
+    fits = [p for p in tried if _footprint(p) and ((on_its_feet(p) and len(p.info.feet) >= found) or _on_its_legs(p, found))]
     if not fits:
         as_is.lines = [f"{line}; no other axis of the model as up ({', '.join(UPS)}) stood it either"
                        if line.startswith("WARNING: holding the home pose") else line for line in as_is.lines]  # fmt: skip
@@ -135,7 +135,7 @@ def stand_up(as_is: Planned, plan_turned: Callable[[Turn], Planned]) -> Planned:
     forward = _forward(best)
     if forward != best.turn.forward:
         turned = attempt(Turn(best.turn.up, forward))
-        if turned is not None and rank(turned)[:2] >= rank(best)[:2]:
+        if turned is not None and _footprint(turned) and rank(turned)[:2] >= rank(best)[:2]:
             best = turned
     _announce(best, as_is, found)
     return best
@@ -163,19 +163,39 @@ def _on_its_legs(planned: Planned, found: int) -> bool:
     return all(-leg[2] > np.linalg.norm(leg[:2]) for leg in legs)
 
 
-def _forward(planned: Planned) -> str:
-    """The model's axis to face forward (module doc), from the feet of a plan turned with its first
-    turn: positive, along the turned base's x or y."""
+FOOTPRINT = 0.25
+"""Three feet or more stand spread both ways: the narrower side of their footprint at least this
+fraction of the longer. A quadruped on its rear end stands on its hind feet only (pybullet's
+Minitaur on the two pairs of its hind legs' five-bar links: 3 cm by 20 cm), a quadruped on its
+feet on a footprint like Laikago's, 23 by 45 cm."""
+
+
+def _footprint(planned: Planned) -> bool:
+    """Two feet, or three and more spread both ways (FOOTPRINT), in the home pose."""
+    if len(planned.info.feet) < 2:
+        return False
+    spread = np.sort(_feet_spread(planned))
+    return len(planned.info.feet) < 3 or spread[0] >= FOOTPRINT * spread[1]
+
+
+def _feet_spread(planned: Planned) -> np.ndarray:
+    """How far the feet spread along the base's x and y in the home pose [m]."""
     model = planned.edited
-    feet = [f.body for f in planned.info.feet]
-    if len(feet) < 2:
-        return planned.turn.forward
     data = mujoco.MjData(model)
     mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
     mujoco.mj_kinematics(model, data)
-    spread = np.ptp(np.array([data.xpos[model.body(f).id, :2] for f in feet]), axis=0)
+    return np.ptp(np.array([data.xpos[model.body(f.body).id, :2] for f in planned.info.feet]), axis=0)
+
+
+def _forward(planned: Planned) -> str:
+    """The model's axis to face forward (module doc), from the feet of a plan turned with its first
+    turn: positive, along the turned base's x or y."""
+    feet = len(planned.info.feet)
+    if feet < 2:
+        return planned.turn.forward
+    spread = _feet_spread(planned)
     along_x = spread[0] >= spread[1]
-    if (len(feet) >= 3) == along_x:
+    if (feet >= 3) == along_x:
         return planned.turn.forward
     lateral = planned.turn.rotation[1]  # the model's axis along the turned base's y
     axis = "xyz"[int(np.argmax(np.abs(lateral)))]

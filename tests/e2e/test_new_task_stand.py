@@ -128,7 +128,7 @@ def test_gains_new_task_gave_are_raised_where_they_do_not_hold_the_home_pose(tmp
     (tmp_path / "dog.urdf").write_text(_dog(knee_range="-2.7 -1.6"))
     made = new_task("crouched_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
     line = next(line for line in made.lines if line.startswith("servo gains:"))
-    assert line.startswith("servo gains: holding the home pose for 1 s with them, the base's height goes from 0.288 to ")
+    assert line.startswith("servo gains: holding the home pose for 1 s with them, the base's height goes from 0.295 to ")
     assert "-> KP x 2, KD x 1.41: the least of x 2, x 4 that holds it" in line, line
     assert not any(line.startswith("WARNING: holding the home pose") for line in made.lines)
     robot = _module(tmp_path / "pkg" / "crouched_dog" / "robot.py")
@@ -160,3 +160,50 @@ def test_a_base_at_the_ground_that_settles_a_few_millimetres_stands():
 
     assert stood(Held(0.005, 0.0, 0.0)) and stood(Held(0.4, 0.31, 0.1))
     assert not stood(Held(0.4, 0.29, 0.0)) and not stood(Held(0.005, 0.0, 0.5)) and not stood(Held(0.1, 0.07, 0.0))
+
+
+def _folded_dog() -> str:
+    """_dog with its legs folded flat at 0 (pybullet's Vision 60): a thigh points forward, level, and
+    its calf lies back along it; the knee's range stops at 0, so new-task's guess bends it 10 % in."""
+    inertial = '<inertial><mass value="{m}"/><inertia ixx="{i}" iyy="{i}" izz="{i}" ixy="0" ixz="0" iyz="0"/></inertial>'
+    legs = ""
+    for leg, x, y in (("FR", 0.18, -0.05), ("FL", 0.18, 0.05), ("RR", -0.18, -0.05), ("RL", -0.18, 0.05)):
+        legs += f"""
+  <link name="{leg}_hip">{inertial.format(m=0.5, i=1e-3)}</link>
+  <joint name="{leg}_hip_joint" type="revolute"><parent link="trunk"/><child link="{leg}_hip"/><origin xyz="{x} {y} 0"/>
+    <axis xyz="1 0 0"/><limit lower="-0.8" upper="0.8" effort="20" velocity="20"/></joint>
+  <link name="{leg}_thigh">{inertial.format(m=0.8, i=2e-3)}<collision><origin xyz="0.1 0 0"/><geometry><box size="0.2 0.03 0.03"/></geometry></collision></link>
+  <joint name="{leg}_thigh_joint" type="revolute"><parent link="{leg}_hip"/><child link="{leg}_thigh"/><origin xyz="0 {0.08 if y > 0 else -0.08} 0"/>
+    <axis xyz="0 1 0"/><limit lower="-1.0" upper="2.0" effort="20" velocity="20"/></joint>
+  <link name="{leg}_calf">{inertial.format(m=0.2, i=1e-3)}<collision><origin xyz="-0.1 0 0"/><geometry><box size="0.2 0.02 0.02"/></geometry></collision></link>
+  <joint name="{leg}_calf_joint" type="revolute"><parent link="{leg}_thigh"/><child link="{leg}_calf"/><origin xyz="0.2 0 0"/>
+    <axis xyz="0 1 0"/><limit lower="-3.0" upper="0.0" effort="20" velocity="20"/></joint>
+  <link name="{leg}_foot">{inertial.format(m=0.05, i=1e-5)}<collision><geometry><sphere radius="0.02"/></geometry></collision></link>
+  <joint name="{leg}_foot_fixed" type="fixed"><parent link="{leg}_calf"/><child link="{leg}_foot"/><origin xyz="-0.2 0 0"/></joint>"""
+    return f"""<robot name="dog">
+  <link name="trunk">{inertial.format(m=4.0, i=0.02)}<collision><geometry><box size="0.4 0.2 0.1"/></geometry></collision></link>{legs}
+</robot>"""
+
+
+def test_legs_folded_flat_at_the_guess_are_stood_up_under_their_hips(tmp_path):
+    """Each joint at 0 inside its limits lays the legs folded under the body (the base a few cm up on
+    legs 0.4 m long): the leg joints move until each foot is under its hip, 3/4 of its leg's length
+    below it, and the robot stands there."""
+    from robolearn.scaffold import new_task
+
+    from .test_new_task_urdf_copy import _edited_model
+
+    (tmp_path / "dog.urdf").write_text(_folded_dog())
+    made = new_task("folded_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
+    line = next(line for line in made.lines if "the legs lay folded" in line)
+    assert line.startswith("home pose: with each joint at 0 (inside its limits) the legs lay folded (a foot "), line
+    assert "-> moved 8 leg joints to stand each foot under its hip, 75% of the length below it: FR_thigh_joint 0.0 -> " in line
+    assert not any(line.startswith("WARNING") for line in made.lines), made.lines
+    model = _edited_model(tmp_path / "pkg" / "folded_dog", "dog.urdf")
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    mujoco.mj_kinematics(model, data)
+    for leg in ("FR", "FL", "RR", "RL"):
+        hip, foot = data.xanchor[model.joint(f"{leg}_hip_joint").id], data.xpos[model.body(f"{leg}_foot").id]
+        assert hip[2] - foot[2] > 0.3 and abs(hip[0] - foot[0]) < 0.04, (leg, hip, foot)
+    assert stood(hold(model, "trunk", "implicitfast"))

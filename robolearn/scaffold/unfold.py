@@ -1,0 +1,96 @@
+"""Legs folded flat by new-task's guessed pose, stood up under their hips.
+
+"Each joint at 0 inside its limits" is a standing pose only where the model's zero is one. Where a
+thigh's 0 points it forward and a knee's range starts at 0 (pybullet's Vision 60: thighs level,
+knees 10 % into [0, pi]), the legs lie folded under the body: its base 0.17 m up on legs 0.6 m
+long, a crouch from which no gait starts (300 iterations learned to stand still,
+docs/benchmarks.md). Here, for a robot on three feet or more whose feet are less than CROUCH of
+their legs' length below their hips, the leg joints move (inside their limits) until each foot is
+under its hip, STAND of its leg's length below it; stance.py then puts the feet's middle under
+the centre of mass.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from robolearn.scaffold.legs import Foot
+from robolearn.scaffold.model_query import leg_chains, posed_qpos
+
+CROUCH = 0.5
+"""Feet less than this fraction of their leg's length below its first joint are folded: mjlab's Go1
+in Unitree's stance is at 0.7, pybullet's A1 as new-task stands it 0.8, Vision 60's guess 0.25."""
+
+STAND = 0.75
+"""How far below its hip each foot goes [fraction of the leg's length]: a quadruped's usual stance."""
+
+ITERATIONS = 200
+
+
+def unfold_legs(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[str, float],
+                ranges: dict[str, tuple[float, float]], margin: float) -> tuple[dict[str, float], float]:  # fmt: skip
+    """`pose` with folded legs stood up (module doc), each joint moved at least `margin` of its range
+    inside its limits; and the least drop of a foot below its hip as a fraction of its leg's length
+    before. The pose comes back unchanged where no leg is folded, where the legs cannot unfold to
+    CROUCH, where fewer than three feet hang on joints of `pose`, or where two feet share a joint."""
+    data = mujoco.MjData(model)
+    data.qpos[:] = posed_qpos(model, pose)
+    mujoco.mj_kinematics(model, data)
+    legs = leg_chains(model, model.body(base).id, feet, list(pose))
+    chains = [set(chain) for *_, chain in legs]
+    if len(legs) < 3 or any(a & b for i, a in enumerate(chains) for b in chains[i + 1:]):
+        return pose, 1.0  # a biped, or "feet" that share joints: a hand's fingers (TIAGo's), not legs
+    lengths = np.array([_length(model, data, leg) for leg in legs])
+    before = float(np.min(_drops(model, data, legs) / lengths))
+    if before >= CROUCH:
+        return pose, before
+    names = sorted({name for *_, chain in legs for name in chain})
+    joints = [model.joint(name) for name in names]
+    dofs = np.array([int(j.dofadr[0]) for j in joints])
+    adr = np.array([int(j.qposadr[0]) for j in joints])
+    lo = np.array([ranges.get(name, (-np.pi, np.pi))[0] for name in names])
+    hi = np.array([ranges.get(name, (-np.pi, np.pi))[1] for name in names])
+    low, high = lo + margin * (hi - lo), hi - margin * (hi - lo)
+    targets = []
+    for (body, point, chain), length in zip(legs, lengths):  # under the hip, the foot's sideways offset kept
+        hip, foot = data.xanchor[model.joint(chain[0]).id], _foot(data, body, point)
+        targets.append(np.array([hip[0], foot[1], hip[2] - STAND * length]))
+    q = data.qpos[adr].copy()
+    jac = np.zeros((3, model.nv))
+    for _ in range(ITERATIONS):  # damped least squares toward the targets, inside the limits
+        data.qpos[adr] = q
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        rows, errors = [], []
+        for (body, point, _), target in zip(legs, targets):
+            world = _foot(data, body, point)
+            mujoco.mj_jac(model, data, jac, None, world, body)
+            rows.append(jac[:, dofs].copy())
+            errors.append(target - world)
+        jacobian, error = np.vstack(rows), np.concatenate(errors)
+        step = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + 1e-4 * np.eye(len(error)), error)
+        q = np.clip(q + step, low, high)
+        if np.linalg.norm(step) < 1e-7:
+            break
+    data.qpos[adr] = q
+    mujoco.mj_kinematics(model, data)
+    if float(np.min(_drops(model, data, legs) / lengths)) < CROUCH:
+        return pose, before  # the limits do not allow it: keep the guess (the stand check says what happens)
+    return {**pose, **{name: round(float(v), 4) for name, v in zip(names, q)}}, before
+
+
+def _foot(data: mujoco.MjData, body: int, point: np.ndarray) -> np.ndarray:
+    return data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
+
+
+def _drops(model: mujoco.MjModel, data: mujoco.MjData, legs: list) -> np.ndarray:
+    """How far each foot is below its leg's first joint [m]."""
+    return np.array([data.xanchor[model.joint(chain[0]).id][2] - _foot(data, body, point)[2] for body, point, chain in legs])
+
+
+def _length(model: mujoco.MjModel, data: mujoco.MjData, leg) -> float:
+    """A leg's length: from joint to joint down the chain, then to the foot's point [m]."""
+    body, point, chain = leg
+    points = [data.xanchor[model.joint(name).id] for name in chain] + [_foot(data, body, point)]
+    return float(sum(np.linalg.norm(b - a) for a, b in zip(points[:-1], points[1:])))
