@@ -296,7 +296,8 @@ def _write(root: Path, name: str, template: str, robot: Path | None, said: list[
     if needs_turning(planned):
         base = planned.plan.base
         planned = stand_up(planned, lambda turn: _plan_model(package, model_path, robot, template, None, copy_notes, base, turn))
-        (package / "robot.py").write_text(planned.plan.robot_py(model_path.name))  # each plan tried wrote its own
+        if text := planned.plan.robot_py(model_path.name):  # each plan tried wrote its own
+            (package / "robot.py").write_text(text)
     info, plan = planned.info, planned.plan
     result = NewTask(root, name, template, planned.lines)
     robot_py = plan.robot_py(model_path.name)

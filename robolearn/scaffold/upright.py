@@ -118,7 +118,7 @@ def stand_up(as_is: Planned, plan_turned: Callable[[Turn], Planned]) -> Planned:
     def attempt(turn: Turn) -> Planned | None:
         try:
             return plan_turned(turn)
-        except UserError:
+        except (UserError, ValueError):  # MuJoCo refuses the turned model: the guess is dropped, not the task
             return None
 
     tried = [p for p in (attempt(first_turn(up)) for up in UPS) if p is not None]
