@@ -72,3 +72,27 @@ def leg_chains(model: mujoco.MjModel, base: int, feet, joints: list[str]) -> lis
         if chain:
             legs.append((body, np.array(foot.point), chain))
     return legs
+
+
+def leg_joints(model: mujoco.MjModel, legs: list[tuple[int, np.ndarray, list[str]]], ranges: dict[str, tuple[float, float]],
+               margin: float) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """The joints of `legs` (leg_chains) a stance moves: their names (sorted), dof and qpos addresses,
+    and the bounds each stays inside, `margin` of its range in from its limits (`ranges`; +-pi
+    where it has none)."""
+    names = sorted({name for *_, chain in legs for name in chain})
+    joints = [model.joint(name) for name in names]
+    lo = np.array([ranges.get(name, (-np.pi, np.pi))[0] for name in names])
+    hi = np.array([ranges.get(name, (-np.pi, np.pi))[1] for name in names])
+    return (names, np.array([int(j.dofadr[0]) for j in joints]), np.array([int(j.qposadr[0]) for j in joints]),
+            lo + margin * (hi - lo), hi - margin * (hi - lo))  # fmt: skip
+
+
+def separate_legs(legs: list[tuple[int, np.ndarray, list[str]]]) -> bool:
+    """No joint between the base and one foot moves another (legs, not a hand's fingers)."""
+    chains = [set(chain) for *_, chain in legs]
+    return not any(a & b for i, a in enumerate(chains) for b in chains[i + 1:])
+
+
+def foot_position(data: mujoco.MjData, body: int, point: np.ndarray) -> np.ndarray:
+    """A point given in a body's frame, in the world [m]."""
+    return data.xpos[body] + data.xmat[body].reshape(3, 3) @ point

@@ -18,7 +18,7 @@ import numpy as np
 
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.legs import Foot
-from robolearn.scaffold.model_query import HOME_MARGIN, leg_chains, posed_qpos
+from robolearn.scaffold.model_query import HOME_MARGIN, foot_position, leg_chains, leg_joints, posed_qpos
 from robolearn.scaffold.plan import RobotPlan, num, short
 from robolearn.scaffold.unfold import STAND, unfold_legs
 
@@ -74,13 +74,7 @@ def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dic
     legs = leg_chains(model, base_id, feet, list(pose))
     if len(legs) < 3:  # a biped: left as guessed (module doc)
         return pose, 0.0
-    names = sorted({name for *_, chain in legs for name in chain})
-    joints = [model.joint(name) for name in names]
-    dofs = np.array([int(j.dofadr[0]) for j in joints])
-    adr = np.array([int(j.qposadr[0]) for j in joints])
-    lo = np.array([ranges.get(name, (-np.pi, np.pi))[0] for name in names])
-    hi = np.array([ranges.get(name, (-np.pi, np.pi))[1] for name in names])
-    low, high = lo + margin * (hi - lo), hi - margin * (hi - lo)
+    names, dofs, adr, low, high = leg_joints(model, legs, ranges, margin)
     depth = {name: k for *_, chain in legs for k, name in enumerate(chain)}
     cost = np.array([DEEPER ** depth[name] for name in names])
 
@@ -92,7 +86,7 @@ def feet_under_com(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dic
         mujoco.mj_jacSubtreeCom(model, data, jac, base_id)
         value, gradient = -level @ data.subtree_com[base_id], -(level @ jac)[:, dofs]
         for body, point, _ in legs:
-            world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
+            world = foot_position(data, body, point)
             mujoco.mj_jac(model, data, jac, None, world, body)
             value += level @ world / len(legs)
             gradient = gradient + (level @ jac)[:, dofs] / len(legs)

@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 
 from robolearn.scaffold.legs import Foot
-from robolearn.scaffold.model_query import leg_chains, posed_qpos
+from robolearn.scaffold.model_query import foot_position, leg_chains, leg_joints, posed_qpos, separate_legs
 
 CROUCH = 0.5
 """Feet less than this fraction of their leg's length below its first joint are folded: mjlab's Go1
@@ -38,23 +38,16 @@ def unfold_legs(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[s
     data.qpos[:] = posed_qpos(model, pose)
     mujoco.mj_kinematics(model, data)
     legs = leg_chains(model, model.body(base).id, feet, list(pose))
-    chains = [set(chain) for *_, chain in legs]
-    if len(legs) < 3 or any(a & b for i, a in enumerate(chains) for b in chains[i + 1:]):
+    if len(legs) < 3 or not separate_legs(legs):
         return pose, 1.0  # a biped, or "feet" that share joints: a hand's fingers (TIAGo's), not legs
     lengths = np.array([_length(model, data, leg) for leg in legs])
     before = float(np.min(_drops(model, data, legs) / lengths))
     if before >= CROUCH:
         return pose, before
-    names = sorted({name for *_, chain in legs for name in chain})
-    joints = [model.joint(name) for name in names]
-    dofs = np.array([int(j.dofadr[0]) for j in joints])
-    adr = np.array([int(j.qposadr[0]) for j in joints])
-    lo = np.array([ranges.get(name, (-np.pi, np.pi))[0] for name in names])
-    hi = np.array([ranges.get(name, (-np.pi, np.pi))[1] for name in names])
-    low, high = lo + margin * (hi - lo), hi - margin * (hi - lo)
+    names, dofs, adr, low, high = leg_joints(model, legs, ranges, margin)
     targets = []
     for (body, point, chain), length in zip(legs, lengths):  # under the hip, the foot's sideways offset kept
-        hip, foot = data.xanchor[model.joint(chain[0]).id], _foot(data, body, point)
+        hip, foot = data.xanchor[model.joint(chain[0]).id], foot_position(data, body, point)
         targets.append(np.array([hip[0], foot[1], hip[2] - STAND * length]))
     q = data.qpos[adr].copy()
     jac = np.zeros((3, model.nv))
@@ -64,7 +57,7 @@ def unfold_legs(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[s
         mujoco.mj_comPos(model, data)
         rows, errors = [], []
         for (body, point, _), target in zip(legs, targets):
-            world = _foot(data, body, point)
+            world = foot_position(data, body, point)
             mujoco.mj_jac(model, data, jac, None, world, body)
             rows.append(jac[:, dofs].copy())
             errors.append(target - world)
@@ -80,17 +73,13 @@ def unfold_legs(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[s
     return {**pose, **{name: round(float(v), 4) for name, v in zip(names, q)}}, before
 
 
-def _foot(data: mujoco.MjData, body: int, point: np.ndarray) -> np.ndarray:
-    return data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
-
-
 def _drops(model: mujoco.MjModel, data: mujoco.MjData, legs: list) -> np.ndarray:
     """How far each foot is below its leg's first joint [m]."""
-    return np.array([data.xanchor[model.joint(chain[0]).id][2] - _foot(data, body, point)[2] for body, point, chain in legs])
+    return np.array([data.xanchor[model.joint(chain[0]).id][2] - foot_position(data, body, point)[2] for body, point, chain in legs])
 
 
 def _length(model: mujoco.MjModel, data: mujoco.MjData, leg) -> float:
     """A leg's length: from joint to joint down the chain, then to the foot's point [m]."""
     body, point, chain = leg
-    points = [data.xanchor[model.joint(name).id] for name in chain] + [_foot(data, body, point)]
+    points = [data.xanchor[model.joint(name).id] for name in chain] + [foot_position(data, body, point)]
     return float(sum(np.linalg.norm(b - a) for a, b in zip(points[:-1], points[1:])))

@@ -29,7 +29,7 @@ import numpy as np
 from robolearn.errors import UserError
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.legged_plan import STANDING
-from robolearn.scaffold.model_query import chain_joints
+from robolearn.scaffold.model_query import chain_joints, separate_legs
 from robolearn.scaffold.plan import RobotPlan, const, tuple_text
 from robolearn.scaffold.stand_check import Held, stood
 
@@ -154,7 +154,7 @@ def _on_its_legs(planned: Planned, found: int) -> bool:
         return False
     base = model.body(planned.plan.base).id
     chains = [chain_joints(model, foot, base, None) for foot in feet]
-    if not all(chain and not set(chain) & set(other) for i, chain in enumerate(chains) for other in chains[i + 1:]):
+    if not all(chains) or not separate_legs([(foot, None, chain) for foot, chain in zip(feet, chains)]):
         return False
     data = mujoco.MjData(model)
     mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import mujoco
+import numpy as np
 import pytest
 
 from robolearn.scaffold.stand_check import hold, stand_warning, stood
@@ -56,27 +57,45 @@ def test_the_task_integrator_is_the_one_held_with():
     assert hold(model, "base", "implicitfast") == hold(_table(kp=800), "base")
 
 
-def _dog(knee_range: str = "-2.7 -0.9") -> str:
+def _v(axes: np.ndarray, *xyz: float) -> str:
+    """A vector given as (forward, left, up), in the model axes `axes` maps those onto."""
+    return " ".join(f"{v + 0.0:.6g}" for v in axes @ np.array(xyz, float))
+
+
+def _dog(knee_range: str = "-2.7 -0.9", axes: np.ndarray = np.eye(3), trunk: np.ndarray = np.eye(3) * 0.02,
+         folded: bool = False) -> str:  # fmt: skip
     """A 10 kg URDF quadruped shaped like pybullet's A1: hip abduction, thigh and calf, the calf's
-    range leaving 0 out (so new-task bends it 10 % inside its upper limit, with the thigh at 0)."""
-    inertial = '<inertial><mass value="{m}"/><inertia ixx="{i}" iyy="{i}" izz="{i}" ixy="0" ixz="0" iyz="0"/></inertial>'
+    range leaving 0 out (so new-task bends it 10 % inside its upper limit, with the thigh at 0).
+    `axes` maps (forward, left, up) onto the model's axes (a Y-up model: test_new_task_upright.py),
+    `trunk` is the trunk's inertia in (forward, left, up). `folded`: at 0 a thigh points forward,
+    level, and its calf lies back along it (pybullet's Vision 60)."""
+    def inertial(mass: float, moments: np.ndarray) -> str:
+        m = axes @ moments @ axes.T
+        return (f'<inertial><mass value="{mass}"/><inertia ixx="{m[0, 0]:g}" iyy="{m[1, 1]:g}" izz="{m[2, 2]:g}" '
+                f'ixy="{m[0, 1]:g}" ixz="{m[0, 2]:g}" iyz="{m[1, 2]:g}"/></inertial>')  # fmt: skip
+
+    def box(*size: float) -> str:
+        return f'<geometry><box size="{_v(np.abs(axes), *size)}"/></geometry>'
+
+    down, back = ((0.1, 0, 0), (-0.1, 0, 0)) if folded else ((0, 0, -0.1), (0, 0, -0.1))  # each link's middle
+    thigh_box, calf_box = ((0.2, 0.03, 0.03), (0.2, 0.02, 0.02)) if folded else ((0.03, 0.03, 0.2), (0.02, 0.02, 0.2))
+    lower, upper = knee_range.split()
     legs = ""
     for leg, x, y in (("FR", 0.18, -0.05), ("FL", 0.18, 0.05), ("RR", -0.18, -0.05), ("RL", -0.18, 0.05)):
-        lower, upper = knee_range.split()
         legs += f"""
-  <link name="{leg}_hip">{inertial.format(m=0.5, i=1e-3)}</link>
-  <joint name="{leg}_hip_joint" type="revolute"><parent link="trunk"/><child link="{leg}_hip"/><origin xyz="{x} {y} 0"/>
-    <axis xyz="1 0 0"/><limit lower="-0.8" upper="0.8" effort="20" velocity="20"/></joint>
-  <link name="{leg}_thigh">{inertial.format(m=0.8, i=2e-3)}<collision><origin xyz="0 0 -0.1"/><geometry><box size="0.03 0.03 0.2"/></geometry></collision></link>
-  <joint name="{leg}_thigh_joint" type="revolute"><parent link="{leg}_hip"/><child link="{leg}_thigh"/><origin xyz="0 {0.08 if y > 0 else -0.08} 0"/>
-    <axis xyz="0 1 0"/><limit lower="-1.0" upper="3.0" effort="20" velocity="20"/></joint>
-  <link name="{leg}_calf">{inertial.format(m=0.2, i=1e-3)}<collision><origin xyz="0 0 -0.1"/><geometry><box size="0.02 0.02 0.2"/></geometry></collision></link>
-  <joint name="{leg}_calf_joint" type="revolute"><parent link="{leg}_thigh"/><child link="{leg}_calf"/><origin xyz="0 0 -0.2"/>
-    <axis xyz="0 1 0"/><limit lower="{lower}" upper="{upper}" effort="20" velocity="20"/></joint>
-  <link name="{leg}_foot">{inertial.format(m=0.05, i=1e-5)}<collision><geometry><sphere radius="0.02"/></geometry></collision></link>
-  <joint name="{leg}_foot_fixed" type="fixed"><parent link="{leg}_calf"/><child link="{leg}_foot"/><origin xyz="0 0 -0.2"/></joint>"""
+  <link name="{leg}_hip">{inertial(0.5, np.eye(3) * 1e-3)}</link>
+  <joint name="{leg}_hip_joint" type="revolute"><parent link="trunk"/><child link="{leg}_hip"/><origin xyz="{_v(axes, x, y, 0)}"/>
+    <axis xyz="{_v(axes, 1, 0, 0)}"/><limit lower="-0.8" upper="0.8" effort="20" velocity="20"/></joint>
+  <link name="{leg}_thigh">{inertial(0.8, np.eye(3) * 2e-3)}<collision><origin xyz="{_v(axes, *down)}"/>{box(*thigh_box)}</collision></link>
+  <joint name="{leg}_thigh_joint" type="revolute"><parent link="{leg}_hip"/><child link="{leg}_thigh"/><origin xyz="{_v(axes, 0, 0.08 if y > 0 else -0.08, 0)}"/>
+    <axis xyz="{_v(axes, 0, 1, 0)}"/><limit lower="-1.0" upper="{2.0 if folded else 3.0}" effort="20" velocity="20"/></joint>
+  <link name="{leg}_calf">{inertial(0.2, np.eye(3) * 1e-3)}<collision><origin xyz="{_v(axes, *back)}"/>{box(*calf_box)}</collision></link>
+  <joint name="{leg}_calf_joint" type="revolute"><parent link="{leg}_thigh"/><child link="{leg}_calf"/><origin xyz="{_v(axes, *(np.array(down) * 2))}"/>
+    <axis xyz="{_v(axes, 0, 1, 0)}"/><limit lower="{lower}" upper="{upper}" effort="20" velocity="20"/></joint>
+  <link name="{leg}_foot">{inertial(0.05, np.eye(3) * 1e-5)}<collision><geometry><sphere radius="0.02"/></geometry></collision></link>
+  <joint name="{leg}_foot_fixed" type="fixed"><parent link="{leg}_calf"/><child link="{leg}_foot"/><origin xyz="{_v(axes, *(np.array(back) * 2))}"/></joint>"""
     return f"""<robot name="dog">
-  <link name="trunk">{inertial.format(m=4.0, i=0.02)}<collision><geometry><box size="0.4 0.2 0.1"/></geometry></collision></link>{legs}
+  <link name="trunk">{inertial(4.0, trunk)}<collision>{box(0.4, 0.2, 0.1)}</collision></link>{legs}
 </robot>"""
 
 
@@ -162,29 +181,6 @@ def test_a_base_at_the_ground_that_settles_a_few_millimetres_stands():
     assert not stood(Held(0.4, 0.29, 0.0)) and not stood(Held(0.005, 0.0, 0.5)) and not stood(Held(0.1, 0.07, 0.0))
 
 
-def _folded_dog() -> str:
-    """_dog with its legs folded flat at 0 (pybullet's Vision 60): a thigh points forward, level, and
-    its calf lies back along it; the knee's range stops at 0, so new-task's guess bends it 10 % in."""
-    inertial = '<inertial><mass value="{m}"/><inertia ixx="{i}" iyy="{i}" izz="{i}" ixy="0" ixz="0" iyz="0"/></inertial>'
-    legs = ""
-    for leg, x, y in (("FR", 0.18, -0.05), ("FL", 0.18, 0.05), ("RR", -0.18, -0.05), ("RL", -0.18, 0.05)):
-        legs += f"""
-  <link name="{leg}_hip">{inertial.format(m=0.5, i=1e-3)}</link>
-  <joint name="{leg}_hip_joint" type="revolute"><parent link="trunk"/><child link="{leg}_hip"/><origin xyz="{x} {y} 0"/>
-    <axis xyz="1 0 0"/><limit lower="-0.8" upper="0.8" effort="20" velocity="20"/></joint>
-  <link name="{leg}_thigh">{inertial.format(m=0.8, i=2e-3)}<collision><origin xyz="0.1 0 0"/><geometry><box size="0.2 0.03 0.03"/></geometry></collision></link>
-  <joint name="{leg}_thigh_joint" type="revolute"><parent link="{leg}_hip"/><child link="{leg}_thigh"/><origin xyz="0 {0.08 if y > 0 else -0.08} 0"/>
-    <axis xyz="0 1 0"/><limit lower="-1.0" upper="2.0" effort="20" velocity="20"/></joint>
-  <link name="{leg}_calf">{inertial.format(m=0.2, i=1e-3)}<collision><origin xyz="-0.1 0 0"/><geometry><box size="0.2 0.02 0.02"/></geometry></collision></link>
-  <joint name="{leg}_calf_joint" type="revolute"><parent link="{leg}_thigh"/><child link="{leg}_calf"/><origin xyz="0.2 0 0"/>
-    <axis xyz="0 1 0"/><limit lower="-3.0" upper="0.0" effort="20" velocity="20"/></joint>
-  <link name="{leg}_foot">{inertial.format(m=0.05, i=1e-5)}<collision><geometry><sphere radius="0.02"/></geometry></collision></link>
-  <joint name="{leg}_foot_fixed" type="fixed"><parent link="{leg}_calf"/><child link="{leg}_foot"/><origin xyz="-0.2 0 0"/></joint>"""
-    return f"""<robot name="dog">
-  <link name="trunk">{inertial.format(m=4.0, i=0.02)}<collision><geometry><box size="0.4 0.2 0.1"/></geometry></collision></link>{legs}
-</robot>"""
-
-
 def test_legs_folded_flat_at_the_guess_are_stood_up_under_their_hips(tmp_path):
     """Each joint at 0 inside its limits lays the legs folded under the body (the base a few cm up on
     legs 0.4 m long): the leg joints move until each foot is under its hip, 3/4 of its leg's length
@@ -193,7 +189,7 @@ def test_legs_folded_flat_at_the_guess_are_stood_up_under_their_hips(tmp_path):
 
     from .test_new_task_urdf_copy import _edited_model
 
-    (tmp_path / "dog.urdf").write_text(_folded_dog())
+    (tmp_path / "dog.urdf").write_text(_dog(knee_range="-3.0 0.0", folded=True))
     made = new_task("folded_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
     line = next(line for line in made.lines if "the legs lay folded" in line)
     assert line.startswith("home pose: with each joint at 0 (inside its limits) the legs lay folded (a foot "), line

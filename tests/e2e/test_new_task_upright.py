@@ -13,6 +13,7 @@ from robolearn.scaffold import new_task
 from robolearn.scaffold.plan import run_step
 
 from .test_new_task import _module
+from .test_new_task_stand import _dog, _v
 from .test_new_task_urdf_copy import _edited_model
 
 TRUNK_INERTIA = np.array([[0.02, 0.004, 0.0], [0.004, 0.05, 0.001], [0.0, 0.001, 0.06]])
@@ -23,40 +24,6 @@ LAIKAGO = np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]])
 """(forward, left, up) -> the model's axes as pybullet's Laikago has them: x left, y up, z forward."""
 X_UP = np.array([[0, 0, 1], [1, 0, 0], [0, 1, 0]])
 """x up, y forward, z left."""
-
-
-def _v(axes: np.ndarray, *xyz: float) -> str:
-    return " ".join(f"{v + 0.0:.6g}" for v in axes @ np.array(xyz, float))
-
-
-def _dog(axes: np.ndarray) -> str:
-    """A 10 kg URDF quadruped (hip, thigh, calf; the calf's range leaves 0 out), written in the
-    model axes `axes` maps (forward, left, up) onto."""
-    def inertial(mass: float, moments: np.ndarray) -> str:
-        m = axes @ moments @ axes.T
-        return (f'<inertial><mass value="{mass}"/><inertia ixx="{m[0, 0]:g}" iyy="{m[1, 1]:g}" izz="{m[2, 2]:g}" '
-                f'ixy="{m[0, 1]:g}" ixz="{m[0, 2]:g}" iyz="{m[1, 2]:g}"/></inertial>')  # fmt: skip
-
-    def box(*size: float) -> str:
-        return f'<geometry><box size="{_v(np.abs(axes), *size)}"/></geometry>'
-
-    legs = ""
-    for leg, x, y in (("FR", 0.18, -0.05), ("FL", 0.18, 0.05), ("RR", -0.18, -0.05), ("RL", -0.18, 0.05)):
-        legs += f"""
-  <link name="{leg}_hip">{inertial(0.5, np.eye(3) * 1e-3)}</link>
-  <joint name="{leg}_hip_joint" type="revolute"><parent link="trunk"/><child link="{leg}_hip"/><origin xyz="{_v(axes, x, y, 0)}"/>
-    <axis xyz="{_v(axes, 1, 0, 0)}"/><limit lower="-0.8" upper="0.8" effort="20" velocity="20"/></joint>
-  <link name="{leg}_thigh">{inertial(0.8, np.eye(3) * 2e-3)}<collision><origin xyz="{_v(axes, 0, 0, -0.1)}"/>{box(0.03, 0.03, 0.2)}</collision></link>
-  <joint name="{leg}_thigh_joint" type="revolute"><parent link="{leg}_hip"/><child link="{leg}_thigh"/><origin xyz="{_v(axes, 0, 0.08 if y > 0 else -0.08, 0)}"/>
-    <axis xyz="{_v(axes, 0, 1, 0)}"/><limit lower="-1.0" upper="3.0" effort="20" velocity="20"/></joint>
-  <link name="{leg}_calf">{inertial(0.2, np.eye(3) * 1e-3)}<collision><origin xyz="{_v(axes, 0, 0, -0.1)}"/>{box(0.02, 0.02, 0.2)}</collision></link>
-  <joint name="{leg}_calf_joint" type="revolute"><parent link="{leg}_thigh"/><child link="{leg}_calf"/><origin xyz="{_v(axes, 0, 0, -0.2)}"/>
-    <axis xyz="{_v(axes, 0, 1, 0)}"/><limit lower="-2.7" upper="-0.9" effort="20" velocity="20"/></joint>
-  <link name="{leg}_foot">{inertial(0.05, np.eye(3) * 1e-5)}<collision><geometry><sphere radius="0.02"/></geometry></collision></link>
-  <joint name="{leg}_foot_fixed" type="fixed"><parent link="{leg}_calf"/><child link="{leg}_foot"/><origin xyz="{_v(axes, 0, 0, -0.2)}"/></joint>"""
-    return f"""<robot name="dog">
-  <link name="trunk">{inertial(4.0, TRUNK_INERTIA)}<collision>{box(0.4, 0.2, 0.1)}</collision></link>{legs}
-</robot>"""
 
 
 def _home(package, model_file: str) -> tuple[mujoco.MjModel, mujoco.MjData]:
@@ -78,8 +45,8 @@ def test_a_quadruped_modelled_with_another_axis_up_comes_out_as_its_z_up_twin(tm
     """As modelled, the dog lies on its side (pybullet's Laikago: +y up, +z forward) and its home pose
     falls over; new-task turns it: the same home pose, feet, gains and inertias as the dog written
     z up, with nothing said about the way up of that one."""
-    (tmp_path / "zup.urdf").write_text(_dog(ZUP))
-    (tmp_path / "turned.urdf").write_text(_dog(axes))
+    (tmp_path / "zup.urdf").write_text(_dog(axes=ZUP, trunk=TRUNK_INERTIA))
+    (tmp_path / "turned.urdf").write_text(_dog(axes=axes, trunk=TRUNK_INERTIA))
     twin = new_task("zup_dog", "locomotion", robot=tmp_path / "zup.urdf", out=tmp_path / "zup")
     made = new_task("turned_dog", "locomotion", robot=tmp_path / "turned.urdf", out=tmp_path / "turned")
     assert not any(line.startswith("up axis") for line in twin.lines), twin.lines
@@ -178,7 +145,7 @@ def test_the_imu_stays_as_mounted_on_the_imu_link_of_a_turned_robot(tmp_path):
     link = f"""  <link name="imu_link"><inertial><mass value="0.01"/><inertia ixx="1e-6" iyy="1e-6" izz="1e-6" ixy="0" ixz="0" iyz="0"/></inertial></link>
   <joint name="imu_fixed" type="fixed"><parent link="trunk"/><child link="imu_link"/><origin xyz="{_v(LAIKAGO, 0.05, 0, 0.02)}"/></joint>
 </robot>"""  # fmt: skip
-    (tmp_path / "dog.urdf").write_text(_dog(LAIKAGO).replace("</robot>", link))
+    (tmp_path / "dog.urdf").write_text(_dog(axes=LAIKAGO, trunk=TRUNK_INERTIA).replace("</robot>", link))
     made = new_task("imu_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
     assert made.lines[0].startswith("up axis:") and any(line.startswith("IMU: missing -> added site 'imu' on imu_link") for line in made.lines)
     model, data = _home(tmp_path / "pkg" / "imu_dog", "dog.urdf")
