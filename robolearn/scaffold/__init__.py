@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -128,18 +129,39 @@ def mujoco_warnings():
     """MuJoCo's warnings while new-task reads and checks a model, collected (not printed, not written
     to MUJOCO_LOG.TXT in the user's folder): the report gets them in one line. The probes' blow-ups
     ("the simulation is unstable") are expected and left out. A hook installed before (the mujoco
-    backend's, a user's) is put back afterwards."""
+    backend's, a user's) is put back afterwards. MjSpec.compile warns through Python's `warnings`
+    (a UserWarning): those are collected too, any other warning is shown as before."""
     said: list[str] = []
+
+    def keep(message: str) -> None:
+        if "Nan, Inf or huge value" not in message:
+            said.append(message)
+
+    def shown(message, category, filename, lineno, file=None, line=None):  # MjSpec.compile warns in Python
+        if issubclass(category, UserWarning):
+            keep(str(message))
+        else:
+            passed_on(message, category, filename, lineno, file, line)
+
     before = mujoco.get_mju_user_warning()
-    mujoco.set_mju_user_warning(lambda message: said.append(message) if "Nan, Inf or huge value" not in message else None)
-    try:
-        yield said
-    finally:
-        mujoco.set_mju_user_warning(before)
+    mujoco.set_mju_user_warning(keep)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", UserWarning)
+        passed_on, warnings.showwarning = warnings.showwarning, shown
+        try:
+            yield said
+        finally:
+            mujoco.set_mju_user_warning(before)
+
+
+def _unstaged(message: str) -> str:
+    """`message` with new-task's staging folder left out of its paths (`<staging>/<package>/meshes/a.obj`
+    -> `meshes/a.obj`): the folder is gone when the message is read."""
+    return re.sub(r"(?:[^\s']*/)?\.[^/\s']*\.new-task-[^/\s']*/[^/\s']*/", "", message)
 
 
 def _warnings_line(said: list[str]) -> str:
-    unique = list(dict.fromkeys(message.strip() for message in said))
+    unique = list(dict.fromkeys(_unstaged(message.strip()) for message in said))
     return f"MuJoCo's warnings on the model ({len(unique)}): {short(unique, 3)}"
 
 
@@ -170,7 +192,7 @@ def _about_the_copy(message: str, robot: Path, copy: Path) -> str:
     """A load or compile error of new-task's copy of `robot`, told about the user's files: the copy
     lives in a staging folder that is gone when the message is read."""
     message = message.replace(str(copy), str(robot))
-    message = re.sub(r"(?:[^\s']*/)?\.[^/\s']*\.new-task-[^/\s']*/[^/\s']*/", "", message)  # <staging>/<package>/
+    message = _unstaged(message)
     hint = inertia_hint(robot, message) if robot.suffix.lower() == ".urdf" else None
     return f"{message}: {hint}" if hint else message
 

@@ -1,6 +1,8 @@
 """An arm's end effector, as new-task finds it in a robot model: a site or a fixed link whose name
 says so (tcp_site, panda_hand_tcp, tool0, gripper_frame_link), else the body that ends the longest
-joint chain, with the point of it the reach targets are for."""
+joint chain, with the point of it the reach targets are for. Where that chain ends in a gripper's
+finger (MuJoCo Menagerie's Panda without its sites: `hand` carries `left_finger` and `right_finger`
+on slides), the hand is the end effector, at the middle of its fingers' tips."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import mujoco
 import numpy as np
 
 from robolearn.scaffold.model_query import obj_name
-from robolearn.scene.geometry import geom_corners
+from robolearn.scene.geometry import geom_corners, subtree
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,9 @@ class Tip:
     """The far end of the body's geometry in its frame; None: its origin (a frame's, or no geometry)."""
     named: bool
     """A site's or a fixed link's name says end effector; False: the longest chain's tip."""
+    fingers: tuple[str, ...] = ()
+    """Where the longest chain ends in a gripper: its fingers' bodies (the tip is the hand they branch
+    from, the point the middle of their tips)."""
 
 
 END_EFFECTOR_WORDS = ("tcp", "ee", "eef", "endeffector", "end_effector", "grasp", "grasptarget", "pinch", "tool", "attachment",
@@ -73,27 +78,83 @@ def end_effector(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: l
     bodies = set(robot)
     named = end_effector_sites(model, [s for s in range(model.nsite) if int(model.site_bodyid[s]) in bodies and s not in wrapped])
     # a fixed link that a URDF names as the tool's frame (panda_hand_tcp, tool0, gripper_frame_link): a
-    # body without joints of its own, not a finger, whose chain ends past it
+    # body without joints of its own, not in a gripper's finger (Baxter's r_gripper_l_finger_tip), whose
+    # chain ends past it
+    grippers = _grippers(model, base, robot, children, chain_length)
     frames = {b: end_effector_rank(obj_name(model, mujoco.mjtObj.mjOBJ_BODY, b)) for b in robot
-              if b != base and not int(model.body_jntnum[b]) and chain_length(b)}  # fmt: skip
+              if b != base and not int(model.body_jntnum[b]) and chain_length(b) and _gripper_of(model, b, grippers) is None}  # fmt: skip
     frames = {b: rank for b, rank in frames.items() if rank is not None}
     at_origin = False
     if named:  # a site the model names as the end effector (tcp_site, grasp, attachment_site) beats the guess
         best = max(named, key=lambda s: (-named[s], chain_length(int(model.site_bodyid[s])), -s))
         tip = int(model.site_bodyid[best])
     elif frames:
-        tip = max(frames, key=lambda b: (-frames[b], chain_length(b), -b))
+        tip = max(frames, key=lambda b: (-frames[b], chain_length(b), _depth(model, b), -b))  # Baxter's right_gripper
+        # (the grasp frame) below right_gripper_base_link: the deeper of two frames
         at_origin = END_EFFECTOR_WORDS[frames[tip]] != "gripper"  # a frame (tcp, ee_link, tool0): its origin is the point
+    origin = data.xpos[base] if base else np.zeros(3)
+    palm = None if named or frames else _gripper_of(model, tip, grippers)
+    if palm is not None:  # the middle of the fingers' tips (the deepest body of each), in the hand's frame
+        fingers = [max((b for b in subtree(children, c) if not children[b]), key=lambda b: (chain_length(b), -b))
+                   for c in grippers[palm]]  # fmt: skip
+        tips = [_far_end(model, data, f, geoms, data.xpos[palm]) for f in fingers]  # each finger's end away from the hand
+        middle = np.mean([t if t is not None else data.xpos[f] for t, f in zip(tips, fingers)], axis=0)
+        local = data.xmat[palm].reshape(3, 3).T @ (middle - data.xpos[palm])
+        return Tip(obj_name(model, mujoco.mjtObj.mjOBJ_BODY, palm) or None, None, tuple(round(float(v), 4) for v in local),
+                   False, tuple(obj_name(model, mujoco.mjtObj.mjOBJ_BODY, f) for f in fingers))  # fmt: skip
     tip_sites = [best] if named else [s for s in range(model.nsite) if int(model.site_bodyid[s]) == tip and s not in wrapped]
     site = obj_name(model, mujoco.mjtObj.mjOBJ_SITE, tip_sites[0]) or None if tip_sites else None
     point = None
-    tip_geoms = [] if at_origin else [g for g in geoms if int(model.geom_bodyid[g]) == tip]
-    if tip_geoms:
-        origin = data.xpos[base] if base else np.zeros(3)
-        g = max(tip_geoms, key=lambda g: np.linalg.norm(data.geom_xpos[g] - origin))
-        center = data.geom_xpos[g]
-        u = (center - origin) / max(np.linalg.norm(center - origin), 1e-9)
-        far = center + u * float(((geom_corners(model, data, g) - center) @ u).max())
+    far = None if at_origin else _far_end(model, data, tip, geoms, origin)
+    if far is not None:
         local = data.xmat[tip].reshape(3, 3).T @ (far - data.xpos[tip])
         point = tuple(round(float(v), 4) for v in local)
     return Tip(obj_name(model, mujoco.mjtObj.mjOBJ_BODY, tip) or None, site, point, bool(named or frames))
+
+
+def _depth(model: mujoco.MjModel, body: int) -> int:
+    """How many bodies `body` hangs below."""
+    n = 0
+    while body:
+        body, n = int(model.body_parentid[body]), n + 1
+    return n
+
+
+def _far_end(model: mujoco.MjModel, data: mujoco.MjData, body: int, geoms: list[int], origin: np.ndarray) -> np.ndarray | None:
+    """The far end of `body`'s geometry (of `geoms`) along the line from `origin` (the chain's root),
+    in the world frame; None where the body has none."""
+    own = [g for g in geoms if int(model.geom_bodyid[g]) == body]
+    if not own:
+        return None
+    g = max(own, key=lambda g: np.linalg.norm(data.geom_xpos[g] - origin))
+    center = data.geom_xpos[g]
+    u = (center - origin) / max(np.linalg.norm(center - origin), 1e-9)
+    return center + u * float(((geom_corners(model, data, g) - center) @ u).max())
+
+
+def _grippers(model: mujoco.MjModel, base: int, robot: list[int], children: dict, chain_length) -> dict[int, list[int]]:
+    """The robot's grippers: each body (not the base) that carries two jointed branches or more, each
+    with fewer joints than the chain up to it (a Panda's fingers one each, its arm seven), with the
+    first body of each branch. A Shadow hand's thumb (5 joints) on its wrist (2) is not a gripper's
+    finger, nor are two arms on one torso."""
+
+    def joints_below(b: int) -> int:  # the most joints on a path from b down, b's own included
+        return int(model.body_jntnum[b]) + max((joints_below(c) for c in children[b]), default=0)
+
+    found = {}
+    for hand in robot:
+        branches = [c for c in children[hand] if joints_below(c)]
+        if hand != base and len(branches) >= 2 and max(joints_below(c) for c in branches) < chain_length(hand):
+            found[hand] = branches
+    return found
+
+
+def _gripper_of(model: mujoco.MjModel, body: int, grippers: dict[int, list[int]]) -> int | None:
+    """The gripper whose finger `body` is in: the nearest hand above it, None where it is in none."""
+    b = body
+    while b:
+        parent = int(model.body_parentid[b])
+        if parent in grippers and b in grippers[parent]:
+            return parent
+        b = parent
+    return None

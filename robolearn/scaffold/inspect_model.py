@@ -110,6 +110,8 @@ class ModelInfo:
     """A site on the tip body (the end effector's, if the model marks one)."""
     tip_named: bool = False
     """The end effector is a site or a fixed link whose name says so (end_effector.py), not the longest chain's tip."""
+    tip_fingers: tuple[str, ...] = ()
+    """Where the longest chain ends in a gripper, its fingers (`tip` is the hand, `tip_point` the middle of their tips)."""
     ee_sensor: str | None = None
     """A framepos sensor of a site (an end-effector position sensor), None if there is none."""
     ee_sensor_skipped: str | None = None
@@ -249,7 +251,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
                 break
     tip = end_effector(model, data, base, robot, children, geoms)
     if tip is not None:
-        info.tip, info.tip_site, info.tip_named = tip.body, tip.site, tip.named
+        info.tip, info.tip_site, info.tip_named, info.tip_fingers = tip.body, tip.site, tip.named, tip.fingers
         info.tip_point = tip.point or info.tip_point
     return info
 

@@ -84,24 +84,29 @@ def planar_base(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[
 def feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int], children: dict[int, list[int]],
           geoms: list[int], low: dict[int, float], near_ground: float) -> list[Foot]:
     """The leaf bodies of the base's joint chains whose geometry reaches below `near_ground` (each
-    geom's lowest world height in `low`), with the lowest point of each and its touch sensor if any."""
+    geom's lowest world height in `low`), with the lowest point of each and its touch sensor if any.
+    Of the leaves fixed to one moving link, only the lowest (and any within SOLE_TOLERANCE of it) is
+    a foot."""
     touch = {}  # body -> [(site height, sensor name)]
     for s in range(model.nsensor):
         if int(model.sensor_type[s]) == int(mujoco.mjtSensor.mjSENS_TOUCH):
             site = int(model.sensor_objid[s])
             touch.setdefault(int(model.site_bodyid[site]), []).append((float(data.site_xpos[site, 2]),
                                                                        obj_name(model, mujoco.mjtObj.mjOBJ_SENSOR, s)))  # fmt: skip
-    feet: list[Foot] = []
+    reaching = {}  # foot body -> its lowest geom
     for leaf in (b for b in robot if not children[b] and b != base):
         foot = leaf
         while not [g for g in geoms if int(model.geom_bodyid[g]) == foot] and foot != base:
             foot = int(model.body_parentid[foot])  # a frame without geometry: its parent is the foot
         foot_geoms = [g for g in geoms if int(model.geom_bodyid[g]) == foot]
-        if foot == base or not foot_geoms:
-            continue
-        g = min(foot_geoms, key=lambda g: low[g])
-        if low[g] > near_ground:
-            continue
+        if foot != base and foot_geoms and low[min(foot_geoms, key=lambda g: low[g])] <= near_ground:
+            reaching[foot] = min(foot_geoms, key=lambda g: low[g])
+    feet: list[Foot] = []
+    for foot, g in reaching.items():
+        if any(low[h] < low[g] - SOLE_TOLERANCE for other, h in reaching.items()
+               if int(model.body_weldid[other]) == int(model.body_weldid[foot])):
+            continue  # a link fixed to the same shank that stands higher (a shin's collision link): not the foot
+        foot_geoms = [h for h in geoms if int(model.geom_bodyid[h]) == foot]
         world, radius = sole(model, data, [h for h in foot_geoms if low[h] <= low[g] + SOLE_TOLERANCE])
         local = data.xmat[foot].reshape(3, 3).T @ (world - data.xpos[foot])
         sensors = sorted(touch.get(foot, []))

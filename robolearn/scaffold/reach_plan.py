@@ -58,8 +58,10 @@ def plan_reach(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: s
         else:
             site, point, frame = unique("ee", sites), np.array(info.tip_point), np.array([1.0, 0.0, 0.0, 0.0])
             plan.steps.append("add_ee_site")
-            why = "its name says so" if info.tip_named else "guessed: the end of the longest joint chain"
-            where = ("its origin" if not np.any(point) else
+            why = ("its name says so" if info.tip_named else
+                   f"guessed: the hand of the gripper that ends the longest joint chain, fingers {', '.join(info.tip_fingers)}"
+                   if info.tip_fingers else "guessed: the end of the longest joint chain")  # fmt: skip
+            where = ("the middle of its fingers' tips" if info.tip_fingers else "its origin" if not np.any(point) else
                      "its geometry's point farthest from the arm's base")  # fmt: skip
             plan.constants.append(const("EE_BODY", quoted(info.tip), f"The end effector's body (new-task: {why})."))
             plan.constants.append(const("EE_POINT", tuple_text(point), "The end effector's point in EE_BODY's frame [m] "

@@ -4,10 +4,12 @@
 thigh's 0 points it forward and a knee's range starts at 0 (pybullet's Vision 60: thighs level,
 knees 10 % into [0, pi]), the legs lie folded under the body: its base 0.17 m up on legs 0.6 m
 long, a crouch from which no gait starts (300 iterations learned to stand still,
-docs/benchmarks.md). Here, for a robot on three feet or more whose feet are less than CROUCH of
-their legs' length below their hips, the leg joints move (inside their limits) until each foot is
-under its hip, STAND of its leg's length below it; stance.py then puts the feet's middle under
-the centre of mass.
+docs/benchmarks.md). Here, for a robot on three feet or more with a leg folded back on itself (its
+foot less than CROUCH of the leg's length below its hip, and less than that out from it across the
+ground), the leg joints move (inside their limits) until each foot is under its hip, STAND of its
+leg's length below it; stance.py then puts the feet's middle under the centre of mass. Legs that
+reach out are left: an ant's (brax's, Genesis's) stand 0.37 of their length below their hips and
+0.89 of it out, sprawled by design; Vision 60's folded legs 0.22 below and 0.11 out.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from robolearn.scaffold.legs import Foot
 from robolearn.scaffold.model_query import foot_position, leg_chains, leg_joints, posed_qpos, separate_legs
 
 CROUCH = 0.5
-"""Feet less than this fraction of their leg's length below its first joint are folded: mjlab's Go1
-in Unitree's stance is at 0.7, pybullet's A1 as new-task stands it 0.8, Vision 60's guess 0.25."""
+"""Feet less than this fraction of their leg's length below its first joint, and less than it out from
+it across the ground, are folded: mjlab's Go1 in Unitree's stance is 0.7 below, pybullet's A1 as
+new-task stands it 0.8, Vision 60's guess 0.22 below and 0.11 out."""
 
 STAND = 0.75
 """How far below its hip each foot goes [fraction of the leg's length]: a quadruped's usual stance."""
@@ -41,9 +44,10 @@ def unfold_legs(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[s
     if len(legs) < 3 or not separate_legs(legs):
         return pose, 1.0  # a biped, or "feet" that share joints: a hand's fingers (TIAGo's), not legs
     lengths = np.array([_length(model, data, leg) for leg in legs])
-    before = float(np.min(_drops(model, data, legs) / lengths))
-    if before >= CROUCH:
-        return pose, before
+    drops = _drops(model, data, legs) / lengths
+    before = float(np.min(drops))
+    if not np.any((drops < CROUCH) & (_reaches(model, data, legs) / lengths < CROUCH)):
+        return pose, before  # no leg folded back on itself; a leg that reaches out (an ant's) sprawls by design
     names, dofs, adr, low, high = leg_joints(model, legs, ranges, margin)
     targets = []
     for (body, point, chain), length in zip(legs, lengths):  # under the hip, the foot's sideways offset kept
@@ -76,6 +80,12 @@ def unfold_legs(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[s
 def _drops(model: mujoco.MjModel, data: mujoco.MjData, legs: list) -> np.ndarray:
     """How far each foot is below its leg's first joint [m]."""
     return np.array([data.xanchor[model.joint(chain[0]).id][2] - foot_position(data, body, point)[2] for body, point, chain in legs])
+
+
+def _reaches(model: mujoco.MjModel, data: mujoco.MjData, legs: list) -> np.ndarray:
+    """How far each foot is from its leg's first joint across the ground [m]."""
+    return np.array([np.linalg.norm((data.xanchor[model.joint(chain[0]).id] - foot_position(data, body, point))[:2])
+                     for body, point, chain in legs])  # fmt: skip
 
 
 def _length(model: mujoco.MjModel, data: mujoco.MjData, leg) -> float:

@@ -207,6 +207,45 @@ def test_a_link_whose_name_says_end_effector_beats_the_finger_at_the_end_of_the_
     assert f'EE_BODY = "{body}"' in robot and f"EE_POINT = {point}" in robot
 
 
+def test_a_chain_that_ends_in_a_grippers_finger_reaches_with_the_hand_between_the_fingers(tmp_path):
+    """MuJoCo Menagerie's Panda as Genesis ships it has no site: the longest joint chain ended at
+    `left_finger`, and the reach targets moved with one finger. Two fingers on slides branch from the
+    hand: the hand is the end effector, at the middle of the fingers' tips (each 0.09 m out along x,
+    its box's far corner from the hand 0.0885 m along it)."""
+    fingers = "".join(f"""<body name="{side}_finger" pos="0 0 0"><joint name="{side}_grip" type="slide" axis="0 {sign} 0" range="0 0.03"/>
+              <geom type="box" size="0.03 0.005 0.01" pos="0.06 {sign * 0.02} 0"/></body>""" for side, sign in (("left", 1), ("right", -1)))
+    arm = ARM.replace('<site name="tool_flange" pos="0.1 0 0"/>', "").replace(
+        ARM[ARM.index('<body name="finger"'):ARM.index("</body></body></body></body></body>")] + "</body>",
+        f'<body name="hand" pos="0.2 0 0"><geom type="box" size="0.02 0.04 0.02"/>{fingers}</body>')  # fmt: skip
+    (tmp_path / "arm.xml").write_text(arm)
+    made = new_task("gripper_reach", "reach", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
+    line = next(line for line in made.lines if line.startswith("end effector"))
+    assert line.startswith("end effector (guessed: the hand of the gripper that ends the longest joint chain, fingers "
+                           "left_finger, right_finger): body hand -> added site 'ee' at ("), line  # fmt: skip
+    point = [float(v) for v in line.split(" at (")[1].split(")")[0].split(",")]
+    assert abs(point[0] - 0.0885) < 1e-3 and point[1:] == [0.0, 0.0], line
+
+
+def test_a_frame_named_as_the_gripper_inside_a_finger_is_not_the_end_effector(tmp_path):
+    """Baxter's URDF names its fingertips `r_gripper_l_finger_tip`, which says gripper as loudly as its
+    grasp frame `right_gripper` (a fixed link below `right_gripper_base_link`); the end effector was
+    put on a fingertip. Links inside a gripper's fingers are no tool frame, and of two frames the
+    deeper is."""
+    tips = "".join(f"""
+  <link name="gripper_{side}_finger_tip"><inertial><mass value="0.01"/><inertia ixx="1e-6" iyy="1e-6" izz="1e-6" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.01 0.01 0.02"/></geometry></collision></link>
+  <joint name="{side}_tip_fixed" type="fixed"><parent link="{side}_finger"/><child link="gripper_{side}_finger_tip"/><origin xyz="0 0 0.06"/></joint>
+  <link name="{side}_finger"><inertial><mass value="0.05"/><inertia ixx="1e-5" iyy="1e-5" izz="1e-5" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 0.03"/><geometry><box size="0.01 0.02 0.06"/></geometry></collision></link>
+  <joint name="{side}_finger_joint" type="prismatic"><parent link="gripper_base"/><child link="{side}_finger"/><origin xyz="{x} 0 0.04"/>
+    <axis xyz="{x * 50:g} 0 0"/><limit lower="0" upper="0.02" effort="20" velocity="0.2"/></joint>""" for side, x in (("l", 0.02), ("r", -0.02)))
+    (tmp_path / "arm.urdf").write_text(_gripper_arm("gripper_base", "gripper", "l_finger").replace(
+        _gripper_arm("gripper_base", "gripper", "l_finger")[_gripper_arm("gripper_base", "gripper", "l_finger").index('  <link name="l_finger">'):],
+        tips + "\n</robot>"))  # fmt: skip
+    made = new_task("baxter_like", "reach", robot=tmp_path / "arm.urdf", out=tmp_path / "pkg")
+    assert "end effector (its name says so): body gripper -> added site 'ee' at (0.0, 0.0, 0.0) in its frame" in made.lines, made.lines
+
+
 def _one_hinge(child: str, joint_origin: str = "", axis: str = "0 1 0", carried: str = "") -> str:
     """ROVER with one more continuous joint on base_link, to body `child`'s geometry."""
     return ROVER.replace("</robot>", f"""  <link name="extra"><inertial><mass value="0.3"/><inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>

@@ -127,6 +127,22 @@ def test_a_quadrupeds_guessed_pose_gets_its_feet_around_its_centre_of_mass(tmp_p
     assert not any(line.startswith("WARNING: holding the home pose") for line in made.lines), made.lines
 
 
+def test_a_shin_link_fixed_above_the_foot_is_not_a_foot(tmp_path):
+    """Genesis's Go2 URDF hangs two collision links on each calf besides its foot (`FL_calflower1`, a
+    cylinder on the shin): leaves of the leg chain near the ground, and taken for feet (8 feet, touch
+    sensors on the shins). Of the leaves fixed to one moving link only the lowest is the foot."""
+    from robolearn.scaffold import new_task
+
+    shin = "".join(f"""
+  <link name="{leg}_shin"><collision><geometry><cylinder radius="0.015" length="0.03"/></geometry></collision></link>
+  <joint name="{leg}_shin_fixed" type="fixed"><parent link="{leg}_calf"/><child link="{leg}_shin"/><origin xyz="0 0 -0.16"/></joint>"""
+                   for leg in ("FR", "FL", "RR", "RL"))  # fmt: skip
+    (tmp_path / "dog.urdf").write_text(_dog().replace("</robot>", shin + "\n</robot>"))
+    made = new_task("shin_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
+    line = next(line for line in made.lines if line.startswith("feet"))
+    assert line.rsplit(": ", 1)[1] == "FR_foot, FL_foot, RR_foot, RL_foot", line
+
+
 def test_feet_that_already_surround_the_centre_of_mass_stay_where_they_are(tmp_path):
     """Calves whose range holds 0 stand straight under the hips: nothing to move, no line."""
     from robolearn.scaffold import new_task
@@ -203,3 +219,24 @@ def test_legs_folded_flat_at_the_guess_are_stood_up_under_their_hips(tmp_path):
         hip, foot = data.xanchor[model.joint(f"{leg}_hip_joint").id], data.xpos[model.body(f"{leg}_foot").id]
         assert hip[2] - foot[2] > 0.3 and abs(hip[0] - foot[0]) < 0.04, (leg, hip, foot)
     assert stood(hold(model, "trunk", "implicitfast"))
+
+
+def test_legs_that_reach_out_are_sprawled_not_folded(tmp_path):
+    """brax's and Genesis's ant: gymnasium's with a sphere at each leg's tip, the one geom of the leg
+    that collides. Its feet stand 0.37 of
+    their legs' length below the hips, as low as a folded leg's, but 0.89 of it out from them: the
+    ant sprawls by design, and its legs stay as guessed."""
+    from robolearn.scaffold import new_task
+
+    from .test_new_task_models import gym_asset
+
+    text = gym_asset("ant.xml").read_text()
+    for name, tip in (("left", "0.4 0.4 0"), ("right", "-0.4 0.4 0"), ("third", "-0.4 -0.4 0"), ("fourth", "0.4 -0.4 0")):
+        geom = next(line for line in text.splitlines() if f'name="{name}_ankle_geom"' in line)
+        text = text.replace(geom, geom.replace("<geom ", '<geom contype="0" conaffinity="0" ')  # brax: only the tip collides
+                            + f'\n<geom name="{name}_foot_geom" pos="{tip}" size="0.08" type="sphere" mass="0"/>')
+    (tmp_path / "ant.xml").write_text(text)
+    made = new_task("sprawled_ant", "locomotion", robot=tmp_path / "ant.xml", out=tmp_path / "pkg")
+    assert not any(line.startswith("home pose:") for line in made.lines), made.lines
+    home = next(line for line in made.lines if line.startswith("home keyframe:"))
+    assert "ankle_1 at 0.593" in home and "the legs moved" not in home, home

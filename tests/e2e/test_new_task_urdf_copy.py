@@ -400,3 +400,21 @@ def test_mujocos_warnings_on_the_model_are_one_report_line_not_a_log_file(tmp_pa
     assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
     assert made.lines[-1] in (tmp_path / "pkg" / "README.md").read_text()
     assert mujoco.get_mju_user_warning() is before  # the hook put back
+
+
+def test_mujocos_warnings_name_the_packages_files_not_the_staging_folder(tmp_path, monkeypatch):
+    """Genesis's `panda_slider_mobile.urdf` has OBJ meshes whose faces lack texture coordinates; MuJoCo's
+    warning named new-task's staging copy (`.panda_slider_mobile.new-task-ko4ei5ci/<task>/meshes/...`),
+    gone once the report is read. It names the package's file now."""
+    monkeypatch.chdir(tmp_path)
+    package = tmp_path / "ws" / "meshed_arm"
+    (package / "meshes").mkdir(parents=True)
+    (package / "urdf").mkdir()
+    (package / "meshes" / "base.obj").write_text("v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nvt 0 0\nvt 1 0\n"
+                                                 "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")  # fmt: skip
+    (package / "meshes" / "arm.stl").write_text(_ascii_box((0.02, 0.02, 0.15)))
+    (package / "urdf" / "meshed_arm.urdf").write_text(ARM_URDF.replace("base.stl", "base.obj"))
+    made = new_task("textured_arm", "minimal", robot=package / "urdf" / "meshed_arm.urdf", out=Path("pkg"))
+    line = next(line for line in made.lines if line.startswith("MuJoCo's warnings"))
+    assert "in 'meshes/base.obj'" in line and "new-task-" not in line, line
+    assert (tmp_path / "pkg" / "textured_arm" / "meshes" / "base.obj").exists()  # what the line names
