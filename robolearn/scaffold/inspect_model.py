@@ -110,6 +110,8 @@ class ModelInfo:
     """A site on the tip body (the end effector's, if the model marks one)."""
     tip_named: bool = False
     """The end effector is a site or a fixed link whose name says so (end_effector.py), not the longest chain's tip."""
+    given_names: set[str] = field(default_factory=set)
+    """Names new-task gave actuators the model leaves unnamed (robot_edits.py); the user's file has none."""
     tip_fingers: tuple[str, ...] = ()
     """Where the longest chain ends in a gripper, its fingers (`tip` is the hand, `tip_point` the middle of their tips)."""
     ee_sensor: str | None = None

@@ -122,7 +122,7 @@ def _plan_base(plan: RobotPlan, info: ModelInfo) -> None:
         plan.lines.append(f"floating base: body {info.base} (free joint)")
     elif info.root_joints:
         held = ", ".join(n or "<unnamed>" for n in info.root_joints)
-        driven = [f"{a.joint} by {f'actuator {a.name}' if a.name else 'an unnamed actuator'}"
+        driven = [f"{a.joint} by {'an unnamed actuator' if a.name in info.given_names else f'actuator {a.name}'}"
                   for a in info.actuators if a.joint in info.root_joints]  # fmt: skip
         why = (f"driven ({', '.join(driven)}: a rail or a mount that moves the robot, not a base that moves freely)"
                if driven else "none of them a horizontal slide no actuator drives")  # fmt: skip

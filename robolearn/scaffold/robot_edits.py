@@ -8,13 +8,15 @@ are in plan.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import mujoco
 
 from robolearn.errors import UserError
 from robolearn.scaffold.fixed_base import plan_arm_home, plan_base_contacts
 from robolearn.scaffold.inspect_model import ModelInfo
 from robolearn.scaffold.legged_plan import plan_legs
-from robolearn.scaffold.plan import RobotPlan, const, mapping, num, object_names, quoted, short, tuple_text
+from robolearn.scaffold.plan import RobotPlan, const, mapping, num, object_names, quoted, short, tuple_text, unique
 from robolearn.scaffold.reach_plan import plan_reach
 from robolearn.scaffold.self_contacts import plan_self_contacts
 from robolearn.scaffold.servo_gains import plan_servo_gains
@@ -135,8 +137,8 @@ def _doubt_degrees(plan: RobotPlan, info: ModelInfo) -> None:
 def _plan_actuators(info: ModelInfo) -> RobotPlan:
     """The model's own actuators drive: what they are, what they leave undriven."""
     joints = [a.joint for a in info.actuators if a.joint]
-    named = all(a.name for a in info.actuators)
-    plan = RobotPlan(joints, [a.name for a in info.actuators] if named else [], info.position_only)
+    names = _name_actuators(info)
+    plan = RobotPlan(joints, [a.name for a in info.actuators], info.position_only)
     kinds = sorted({a.kind for a in info.actuators})
     plan.lines.append(f"actuators: {len(info.actuators)} ({', '.join(kinds)}): {short([a.name or '<unnamed>' for a in info.actuators])}")
     plan.joint_actuators = all(a.joint for a in info.actuators)
@@ -147,15 +149,32 @@ def _plan_actuators(info: ModelInfo) -> RobotPlan:
                           "servo does (a tendon, site or body transmission, activation dynamics, ...): a deploy bundle "
                           "hands the robot driver their MuJoCo ctrl (robot.yaml kind 'actuator'), which it must apply as "
                           "the MJCF does")  # fmt: skip
-    if not named:
-        plan.lines.append("some actuators have no name: the task drives every actuator (action.actuators: [])")
-    elif not plan.position:
+    if names:
+        plan.steps.append("name_actuators")
+        plan.constants.append(const("ACTUATOR_NAMES", mapping({name: str(k) for k, name in names.items()}), "Actuators "
+                                    "the model leaves unnamed, named here: new name -> its place in the model's actuators."))  # fmt: skip
+        plan.lines.append(f"unnamed actuators: {len(names)} -> named after what each drives: {short(list(names.values()))} "
+                          "(the task and a deploy bundle's robot driver find each actuator by its name)")  # fmt: skip
+    if not plan.position:
         _plan_ctrl_spans(plan, info)
     idle = [j.name for j in info.joints if j.name not in joints and j.name not in {b.name for b in info.planar}]
     if plan.joint_actuators and idle:
         plan.lines.append(f"joints no actuator drives: {short(idle)} (they move only when pushed; add actuators "
                           "in the MJCF or robot.py if the robot drives them)")  # fmt: skip
     return plan
+
+
+def _name_actuators(info: ModelInfo) -> dict[int, str]:
+    """A name for each actuator the model leaves unnamed (brax's test pendulums): its joint's and its
+    kind (`hinge1_motor`), or `actuator_<k>` for a tendon, site or body transmission; info.actuators
+    carries the names from here on (info.given_names: which, for messages about the user's file).
+    Returns place in the model's actuators -> new name."""
+    taken = {a.name for a in info.actuators if a.name}
+    names = {k: unique(f"{a.joint}_{'actuator' if a.kind == 'other' else a.kind}" if a.joint else f"actuator_{k}", taken)
+             for k, a in enumerate(info.actuators) if not a.name}  # fmt: skip
+    info.actuators = [replace(a, name=names.get(k, a.name)) for k, a in enumerate(info.actuators)]
+    info.given_names = set(names.values())
+    return names
 
 
 def _plan_servos(info: ModelInfo, legged: bool) -> RobotPlan:

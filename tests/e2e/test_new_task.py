@@ -217,6 +217,29 @@ def test_a_driven_slide_under_the_root_is_refused_beside_one_nothing_drives(tmp_
     assert not (tmp_path / "pkg").exists()
 
 
+def test_unnamed_actuators_are_named_so_a_bundle_can_carry_them(tmp_path):
+    """brax's test pendulums drive their hinge with an unnamed velocity servo: the task trained, and
+    export refused it ("actuator 0 (hinge joint 'hinge1') has no name"), since the robot driver gets
+    an actuator's ctrl by its name. robot.py names each after what it drives."""
+    from robolearn.export.metadata import _actuator_entry
+
+    from .test_new_task_urdf_copy import _edited_model
+
+    (tmp_path / "pendulum.xml").write_text("""<mujoco><worldbody><body name="arm" pos="0 0 1">
+      <joint name="hinge1" axis="0 1 0" range="-90 90"/><geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/>
+      <body name="tip" pos="0.5 0 0"><joint name="hinge2" axis="0 1 0" range="-90 90"/><geom type="sphere" size="0.05"/>
+      </body></body></worldbody>
+      <actuator><velocity joint="hinge1" kv="10"/><motor joint="hinge2" gear="5"/><motor name="hinge2_motor" joint="hinge2"/></actuator></mujoco>""")
+    made = new_task("unnamed_pendulum", "minimal", robot=tmp_path / "pendulum.xml", out=tmp_path / "pkg")
+    assert ("unnamed actuators: 2 -> named after what each drives: hinge1_actuator, hinge2_motor_2 (the task and a deploy "
+            "bundle's robot driver find each actuator by its name)") in made.lines, made.lines  # fmt: skip
+    model = _edited_model(tmp_path / "pkg" / "unnamed_pendulum", "pendulum.xml")
+    assert [model.actuator(a).name for a in range(model.nu)] == ["hinge1_actuator", "hinge2_motor_2", "hinge2_motor"]
+    assert _actuator_entry(model, 0)["kind"] == "actuator"  # the bundle carries it (it raised without a name)
+    task = (tmp_path / "pkg" / "unnamed_pendulum" / "unnamed_pendulum.yaml").read_text()
+    assert "actuators: [hinge1_actuator, hinge2_motor_2, hinge2_motor]" in task, task
+
+
 def two_meshes(folder: Path) -> tuple[Path, Path]:
     """Two different STL files, both named link.stl, in folder/visual and folder/collision."""
     meshes = URDF.parent / "meshes"
