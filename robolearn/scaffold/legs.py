@@ -86,7 +86,8 @@ def feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int]
     """The leaf bodies of the base's joint chains whose geometry reaches below `near_ground` (each
     geom's lowest world height in `low`), with the lowest point of each and its touch sensor if any.
     Of the leaves fixed to one moving link, only the lowest (and any within SOLE_TOLERANCE of it) is
-    a foot."""
+    a foot; so is a leaf below another (a wheel on its ankle, where a frame without geometry makes the
+    ankle a leaf too) where it stands lower."""
     touch = {}  # body -> [(site height, sensor name)]
     for s in range(model.nsensor):
         if int(model.sensor_type[s]) == int(mujoco.mjtSensor.mjSENS_TOUCH):
@@ -104,8 +105,8 @@ def feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int]
     feet: list[Foot] = []
     for foot, g in reaching.items():
         if any(low[h] < low[g] - SOLE_TOLERANCE for other, h in reaching.items()
-               if int(model.body_weldid[other]) == int(model.body_weldid[foot])):
-            continue  # a link fixed to the same shank that stands higher (a shin's collision link): not the foot
+               if int(model.body_weldid[other]) == int(model.body_weldid[foot]) or _above(model, foot, other)):
+            continue  # higher than a foot fixed to the same shank (Go2's shin links) or one below it (Centauro's wheels)
         foot_geoms = [h for h in geoms if int(model.geom_bodyid[h]) == foot]
         world, radius = sole(model, data, [h for h in foot_geoms if low[h] <= low[g] + SOLE_TOLERANCE])
         local = data.xmat[foot].reshape(3, 3).T @ (world - data.xpos[foot])
@@ -118,6 +119,15 @@ def feet(model: mujoco.MjModel, data: mujoco.MjData, base: int, robot: list[int]
             feet.append(Foot(name, tuple(round(float(v), 4) for v in local), round(radius, 4),
                              sensors[0][1] if sensors else None, by_geom))  # fmt: skip
     return feet
+
+
+def _above(model: mujoco.MjModel, body: int, other: int) -> bool:
+    """`other` hangs below `body` (in its subtree)."""
+    while other:
+        other = int(model.body_parentid[other])
+        if other == body:
+            return True
+    return False
 
 
 def sole(model: mujoco.MjModel, data: mujoco.MjData, geoms: list[int]) -> tuple[np.ndarray, float]:

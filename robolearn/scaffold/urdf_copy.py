@@ -7,6 +7,7 @@ body of the world)."""
 
 from __future__ import annotations
 
+import copy
 import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -75,6 +76,31 @@ def _ascii_facets(text: str, source: Path) -> list[tuple[float, ...]]:
     if not facets:
         raise UserError(f"{source}: an ASCII STL without facets")
     return facets
+
+
+def has_collisions(tree: ET.ElementTree) -> bool:
+    return any(link.find("collision") is not None for link in tree.getroot().iter("link"))
+
+
+def collide_visuals(tree: ET.ElementTree) -> str | None:
+    """A URDF without a single `<collision>` (example-robot-data's Alexander lower body: 14 visual
+    meshes) fell through the floor: in MuJoCo, as in Gazebo, nothing of it collides. Each link's
+    `<visual>` is copied as its `<collision>` too; returns the report's line, None where the URDF has
+    collision geometry of its own (links without any, a sensor's frame, are its choice)."""
+    if has_collisions(tree):
+        return None
+    links = [link for link in tree.getroot().iter("link") if link.find("visual") is not None]
+    for link in links:
+        for visual in link.findall("visual"):
+            collision = copy.deepcopy(visual)
+            collision.tag = "collision"
+            for material in collision.findall("material"):
+                collision.remove(material)
+            link.append(collision)
+    if not links:
+        return None
+    return (f"collision geometry: none in the URDF -> each link's <visual> collides as well ({short([link.get('name', '') for link in links])}; "
+            "MuJoCo collides a mesh as its convex hull): give the links <collision> elements with the robot's contact shapes")  # fmt: skip
 
 
 def drop_footprint(tree: ET.ElementTree) -> str | None:

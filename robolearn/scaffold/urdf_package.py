@@ -14,7 +14,7 @@ import mujoco
 from robolearn.errors import UserError, one_line
 from robolearn.scaffold.plan import short
 from robolearn.scaffold.robot_files import parse_urdf, unique_file_names, urdf_meshes
-from robolearn.scaffold.urdf_copy import copy_mesh, drop_footprint, endless_revolutes
+from robolearn.scaffold.urdf_copy import collide_visuals, copy_mesh, drop_footprint, endless_revolutes, has_collisions
 from robolearn.scaffold.urdf_inertia import massless_links, mend_inertias, urdf_compiler, weightless_links
 from robolearn.scaffold.urdf_substitutions import expand_substitutions
 
@@ -29,8 +29,8 @@ def copy_urdf(source: Path, package: Path, legged: bool) -> tuple[Path, list[str
     the returned note says so); links without joints (the base link) stay bodies. Returns the copy
     and the report's lines on what the copy changed (urdf_copy.py: ASCII STL meshes made binary STL,
     COLLADA ones OBJ, for a legged robot a base_footprint root left out)."""
-    collision = urdf_meshes(source, "collision")
     visual = urdf_meshes(source, "visual")
+    collision = urdf_meshes(source, "collision") if has_collisions(parse_urdf(source)) else visual  # collide_visuals
     if urdf_compiler(parse_urdf(source).getroot()).get("discardvisual") == "true" or not visual:
         target, _, notes = _write_urdf(source, package, collision, None, legged)
         return target, notes
@@ -62,6 +62,7 @@ def _write_urdf(source: Path, package: Path, meshes: dict[str, Path], discard_vi
     notes = [note] if (note := expand_substitutions(tree, source)) else []
     notes += [note] if legged and (note := drop_footprint(tree)) else []
     notes += [note] if (note := endless_revolutes(tree)) else []
+    notes += [note] if (note := collide_visuals(tree)) else []
     notes += [note] if (note := massless_links(tree, legged)) else []
     notes += [note] if (note := weightless_links(tree, legged)) else []
     notes += mend_inertias(tree)

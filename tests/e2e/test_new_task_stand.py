@@ -143,6 +143,40 @@ def test_a_shin_link_fixed_above_the_foot_is_not_a_foot(tmp_path):
     assert line.rsplit(": ", 1)[1] == "FR_foot, FL_foot, RR_foot, RL_foot", line
 
 
+def test_a_wheel_below_an_ankle_is_the_foot_not_the_ankle(tmp_path):
+    """example-robot-data's Centauro: each leg ends in an ankle link carrying a wheel on its own joint
+    and a frame without geometry, which makes the ankle a leaf too; ankle and wheel were both feet
+    (8 on a 4-legged robot). A leaf below another foot that stands lower is the foot."""
+    from robolearn.scaffold import new_task
+
+    wheels = "".join(f"""
+  <link name="{leg}_sole"/>
+  <joint name="{leg}_sole_fixed" type="fixed"><parent link="{leg}_foot"/><child link="{leg}_sole"/></joint>
+  <link name="{leg}_wheel"><inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin rpy="1.5708 0 0"/><geometry><cylinder radius="0.04" length="0.02"/></geometry></collision></link>
+  <joint name="{leg}_wheel_joint" type="continuous"><parent link="{leg}_foot"/><child link="{leg}_wheel"/><origin xyz="0 {side * 0.03} 0"/>
+    <axis xyz="0 1 0"/><limit effort="5" velocity="30"/></joint>""" for leg, side in (("FR", -1), ("FL", 1), ("RR", -1), ("RL", 1)))  # fmt: skip
+    (tmp_path / "dog.urdf").write_text(_dog(knee_range="-2.7 0.5").replace("</robot>", wheels + "\n</robot>"))
+    made = new_task("wheel_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
+    line = next(line for line in made.lines if line.startswith("feet"))
+    assert line.rsplit(": ", 1)[1] == "FR_wheel, FL_wheel, RR_wheel, RL_wheel", line
+
+
+def test_a_urdf_with_only_visual_geometry_collides_with_it_and_stands(tmp_path):
+    """example-robot-data's Alexander lower body has 14 visual meshes and no <collision>: nothing of
+    it collided, and holding its home pose it fell through the floor (base 1.006 -> -3.9 m), warned
+    of as "off balance". Each link's visual now collides as well, and the robot stands."""
+    from robolearn.scaffold import new_task
+
+    (tmp_path / "dog.urdf").write_text(_dog(knee_range="-2.7 0.5").replace("collision>", "visual>"))
+    made = new_task("ghost_dog", "locomotion", robot=tmp_path / "dog.urdf", out=tmp_path / "pkg")
+    line = next(line for line in made.lines if line.startswith("collision geometry:"))
+    assert line.startswith("collision geometry: none in the URDF -> each link's <visual> collides as well (trunk, "), line
+    assert not any(line.startswith("WARNING") for line in made.lines), made.lines
+    copy = (tmp_path / "pkg" / "ghost_dog" / "dog.urdf").read_text()
+    assert copy.count("<collision>") == copy.count("<visual>") == 13
+
+
 def test_feet_that_already_surround_the_centre_of_mass_stay_where_they_are(tmp_path):
     """Calves whose range holds 0 stand straight under the hips: nothing to move, no line."""
     from robolearn.scaffold import new_task
