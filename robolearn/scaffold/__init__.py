@@ -31,6 +31,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import mujoco
+import numpy as np
 
 from robolearn.errors import UserError, one_line
 from robolearn.model_files import outside_files, write_compiled
@@ -38,7 +39,7 @@ from robolearn.paths import assets_dir
 from robolearn.physics.physics_copy import physics_copy
 from robolearn.registry import ENTRY_POINT_GROUP
 from robolearn.scaffold.inspect_model import inspect_model
-from robolearn.scaffold.limit_probe import PROBE_S, diverging_line, soft_limits, stable_scale
+from robolearn.scaffold.limit_probe import PROBE_S, diverging_line, motor_scales, soft_limits, stable_scale
 from robolearn.scaffold.plan import TEMPLATES, render, run_step, short
 from robolearn.scaffold.robot_edits import plan_robot
 from robolearn.scaffold.robot_files import compile_spec, inertia_hint, load_spec, model_files
@@ -266,13 +267,17 @@ def _plan_model(package: Path, model_path: Path, robot: Path | None, template: s
     if robot_py is not None:
         (package / "robot.py").write_text(robot_py)
         planned.edited = _verify_edit(package / "robot.py", model_path)
+    scales = np.ones(planned.edited.nu)
     if not plan.position and planned.edited.nu:  # motors: does full effort keep the simulation finite?
         scale = stable_scale(planned.edited)
+        if 0.0 < scale < 1.0:  # each motor as strong as it can be (none holds: the warning says so, the actions keep their range)
+            scales = motor_scales(planned.edited, scale)
+            names = [planned.edited.actuator(a).name for a in range(planned.edited.nu)]
+            plan.motor_scales = {name: float(v) for name, v in zip(names, scales) if name in plan.motors}
         if scale < 1.0:
-            planned.lines.append(diverging_line(planned.edited, scale))
-        plan.motor_scale = scale or 1.0  # none holds: the warning says so, the actions keep their range
+            planned.lines.append(diverging_line(planned.edited, scale, scales if scale else None))
     if template == "locomotion" and not plan.position:  # motors: do the model's joint limits hold against them?
-        plan.soft_limits = soft_limits(planned.edited, plan.joints or plan.limbs, plan.motor_scale)
+        plan.soft_limits = soft_limits(planned.edited, plan.joints or plan.limbs, scales)
         if plan.soft_limits:
             joint, past = max(plan.soft_limits.items(), key=lambda item: item[1])
             planned.lines.append(f"joint limits: soft for the motors ({joint} goes {past:.2f} rad past its range within "

@@ -23,7 +23,8 @@ PATTERNS = 16
 saturate most actuators."""
 
 
-def limit_overshoot(model: mujoco.MjModel, joints: list[str], seconds: float = PROBE_S, scale: float = 1.0) -> dict[str, float]:
+def limit_overshoot(model: mujoco.MjModel, joints: list[str], seconds: float = PROBE_S,
+                    scale: float | np.ndarray = 1.0) -> dict[str, float]:  # fmt: skip
     """How far past its range each limited joint of `joints` goes [rad or m] while every actuator is
     held at the top or the bottom of its control range (times `scale`) for `seconds` from the model's
     `home` keyframe (else qpos0): the median over PATTERNS such pushes of each one's farthest.
@@ -40,18 +41,19 @@ def limit_overshoot(model: mujoco.MjModel, joints: list[str], seconds: float = P
     return {name: sorted(float(run[name]) for run in worst)[PATTERNS // 2] for name in worst[0]}
 
 
-def _pushes(model: mujoco.MjModel, seconds: float, scale: float):
-    """(push, data) after each step of each push (PATTERNS sign patterns at `scale` x the ends of
-    the control ranges), from the `home` keyframe (else qpos0), MuJoCo's warnings off."""
+def _pushes(model: mujoco.MjModel, seconds: float, scale: float | np.ndarray, patterns: int = PATTERNS):
+    """(push, data) after each step of each push (`patterns` sign patterns, PATTERNS by default, at
+    `scale` x the ends of the control ranges), from the `home` keyframe (else qpos0), MuJoCo's
+    warnings off."""
     data = mujoco.MjData(model)
     home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
     bounded = model.actuator_ctrllimited.astype(bool)
     top = scale * np.where(bounded, model.actuator_ctrlrange[:, 1], 1.0)
     bottom = scale * np.where(bounded, model.actuator_ctrlrange[:, 0], -1.0)
     rng = np.random.default_rng(0)
-    patterns = [np.ones(model.nu, bool), np.zeros(model.nu, bool), *(rng.random((PATTERNS - 2, model.nu)) < 0.5)]
+    signs = [np.ones(model.nu, bool), np.zeros(model.nu, bool), *(rng.random((PATTERNS - 2, model.nu)) < 0.5)]
     with unstable_quietly():
-        for push, up in enumerate(patterns):
+        for push, up in enumerate(signs[:patterns]):
             if home >= 0:
                 mujoco.mj_resetDataKeyframe(model, data, home)
             else:
@@ -76,8 +78,40 @@ def stable_scale(model: mujoco.MjModel, seconds: float = PROBE_S) -> float:
     return 0.0
 
 
-def diverging_line(model: mujoco.MjModel, scale: float) -> str:
-    """The report line where the motors at full effort make the simulation diverge (stable_scale)."""
+def motor_scales(model: mujoco.MjModel, whole: float, seconds: float = PROBE_S) -> np.ndarray:
+    """Each actuator's action scale where full effort makes the simulation diverge and `whole`
+    (stable_scale, < 1) keeps it finite for all. One scale is what the lightest link allows: robosuite's
+    GR1 diverges above 0.0003 x through its wrists (1e-7 kg m^2 under +-20000 N m motors), which left
+    its legs +-6 N m, too weak to stand. Each actuator is pushed alone (the others at 0) at its cap and
+    each of STABLE_SCALES below it, and keeps the largest that stays finite; then all are pushed
+    together (PATTERNS), and where that diverges every scale is multiplied by the largest of
+    STABLE_SCALES that does not. The cap is the torque that holds the whole robot at arm's length
+    (its weight times the model's extent): a motor far stronger is a model's placeholder, not a robot's."""
+    peak = np.where(model.actuator_ctrllimited.astype(bool), np.abs(model.actuator_ctrlrange).max(axis=1), 1.0)
+    peak = peak * np.abs(model.actuator_gear[:, 0])
+    arm = float(model.body_mass.sum() * np.linalg.norm(model.opt.gravity) * model.stat.extent)
+    cap = np.minimum(1.0, arm / np.maximum(peak, 1e-12)) if arm > 0 else np.ones(model.nu)
+    alone = np.minimum(whole, cap)
+    for a in range(model.nu):
+        for trial in sorted({float(cap[a]), *(s for s in STABLE_SCALES if s < cap[a])}, reverse=True):
+            if trial <= alone[a]:
+                break
+            tried = np.zeros(model.nu)
+            tried[a] = trial
+            if not any(_diverged(data) for _, data in _pushes(model, seconds, tried, patterns=2)):
+                alone[a] = trial
+                break
+    floor = np.minimum(whole, cap)  # what holds for all at once (stable_scale), capped
+    for factor in (1.0, *STABLE_SCALES):
+        scales = np.maximum(alone * factor, floor)
+        if not any(_diverged(data) for _, data in _pushes(model, seconds, scales)):
+            return scales
+    return floor
+
+
+def diverging_line(model: mujoco.MjModel, scale: float, scales: np.ndarray | None = None) -> str:
+    """The report line where the motors at full effort make the simulation diverge (stable_scale),
+    with the actuators' own scales where they differ (motor_scales)."""
     span = np.abs(model.actuator_ctrlrange).max(axis=1) * np.abs(model.actuator_gear[:, 0])
     strongest = int(np.argmax(span))
     named = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, strongest) or f"actuator {strongest}"
@@ -86,9 +120,20 @@ def diverging_line(model: mujoco.MjModel, scale: float) -> str:
                 f"even at {STABLE_SCALES[-1]:g} x (the strongest: {named}, {span[strongest]:g} at full action): the "
                 "task is unlikely to train; check the model's ctrlrange and gear, and its lightest links (armature, "
                 "timestep)")  # fmt: skip
-    return (f"motors: held at the ends of their control ranges the simulation diverges within {PROBE_S:g} s (the strongest: "
-            f"{named}, {span[strongest]:g} at full action) -> the motors' actions scaled by {scale:g}, the largest of "
-            f"{', '.join(f'{s:g}' for s in STABLE_SCALES)} at which it does not (a policy's first actions saturate)")  # fmt: skip
+    start = (f"motors: held at the ends of their control ranges the simulation diverges within {PROBE_S:g} s (the strongest: "
+             f"{named}, {span[strongest]:g} at full action) -> ")  # fmt: skip
+    if scales is None or (len({float(v) for v in scales}) == 1 and float(scales[0]) == scale):
+        return (f"{start}the motors' actions scaled by {scale:g}, the largest of {', '.join(f'{s:g}' for s in STABLE_SCALES)} "
+                "at which it does not (a policy's first actions saturate)")  # fmt: skip
+    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"actuator {a}" for a in range(model.nu)]
+    groups = {}
+    for a in np.argsort(-scales, kind="stable"):
+        groups.setdefault(float(scales[a]), []).append(names[a])
+    parts = [f"{factor:.2g} x for {len(group)} ({', '.join(group[:3])}{', ...' if len(group) > 3 else ''}: "
+             f"{float(np.max(span[[names.index(n) for n in group]] * factor)):.3g} at full action)"
+             for factor, group in groups.items()]  # fmt: skip
+    return (f"{start}each motor's actions scaled by the largest factor at which it stays finite, pushed alone and then with "
+            f"the others (at most the torque that holds the whole robot at arm's length): {'; '.join(parts)}")  # fmt: skip
 
 
 def _diverged(data: mujoco.MjData) -> bool:
@@ -111,7 +156,7 @@ ended 4 % or fewer from iteration 12 on (the half_cheetah's 39 % at first fell a
 The threshold sits between the two groups."""
 
 
-def soft_limits(model: mujoco.MjModel, joints: list[str], scale: float = 1.0) -> dict[str, float]:
+def soft_limits(model: mujoco.MjModel, joints: list[str], scale: float | np.ndarray = 1.0) -> dict[str, float]:
     """The joints of `joints` whose limits are soft for their motors (SOFT) at `scale` x full
-    effort, with how far past."""
+    effort (one factor, or one per actuator), with how far past."""
     return {name: past for name, past in limit_overshoot(model, joints, scale=scale).items() if past > SOFT}

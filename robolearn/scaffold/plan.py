@@ -81,8 +81,9 @@ class RobotPlan:
     """A planar robot's base joints (locomotion on a planar base: no free joint), else empty."""
     limbs: list[str] = field(default_factory=list)
     """A planar robot's other hinge/slide joints (its legs), driven or not."""
-    motor_scale: float = 1.0
-    """The motors' action scale where full effort makes the simulation diverge (limit_probe.stable_scale)."""
+    motor_scales: dict[str, float] = field(default_factory=dict)
+    """Each motor's action scale where full effort makes the simulation diverge (limit_probe.motor_scales);
+    empty where it does not."""
     soft_limits: dict[str, float] = field(default_factory=dict)
     """Motor-driven joints whose limits the model lets full effort overshoot past the watchdog's
     margin, with how far [rad or m] (limit_probe.py): the locomotion task then has no

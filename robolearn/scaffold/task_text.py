@@ -90,31 +90,39 @@ def _action_values(plan: RobotPlan, servo_scale: float) -> dict[str, str]:
             return {"action_scale": num(servo_scale), "action_offset": "0.0"}
         return {"action_scale": "{" + ", ".join(f"{key(a)}: {num(v)}" for a, v in scales.items()) + "}",
                 "action_offset": "0.0"}  # fmt: skip
-    factor, why = _motor_factor(plan)
-    if not plan.ctrl_spans:  # every actuator's ctrl spans -1..1 (or is unnamed): one scale for all
-        return {"action_scale": "1.0" if factor == 1.0 else f"{num(factor)}  # not 1.0: {why}", "action_offset": "0.0"}
-    note = f"  # motors x {num(factor)}: {why}" if factor != 1.0 else ""
-    spans = {a: (offset, scale * (factor if a in plan.motors else 1.0)) for a, (offset, scale) in plan.ctrl_spans.items()}
-    spans.update({a: (0.0, factor) for a in plan.motors if a not in spans and factor != 1.0})
+    factors, why = _motor_factors(plan)
+    if not plan.ctrl_spans and len(set(factors.values())) <= 1:  # every actuator's ctrl spans -1..1: one scale for all
+        factor = next(iter(factors.values()), 1.0)
+        return {"action_scale": "1.0" if factor == 1.0 else f"{_small(factor)}  # not 1.0: {why}", "action_offset": "0.0"}
+    shared = set(factors.values())
+    note = "" if shared <= {1.0} else f"  # motors x {_small(shared.pop())}: {why}" if len(shared) == 1 else f"  # motors scaled: {why}"
+    spans = {a: (offset, scale * factors.get(a, 1.0)) for a, (offset, scale) in plan.ctrl_spans.items()}
+    spans.update({a: (0.0, f) for a, f in factors.items() if a not in spans and f != 1.0})
     if len(spans) == len(plan.actuators) and len(set(spans.values())) == 1:
         offset, scale = next(iter(spans.values()))
-        return {"action_scale": num(scale) + note, "action_offset": num(offset)}
-    scale = ", ".join(f"{key(n)}: {num(s)}" for n, (_, s) in spans.items())
+        return {"action_scale": _small(scale) + note, "action_offset": num(offset)}
+    scale = ", ".join(f"{key(n)}: {_small(s)}" for n, (_, s) in spans.items())
     offset = ", ".join(f"{key(n)}: {num(o)}" for n, (o, _) in spans.items())
     return {"action_scale": f"{{{scale}}}  # the others: 1.0{note.replace('  #', ';')}",
             "action_offset": f"{{{offset}}}  # the others: 0"}
 
 
-def _motor_factor(plan: RobotPlan) -> tuple[float, str]:
-    """What the motors' action scale is multiplied by, and why: the largest that keeps the simulation
-    finite where full effort does not (limit_probe.stable_scale), else SOFT_LIMITS_SCALE where the
+def _small(value: float) -> str:
+    """A scale as num() writes it, or in exponent form (with a decimal point, which YAML needs to read
+    a float) where num() would round it to 0: a capped 1e9 N m motor's 1.668e-09."""
+    return num(value) if abs(value) >= 1e-3 or value == 0 else f"{value:.3e}"
+
+
+def _motor_factors(plan: RobotPlan) -> tuple[dict[str, float], str]:
+    """What each motor's action scale is multiplied by, and why: the largest that keeps the simulation
+    finite where full effort does not (limit_probe.motor_scales), else SOFT_LIMITS_SCALE where the
     joint limits are soft for them, else 1."""
-    if plan.motor_scale < 1.0:
-        return plan.motor_scale, "at full effort these motors make the simulation diverge (new-task's README)"
+    if plan.motor_scales:
+        return dict(plan.motor_scales), "at full effort these motors make the simulation diverge (new-task's report)"
     if plan.soft_limits:
-        return SOFT_LIMITS_SCALE, ("these motors overshoot the joint limits at full effort (see terminations); the "
-                                   "policy's first actions push at a third of it")  # fmt: skip
-    return 1.0, ""
+        return dict.fromkeys(plan.motors, SOFT_LIMITS_SCALE), ("these motors overshoot the joint limits at full effort (see "
+                                                               "terminations); the policy's first actions push at a third of it")  # fmt: skip
+    return dict.fromkeys(plan.motors, 1.0), ""
 
 
 SOFT_LIMITS_SCALE = 0.3

@@ -273,18 +273,45 @@ def test_motors_whose_full_effort_makes_the_simulation_diverge_get_a_smaller_act
 
     assert stable_scale(mujoco.MjModel.from_xml_string(arm(100))) == 1.0
     assert stable_scale(mujoco.MjModel.from_xml_string(arm(1e9))) == 0.1  # 1e8 N m holds, 3e8 does not
+    # each motor at most the torque that holds the whole robot at arm's length: 0.5 kg x 9.81 x the model's extent
+    model = mujoco.MjModel.from_xml_string(arm(1e9))
+    cap = 0.5 * 9.81 * model.stat.extent
     (tmp_path / "arm.xml").write_text(arm(1e9))
     made = new_task("huge_arm", "minimal", robot=tmp_path / "arm.xml", out=tmp_path / "pkg")
     assert ("motors: held at the ends of their control ranges the simulation diverges within 0.1 s (the strongest: m, "
-            "1e+09 at full action) -> the motors' actions scaled by 0.1, the largest of 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001 at which it "
-            "does not") in "\n".join(made.lines), made.lines  # fmt: skip
+            "1e+09 at full action) -> each motor's actions scaled by the largest factor at which it stays finite, pushed "
+            "alone and then with the others (at most the torque that holds the whole robot at arm's length): "
+            f"{cap / 1e9:.2g} x for 1 (m: {cap:.3g} at full action)") in made.lines, made.lines  # fmt: skip
     task = yaml.safe_load((tmp_path / "pkg" / "huge_arm" / "huge_arm.yaml").read_text())
-    assert task["action"]["scale"] == 0.1
+    assert abs(task["action"]["scale"] * 1e9 - cap) < 1e-3 * cap
     (tmp_path / "hopeless.xml").write_text(arm(1e13))
     made = new_task("hopeless_arm", "minimal", robot=tmp_path / "hopeless.xml", out=tmp_path / "pkg2")
     assert any(line.startswith("WARNING: motors: held at the ends of their control ranges the simulation diverges within "
                                "0.1 s, even at 0.0001 x") for line in made.lines), made.lines  # fmt: skip
     assert yaml.safe_load((tmp_path / "pkg2" / "hopeless_arm" / "hopeless_arm.yaml").read_text())["action"]["scale"] == 1.0
+
+
+def test_one_motor_that_diverges_does_not_weaken_the_others(tmp_path):
+    """robosuite's GR1: its wrists (1e-7 kg m^2 under +-20000 N m) diverge above 0.0003 x, and one
+    scale for all left its legs +-6 N m, too weak to stand. Each motor is probed alone and then with
+    the others: a 5 N m motor on a 2 kg link keeps its full range beside a 1e9 N m one, which is
+    capped at the torque that holds the whole model at arm's length."""
+    import yaml
+
+    from robolearn.scaffold import new_task
+
+    text = """<mujoco><compiler angle="radian"/><worldbody>
+      <body><joint name="light" axis="0 1 0" range="-0.5 0.5"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.5"/></body>
+      <body pos="0 0.5 0"><joint name="heavy" axis="0 1 0" range="-0.5 0.5"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04" mass="2"/></body>
+      </worldbody><actuator><motor name="huge" joint="light" gear="1e9" ctrlrange="-1 1"/>
+      <motor name="fair" joint="heavy" gear="5" ctrlrange="-1 1"/></actuator></mujoco>"""
+    cap = 2.5 * 9.81 * mujoco.MjModel.from_xml_string(text).stat.extent
+    (tmp_path / "arms.xml").write_text(text)
+    made = new_task("two_arms", "minimal", robot=tmp_path / "arms.xml", out=tmp_path / "pkg")
+    line = next(line for line in made.lines if line.startswith("motors:"))
+    assert line.endswith(f"1 x for 1 (fair: 5 at full action); {cap / 1e9:.2g} x for 1 (huge: {cap:.3g} at full action)"), line
+    scale = yaml.safe_load((tmp_path / "pkg" / "two_arms" / "two_arms.yaml").read_text())["action"]["scale"]
+    assert set(scale) == {"huge"} and abs(scale["huge"] * 1e9 - cap) < 1e-3 * cap, scale  # the others: 1.0
 
 
 def test_motors_whose_range_is_not_plus_minus_one_get_actions_mapped_onto_it(tmp_path):
