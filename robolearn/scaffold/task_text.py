@@ -118,7 +118,7 @@ def _motor_factors(plan: RobotPlan) -> tuple[dict[str, float], str]:
     finite where full effort does not (limit_probe.motor_scales), else SOFT_LIMITS_SCALE where the
     joint limits are soft for them, else 1."""
     if plan.motor_scales:
-        return dict(plan.motor_scales), "at full effort these motors make the simulation diverge (new-task's report)"
+        return dict(plan.motor_scales), "at full effort these motors make the simulation diverge (new-task's README)"
     if plan.soft_limits:
         return dict.fromkeys(plan.motors, SOFT_LIMITS_SCALE), ("these motors overshoot the joint limits at full effort (see "
                                                                "terminations); the policy's first actions push at a third of it")  # fmt: skip
