@@ -34,6 +34,11 @@ TIP = np.radians(20.0)
 STRONGER = 4.0
 """The gain factor tried when the pose does not hold: KP x 4, KD x 2."""
 
+RIGID = 256.0
+"""A gain factor that makes the joints nearly rigid: a pose that stands with it, and not with the
+factors tried before, balances, and the gains are what fail by far (MuJoCo Menagerie's Berkeley
+Humanoid: its own knee and ankle kp are 1; it falls at x 1, 4 and 16, stands at x 256)."""
+
 
 class Held(NamedTuple):
     """How a held pose went: the base's height at home and after HOLD_S [m], how far it turned
@@ -87,10 +92,19 @@ def stand_warning(model: mujoco.MjModel, base: str, integrator: str | None) -> t
     if stood(held):
         return None, held
     why = (f"with KP x {STRONGER:g} it stands: the placeholder gains are too weak for this robot; set KP and KD in robot.py"
-           if stood(hold(model, base, integrator, STRONGER)) else
-           f"it does not stand with KP x {STRONGER:g} either: the pose is off balance (e.g. the feet not around the centre of mass); "
-           "set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)")  # fmt: skip
+           if stood(hold(model, base, integrator, STRONGER)) else _why_not(model, base, integrator, STRONGER))  # fmt: skip
     return f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(held)}: every episode would start falling; {why}", held
+
+
+def _why_not(model: mujoco.MjModel, base: str, integrator: str | None, tried: float) -> str:
+    """Why a home pose that no factor up to `tried` holds falls: the gains by far (it stands with
+    nearly rigid joints, RIGID), or the pose."""
+    if stood(hold(model, base, integrator, RIGID)):
+        return (f"it does not stand with KP x {tried:g} either, only with KP x {RIGID:g} (nearly rigid joints): the pose "
+                "balances, and the servos' gains are far too weak for this robot; set them (robot.py's KP and KD for servos "
+                "new-task added, the model's own kp and kv otherwise)")  # fmt: skip
+    return (f"it does not stand with KP x {tried:g} either, nor with nearly rigid joints: the pose is off balance (e.g. the "
+            "feet not around the centre of mass); set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)")  # fmt: skip
 
 RAISES = (2.0, 4.0)
 """The factors new-task tries on the gains it gave (KP x factor, KD x its square root), least first,
@@ -112,8 +126,7 @@ def stand_gain(model: mujoco.MjModel, base: str, integrator: str | None) -> tupl
                             f"KP x {factor:g}, KD x {np.sqrt(factor):.3g}: the least of x {', x '.join(f'{r:g}' for r in RAISES)} "
                             "that holds it (placeholders still: set your robot's gains in robot.py)"), raised  # fmt: skip
     return 1.0, (f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(held)}: every episode "
-                 f"would start falling; it does not stand with KP x {RAISES[-1]:g} either: the pose is off balance (e.g. the "
-                 "feet not around the centre of mass); set DEFAULT_POSE in robot.py (or add a `home` keyframe to the model)"), held  # fmt: skip
+                 f"would start falling; {_why_not(model, base, integrator, RAISES[-1])}"), held  # fmt: skip
 
 
 def _how(held: Held) -> str:
