@@ -7,6 +7,8 @@ Read from the compiled MjModel (names, kinematics at the model's default and sta
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +87,10 @@ class ModelInfo:
     """Where an added IMU goes: the base, or a body fixed to it named like an IMU (a URDF's imu_link)."""
     feet: list[Foot] = field(default_factory=list)
     has_home: bool = False
+    pose_key: str | None = None
+    """The keyframe new-task's standing pose is read from: `home`, else one whose name says it stands
+    (STANDING_KEYS: Menagerie's Apollo and older G1 name theirs `stand`) or the model's only one; None
+    where new-task guesses the pose."""
     has_floor: bool = False
     has_light: bool = False
     mass: float = 0.0
@@ -216,6 +222,7 @@ def inspect_model(path: Path, model: mujoco.MjModel, urdf: bool = False) -> Mode
     info.mocap_welds = _mocap_welds(model, set(robot))
     info.mass = float(sum(model.body_mass[b] for b in robot))
     info.has_home = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0
+    info.pose_key = "home" if info.has_home else _standing_key(model)
     info.has_floor = has_ground(model)
     info.has_light = model.nlight > 0
 
@@ -335,11 +342,27 @@ def _coupled_joints(model: mujoco.MjModel, joints: set[str]) -> dict[str, str | 
     return coupled
 
 
+STANDING_KEYS = ("stand", "standing", "default", "init", "initial", "neutral", "ready", "nominal")
+"""Keyframe names that say the robot stands there (compared lowercased, `_`/`-`/spaces dropped)."""
+
+
+def _standing_key(model: mujoco.MjModel) -> str | None:
+    """A keyframe, other than `home`, whose name says the robot stands there, else the only one."""
+    names = [obj_name(model, mujoco.mjtObj.mjOBJ_KEY, k) for k in range(model.nkey)]
+    squeezed = {name: re.sub(r"[_\- ]", "", name.lower()) for name in names if name}
+    for wanted in STANDING_KEYS:
+        found = next((name for name, plain in squeezed.items() if plain == wanted), None)
+        if found:
+            return found
+    return names[0] or None if len(names) == 1 else None
+
+
 def _stance_qpos(model: mujoco.MjModel, info: ModelInfo, base: int) -> np.ndarray:
-    """The `home` keyframe's qpos, else qpos0 with every joint the robot drives (every joint of the
-    robot but its root body's where nothing drives one yet) at 0, inside its limits (home_value)."""
-    if info.has_home:
-        return model.key_qpos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")].copy()
+    """The qpos of the keyframe the pose is read from (pose_key), else qpos0 with every joint the
+    robot drives (every joint of the robot but its root body's where nothing drives one yet) at 0,
+    inside its limits (home_value)."""
+    if info.pose_key:
+        return model.key_qpos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, info.pose_key)].copy()
     qpos = model.qpos0.copy()
     posed = driven_joints(model) if model.nu else {
         model.joint(j.name).id for j in info.joints if j.name not in info.root_joints}  # fmt: skip

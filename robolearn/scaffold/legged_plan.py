@@ -51,6 +51,7 @@ def plan_legs(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel, sites: se
                                                                "model's IMU link fixed to it."))  # fmt: skip
         plan.lines.append(f"IMU: missing -> added site '{imu}' on {where}{link} with a gyro, an accelerometer and a framequat")
     _plan_feet(plan, info, sites | sensors)
+    _plan_colliding_feet(plan, info, model)
     rolling = [f.body for f in info.feet if f.body in {model.body(int(model.joint(j).bodyid[0])).name for j in plan.wheels}]
     if rolling:
         plan.stepping = False
@@ -136,6 +137,23 @@ def _plan_base(plan: RobotPlan, info: ModelInfo) -> None:
         plan.constants.append(const("BASE", quoted(plan.base), "The floating base's body."))
 
 
+def _plan_colliding_feet(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> None:
+    """Where no geom of the model collides with anything and it has no contact pairs (MuJoCo Menagerie's
+    Apollo: contype and conaffinity 0 throughout, its contacts are <pair>s in scene.xml), the robot
+    would fall through any floor: the feet's geoms (not visual ones, groups 1 and 2, where the foot
+    has others) collide (contype and conaffinity 1), so the floor collides with them."""
+    named = [f.body for f in info.feet if not f.geom]
+    if not named or model.npair or np.any(model.geom_contype[model.geom_bodyid > 0] | model.geom_conaffinity[model.geom_bodyid > 0]):
+        return
+    plan.steps.insert(plan.steps.index("add_floor") if "add_floor" in plan.steps else len(plan.steps), "collide_feet")
+    plan.constants.append(const("COLLIDING_FEET", "[" + ", ".join(quoted(f) for f in named) + "]", "Feet whose geoms "
+                                "new-task made collide: nothing of the model collided with anything (its contacts were "
+                                "a scene's <pair>s)."))  # fmt: skip
+    plan.lines.append(f"collisions: no geom of the model collides with anything, and it has no contact pairs (a scene "
+                      f"file may add them: give that file instead, if you have it) -> the feet's geoms collide: "
+                      f"{short(named, 8)} (contype and conaffinity 1; their visual geoms, groups 1 and 2, left as they are)")  # fmt: skip
+
+
 def _plan_feet(plan: RobotPlan, info: ModelInfo, taken: set[str]) -> None:
     """Each foot's touch sensor: the model's, or one added (named apart from the `taken` site and sensor names)."""
     if not info.feet:
@@ -200,7 +218,12 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> float
     for b in plan.planar:
         plan.default_pose[b.name] = b.qpos0
     clearance = info.base_clearance
-    if not plan.planar and info.feet:
+    keyed = info.pose_key  # the model's own standing keyframe under another name: its joint positions
+    if keyed:
+        qpos = model.key_qpos[model.key(keyed).id]
+        plan.default_pose.update({name: round(float(qpos[model.joint(name).qposadr[0]]), 4) for name in plan.joints
+                                  if name in plan.default_pose})  # fmt: skip
+    elif not plan.planar and info.feet:
         unfolded = plan_stance(plan, info, model)
         if unfolded is not None:
             _, base_z, lowest = _posed(model, plan, posed_qpos(model, {**plan.default_pose, **unfolded}))
@@ -243,6 +266,10 @@ def _plan_home(plan: RobotPlan, info: ModelInfo, model: mujoco.MjModel) -> float
            "range inside a limit that 0 is on, near or beyond)") if moved else ""  # fmt: skip
     if any(abs(v - guessed.get(name, v)) > 1e-9 for name, v in plan.default_pose.items() if name not in base_joints):
         off += ", the legs moved as the line above says"
+    if keyed:
+        off = f" from the model's keyframe '{keyed}' (its joint positions; the base placed anew)"
+        plan.lines.append(f"home keyframe: missing -> added 'home'{off}, {where}; set DEFAULT_POSE in robot.py")
+        return clearance
     plan.lines.append(f"home keyframe: missing -> added 'home': each joint at 0{off}, {where}; set DEFAULT_POSE in "
                       "robot.py")
     return clearance

@@ -91,9 +91,20 @@ def stand_warning(model: mujoco.MjModel, base: str, integrator: str | None) -> t
     held = hold(model, base, integrator)
     if stood(held):
         return None, held
-    why = (f"with KP x {STRONGER:g} it stands: the placeholder gains are too weak for this robot; set KP and KD in robot.py"
+    why = (THROUGH if _through(held) else
+           f"with KP x {STRONGER:g} it stands: the placeholder gains are too weak for this robot; set KP and KD in robot.py"
            if stood(hold(model, base, integrator, STRONGER)) else _why_not(model, base, integrator, STRONGER))  # fmt: skip
     return f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(held)}: every episode would start falling; {why}", held
+
+
+THROUGH = ("it falls through the floor: no geom of it collides with the ground (every one has contype and conaffinity 0, "
+           "or a scene's <pair>s that are not in this file gave its contacts); give its feet collision geometry")
+"""Why a base that ends below the ground fell (Menagerie's Apollo leaves its contacts to scene.xml's pairs)."""
+
+
+def _through(held: Held) -> bool:
+    """The base ended below the ground with nothing of the robot on it."""
+    return held.end < 0 and not held.touching
 
 
 def _why_not(model: mujoco.MjModel, base: str, integrator: str | None, tried: float) -> str:
@@ -120,6 +131,8 @@ def stand_gain(model: mujoco.MjModel, base: str, integrator: str | None) -> tupl
     held = hold(model, base, integrator)
     if stood(held):
         return 1.0, None, held
+    if _through(held):  # no gain holds up a robot that nothing holds up
+        return 1.0, f"WARNING: holding the home pose with its servos for {HOLD_S:g} s, {_how(held)}: {THROUGH}", held
     for factor in RAISES:
         if stood(raised := hold(model, base, integrator, factor)):
             return factor, (f"servo gains: holding the home pose for {HOLD_S:g} s with them, {_how(held)} -> "

@@ -277,3 +277,40 @@ def test_legs_that_reach_out_are_sprawled_not_folded(tmp_path):
     assert not any(line.startswith("home pose:") for line in made.lines), made.lines
     home = next(line for line in made.lines if line.startswith("home keyframe:"))
     assert "ankle_1 at 0.593" in home and "the legs moved" not in home, home
+
+
+def test_a_model_whose_contacts_are_a_scenes_pairs_gets_feet_that_collide(tmp_path):
+    """MuJoCo Menagerie's Apollo: every geom has contype and conaffinity 0, its contacts are <pair>s in
+    scene.xml. Given the robot's file, new-task's floor collided with nothing and the robot fell
+    through it (base 1.12 -> -3.76 m, called "off balance"). Its feet's geoms now collide."""
+    from robolearn.scaffold import new_task
+
+    text = _table_xml(kp=800).replace("<worldbody>", '<default><geom contype="0" conaffinity="0"/></default><worldbody>')
+    text = text.replace("<mujoco>", '<mujoco><compiler angle="radian"/>')
+    text = text.replace('<geom name="floor" type="plane" size="5 5 0.1"/>', "")  # the robot's file: no floor
+    (tmp_path / "table.xml").write_text(text)
+    made = new_task("paired_table", "locomotion", robot=tmp_path / "table.xml", out=tmp_path / "pkg")
+    assert ("collisions: no geom of the model collides with anything, and it has no contact pairs (a scene file may add "
+            "them: give that file instead, if you have it) -> the feet's geoms collide: leg0, leg1, leg2, leg3 (contype and "
+            "conaffinity 1; their visual geoms, groups 1 and 2, left as they are)") in made.lines, made.lines  # fmt: skip
+    assert not any(line.startswith("WARNING") for line in made.lines), made.lines
+
+
+def test_a_standing_keyframe_under_another_name_is_the_home_pose(tmp_path):
+    """Menagerie's Apollo and its older G1 name their standing keyframe `stand`: new-task guessed a
+    pose of its own (each joint at 0) beside it. A keyframe whose name says standing, or the only
+    one, gives the home pose's joint positions now."""
+    from robolearn.scaffold import new_task
+
+    from .test_new_task_urdf_copy import _edited_model
+
+    (tmp_path / "table.xml").write_text(_table_xml(kp=800, lean=0.4).replace('<key name="home"', '<key name="stand"')
+                                        .replace("<mujoco>", '<mujoco><compiler angle="radian"/>'))
+    made = new_task("stand_table", "locomotion", robot=tmp_path / "table.xml", out=tmp_path / "pkg")
+    line = next(line for line in made.lines if line.startswith("home keyframe:"))
+    assert line.startswith("home keyframe: missing -> added 'home' from the model's keyframe 'stand' (its joint "
+                           "positions; the base placed anew), base "), line  # fmt: skip
+    model = _edited_model(tmp_path / "pkg" / "stand_table", "table.xml")
+    home = model.key("home")
+    assert [round(float(home.qpos[7 + i]), 4) for i in range(4)] == [0.4] * 4
+    assert not any(line.startswith("WARNING") for line in made.lines), made.lines
