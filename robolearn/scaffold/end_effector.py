@@ -32,16 +32,16 @@ class Tip:
 
 END_EFFECTOR_WORDS = ("tcp", "ee", "eef", "endeffector", "end_effector", "grasp", "grasptarget", "pinch", "tool", "attachment",
                       "gripper", "flange")  # fmt: skip
-"""Words in a site's or a fixed link's name (split at _, -, ., spaces and camelCase humps, trailing
+"""Words in a site's or a fixed link's name (split at _, -, ., /, spaces and camelCase humps, trailing
 digits dropped, or the whole name) that make it the end effector, most telling first: tcp_site,
 panda_hand_tcp, ee_link, grasp (dm_control's manipulator), tool0, attachment_site (MuJoCo
-Menagerie's arms), gripper_frame_link."""
+Menagerie's arms), gripper_frame_link, left/gripper (a prefix MJCF attach gives: ALOHA's)."""
 
 
 def end_effector_rank(name: str) -> int | None:
     """Where a name's most telling word stands in END_EFFECTOR_WORDS; None if it names no end effector
     (a touch sensor's site on a finger, dm_control's thumbtip_touch, does not)."""
-    parts = [p for p in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", name) if p]
+    parts = [p for p in re.split(r"[_\-./ ]+|(?<=[a-z0-9])(?=[A-Z])", name) if p]
     words = {name.lower(), name.lower().replace("_", ""), *(p.lower() for p in parts), *(p.lower().rstrip("0123456789") for p in parts)}
     if "touch" in words:
         return None

@@ -276,3 +276,11 @@ def test_a_continuous_joint_that_is_no_wheel_keeps_its_position_servo(tmp_path, 
     assert wheels.startswith("actuators: none on the wheels fl_wheel_joint, fr_wheel_joint, rl_wheel_joint, rr_wheel_joint (no limits"), (what, wheels)
     robot = (tmp_path / "pkg" / "not_wheels" / "robot.py").read_text()
     assert '"extra_joint"' not in robot.split("WHEEL_SPEED")[1].split('"""')[0], what
+
+
+def test_a_name_with_an_attach_prefix_says_end_effector():
+    """MuJoCo Menagerie's ALOHA attaches two arms under the prefixes `left/` and `right/`: its site
+    `left/gripper` names the end effector, `left/left_finger` does not."""
+    from robolearn.scaffold.end_effector import end_effector_rank
+
+    assert end_effector_rank("left/gripper") is not None and end_effector_rank("left/left_finger") is None
