@@ -275,7 +275,7 @@ def _plan_model(package: Path, model_path: Path, robot: Path | None, template: s
             names = [planned.edited.actuator(a).name for a in range(planned.edited.nu)]
             plan.motor_scales = {name: float(v) for name, v in zip(names, scales) if name in plan.motors}
         if scale < 1.0:
-            planned.lines.append(diverging_line(planned.edited, scale, scales if scale else None))
+            planned.lines.append(diverging_line(planned.edited, scale, scales))
     if template == "locomotion" and not plan.position:  # motors: do the model's joint limits hold against them?
         plan.soft_limits = soft_limits(planned.edited, plan.joints or plan.limbs, scales)
         if plan.soft_limits:

@@ -8,7 +8,6 @@ Read from the compiled MjModel (names, kinematics at the model's default and sta
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -125,13 +125,12 @@ def diverging_line(model: mujoco.MjModel, scale: float, scales: np.ndarray | Non
     if scales is None or (len({float(v) for v in scales}) == 1 and float(scales[0]) == scale):
         return (f"{start}the motors' actions scaled by {scale:g}, the largest of {', '.join(f'{s:g}' for s in STABLE_SCALES)} "
                 "at which it does not (a policy's first actions saturate)")  # fmt: skip
-    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"actuator {a}" for a in range(model.nu)]
-    groups = {}
+    groups: dict[float, list[int]] = {}
     for a in np.argsort(-scales, kind="stable"):
-        groups.setdefault(float(scales[a]), []).append(names[a])
-    parts = [f"{factor:.2g} x for {len(group)} ({', '.join(group[:3])}{', ...' if len(group) > 3 else ''}: "
-             f"{float(np.max(span[[names.index(n) for n in group]] * factor)):.3g} at full action)"
-             for factor, group in groups.items()]  # fmt: skip
+        groups.setdefault(float(scales[a]), []).append(int(a))
+    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"actuator {a}" for a in range(model.nu)]
+    parts = [f"{factor:.2g} x for {len(group)} ({', '.join(names[a] for a in group[:3])}{', ...' if len(group) > 3 else ''}: "
+             f"{float(span[group].max() * factor):.3g} at full action)" for factor, group in groups.items()]  # fmt: skip
     return (f"{start}each motor's actions scaled by the largest factor at which it stays finite, pushed alone and then with "
             f"the others (at most the torque that holds the whole robot at arm's length): {'; '.join(parts)}")  # fmt: skip
 

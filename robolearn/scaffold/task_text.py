@@ -95,7 +95,7 @@ def _action_values(plan: RobotPlan, servo_scale: float) -> dict[str, str]:
         factor = next(iter(factors.values()), 1.0)
         return {"action_scale": "1.0" if factor == 1.0 else f"{_small(factor)}  # not 1.0: {why}", "action_offset": "0.0"}
     shared = set(factors.values())
-    note = "" if shared <= {1.0} else f"  # motors x {_small(shared.pop())}: {why}" if len(shared) == 1 else f"  # motors scaled: {why}"
+    note = "" if shared <= {1.0} else f"  # motors x {_small(next(iter(shared)))}: {why}" if len(shared) == 1 else f"  # motors scaled: {why}"
     spans = {a: (offset, scale * factors.get(a, 1.0)) for a, (offset, scale) in plan.ctrl_spans.items()}
     spans.update({a: (0.0, f) for a, f in factors.items() if a not in spans and f != 1.0})
     if len(spans) == len(plan.actuators) and len(set(spans.values())) == 1:

@@ -44,9 +44,10 @@ def unfold_legs(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[s
     if len(legs) < 3 or not separate_legs(legs):
         return pose, 1.0  # a biped, or "feet" that share joints: a hand's fingers (TIAGo's), not legs
     lengths = np.array([_length(model, data, leg) for leg in legs])
-    drops = _drops(model, data, legs) / lengths
+    offsets = _hips_to_feet(model, data, legs) / lengths[:, None]
+    drops, reaches = offsets[:, 2], np.linalg.norm(offsets[:, :2], axis=1)
     before = float(np.min(drops))
-    if not np.any((drops < CROUCH) & (_reaches(model, data, legs) / lengths < CROUCH)):
+    if not np.any((drops < CROUCH) & (reaches < CROUCH)):
         return pose, before  # no leg folded back on itself; a leg that reaches out (an ant's) sprawls by design
     names, dofs, adr, low, high = leg_joints(model, legs, ranges, margin)
     targets = []
@@ -72,20 +73,15 @@ def unfold_legs(model: mujoco.MjModel, base: str, feet: list[Foot], pose: dict[s
             break
     data.qpos[adr] = q
     mujoco.mj_kinematics(model, data)
-    if float(np.min(_drops(model, data, legs) / lengths)) < CROUCH:
+    if float(np.min(_hips_to_feet(model, data, legs)[:, 2] / lengths)) < CROUCH:
         return pose, before  # the limits do not allow it: keep the guess (the stand check says what happens)
     return {**pose, **{name: round(float(v), 4) for name, v in zip(names, q)}}, before
 
 
-def _drops(model: mujoco.MjModel, data: mujoco.MjData, legs: list) -> np.ndarray:
-    """How far each foot is below its leg's first joint [m]."""
-    return np.array([data.xanchor[model.joint(chain[0]).id][2] - foot_position(data, body, point)[2] for body, point, chain in legs])
-
-
-def _reaches(model: mujoco.MjModel, data: mujoco.MjData, legs: list) -> np.ndarray:
-    """How far each foot is from its leg's first joint across the ground [m]."""
-    return np.array([np.linalg.norm((data.xanchor[model.joint(chain[0]).id] - foot_position(data, body, point))[:2])
-                     for body, point, chain in legs])  # fmt: skip
+def _hips_to_feet(model: mujoco.MjModel, data: mujoco.MjData, legs: list) -> np.ndarray:
+    """Each leg's first joint less its foot's point, in the world frame [m]: [:, 2] is how far the
+    foot is below it, the norm of [:, :2] how far out from it across the ground."""
+    return np.array([data.xanchor[model.joint(chain[0]).id] - foot_position(data, body, point) for body, point, chain in legs])
 
 
 def _length(model: mujoco.MjModel, data: mujoco.MjData, leg) -> float:
